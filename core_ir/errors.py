@@ -1,0 +1,79 @@
+"""The TileLangError hierarchy: every user mistake surfaces as one of these.
+
+A message names the kernel's source location (``file:line``) when one is known and, where
+possible, what to change (the ``hint``).
+"""
+
+from __future__ import annotations
+
+from .source import SourceLoc
+
+
+class TileLangError(Exception):
+    """Base of every error tilelang-x raises for a user mistake or an unsupported request."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, hint: str | None = None) -> None:
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        text = f"{self.loc}: {self.message}" if self.loc is not None else self.message
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+    def with_loc(self, loc: SourceLoc | None) -> TileLangError:
+        """Attach ``loc`` when the error does not carry a location yet."""
+        if self.loc is None and loc is not None:
+            self.loc = loc
+            self.args = (self._render(),)
+        return self
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class TileLangSyntaxError(TileLangError):
+    """A construct the frontend does not accept (unsupported Python or T.* usage)."""
+
+
+class TileLangTypeError(TileLangError):
+    """A dtype problem: unknown dtype, or operands whose dtypes cannot be combined."""
+
+
+class ShapeMismatchError(TileLangError):
+    """Operand shapes of a tile op (copy, gemm, reduce, ...) do not agree."""
+
+
+class ArgumentError(TileLangError):
+    """A kernel was called with the wrong number, dtype, shape or device of arguments."""
+
+
+class UnboundConstError(TileLangError):
+    """A ``T.const`` name was never bound to a tensor dimension or a keyword argument."""
+
+
+class OutOfBoundsError(TileLangError):
+    """An index falls outside a buffer."""
+
+
+class UnknownTargetError(TileLangError):
+    """A target string that no installed plugin provides."""
+
+
+class BackendNotImplementedError(TileLangError):
+    """The chosen backend cannot compile this kernel (yet)."""
+
+
+class LayoutError(TileLangError):
+    """Layout inference met a conflict it cannot resolve, or a layout annotation is invalid."""
+
+
+class CompilationError(TileLangError):
+    """The device toolchain failed on generated code, or is missing."""
+
+
+class VerificationError(TileLangError):
+    """The IR verifier found an ill-formed function."""

@@ -1,0 +1,543 @@
+"""Scalar expressions of the IR.
+
+Nodes are immutable. Python operators on an ``Expr`` build new nodes, so kernel code such as
+``by * block_M + i`` is ordinary Python running against these objects. ``==`` builds a comparison
+node, whose truth value (``bool(a == b)``) is structural equality, as TVM users expect; every
+other symbolic value refuses ``bool()`` with an error that says what to write instead.
+
+Variables compare by identity; all other nodes structurally (``structural_key``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import dtypes
+from .dtypes import DType, promote
+from .errors import TileLangSyntaxError, TileLangTypeError
+from .source import SourceLoc, caller_loc
+
+if TYPE_CHECKING:
+    from .buffer import Buffer
+
+ARITH_OPS = ("+", "-", "*", "/", "//", "%", "min", "max", "**")
+COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
+LOGIC_OPS = ("and", "or")
+BIT_OPS = ("&", "|", "^", "<<", ">>")
+BINARY_OPS = ARITH_OPS + COMPARE_OPS + LOGIC_OPS + BIT_OPS
+UNARY_OPS = ("neg", "not", "~")
+
+#: Math intrinsics a ``Call`` may name, with their arity.
+MATH_FUNCS: dict[str, int] = {
+    "exp": 1, "exp2": 1, "exp10": 1, "log": 1, "log2": 1, "log10": 1, "log1p": 1, "expm1": 1,
+    "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "abs": 1, "sin": 1, "cos": 1, "tan": 1,
+    "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "erf": 1, "floor": 1, "ceil": 1,
+    "round": 1, "trunc": 1, "isnan": 1, "isinf": 1, "isfinite": 1, "pow": 2, "fmod": 2,
+    "atan2": 2,
+}
+BOOL_RESULT_FUNCS = ("isnan", "isinf", "isfinite")
+
+
+class Expr:
+    """Base of every scalar expression node; carries ``dtype``."""
+
+    __slots__ = ()
+    dtype: DType
+
+    # ---- structure -------------------------------------------------------------------------
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+    def structural_key(self) -> tuple:
+        raise NotImplementedError
+
+    def __hash__(self) -> int:
+        return hash(self.structural_key())
+
+    def same_as(self, other: Any) -> bool:
+        """Structural equality (``Var``s by identity)."""
+        return isinstance(other, Expr) and self.structural_key() == other.structural_key()
+
+    def __bool__(self) -> bool:
+        raise TileLangSyntaxError(
+            f"the symbolic value `{self}` has no Python truth value",
+            loc=caller_loc(),
+            hint="use it in an `if` inside the kernel body (it becomes an IR branch), or use "
+            "T.if_then_else(cond, a, b) inside expressions",
+        )
+
+    def __repr__(self) -> str:
+        from .printer import expr_to_str
+
+        return expr_to_str(self)
+
+    __str__ = __repr__
+
+    # ---- arithmetic ------------------------------------------------------------------------
+    def __add__(self, o: Any) -> Expr:
+        return binary("+", self, o)
+
+    def __radd__(self, o: Any) -> Expr:
+        return binary("+", o, self)
+
+    def __sub__(self, o: Any) -> Expr:
+        return binary("-", self, o)
+
+    def __rsub__(self, o: Any) -> Expr:
+        return binary("-", o, self)
+
+    def __mul__(self, o: Any) -> Expr:
+        return binary("*", self, o)
+
+    def __rmul__(self, o: Any) -> Expr:
+        return binary("*", o, self)
+
+    def __truediv__(self, o: Any) -> Expr:
+        return binary("/", self, o)
+
+    def __rtruediv__(self, o: Any) -> Expr:
+        return binary("/", o, self)
+
+    def __floordiv__(self, o: Any) -> Expr:
+        return binary("//", self, o)
+
+    def __rfloordiv__(self, o: Any) -> Expr:
+        return binary("//", o, self)
+
+    def __mod__(self, o: Any) -> Expr:
+        return binary("%", self, o)
+
+    def __rmod__(self, o: Any) -> Expr:
+        return binary("%", o, self)
+
+    def __pow__(self, o: Any) -> Expr:
+        return binary("**", self, o)
+
+    def __rpow__(self, o: Any) -> Expr:
+        return binary("**", o, self)
+
+    def __neg__(self) -> Expr:
+        return unary("neg", self)
+
+    def __pos__(self) -> Expr:
+        return self
+
+    def __abs__(self) -> Expr:
+        return call("abs", self)
+
+    def __invert__(self) -> Expr:
+        return unary("not" if self.dtype.is_bool else "~", self)
+
+    def __and__(self, o: Any) -> Expr:
+        return binary("&", self, o)
+
+    def __rand__(self, o: Any) -> Expr:
+        return binary("&", o, self)
+
+    def __or__(self, o: Any) -> Expr:
+        return binary("|", self, o)
+
+    def __ror__(self, o: Any) -> Expr:
+        return binary("|", o, self)
+
+    def __xor__(self, o: Any) -> Expr:
+        return binary("^", self, o)
+
+    def __rxor__(self, o: Any) -> Expr:
+        return binary("^", o, self)
+
+    def __lshift__(self, o: Any) -> Expr:
+        return binary("<<", self, o)
+
+    def __rshift__(self, o: Any) -> Expr:
+        return binary(">>", self, o)
+
+    def __lt__(self, o: Any) -> Expr:
+        return binary("<", self, o)
+
+    def __le__(self, o: Any) -> Expr:
+        return binary("<=", self, o)
+
+    def __gt__(self, o: Any) -> Expr:
+        return binary(">", self, o)
+
+    def __ge__(self, o: Any) -> Expr:
+        return binary(">=", self, o)
+
+    def __eq__(self, o: Any) -> Expr:  # type: ignore[override]
+        return binary("==", self, o)
+
+    def __ne__(self, o: Any) -> Expr:  # type: ignore[override]
+        return binary("!=", self, o)
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class Var(Expr):
+    """A named scalar variable: loop and block indices, shape variables, scalar parameters."""
+
+    name: str
+    dtype: DType = dtypes.int32
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    def structural_key(self) -> tuple:
+        return ("var", id(self))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class Const(Expr):
+    """A literal of a given dtype."""
+
+    value: int | float | bool
+    dtype: DType = dtypes.int32
+
+    def structural_key(self) -> tuple:
+        return ("const", self.value, self.dtype.name)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __index__(self) -> int:
+        if not self.dtype.is_int:
+            raise TypeError(f"{self} is not an integer")
+        return int(self.value)
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class BinOp(Expr):
+    """``a <op> b``; ``op`` is one of ``BINARY_OPS``. ``/`` truncates on integers, ``//`` and
+    ``%`` are floor division and floor modulo."""
+
+    op: str
+    a: Expr
+    b: Expr
+    dtype: DType
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a, self.b)
+
+    def structural_key(self) -> tuple:
+        return ("bin", self.op, self.a.structural_key(), self.b.structural_key(), self.dtype.name)
+
+    def __bool__(self) -> bool:
+        if self.op == "==":
+            return self.a.same_as(self.b)
+        if self.op == "!=":
+            return not self.a.same_as(self.b)
+        return Expr.__bool__(self)
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class UnaryOp(Expr):
+    """``neg``, logical ``not`` or bitwise ``~``."""
+
+    op: str
+    a: Expr
+    dtype: DType
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a,)
+
+    def structural_key(self) -> tuple:
+        return ("un", self.op, self.a.structural_key())
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class Select(Expr):
+    """``T.if_then_else(cond, t, f)``."""
+
+    cond: Expr
+    t: Expr
+    f: Expr
+    dtype: DType
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.cond, self.t, self.f)
+
+    def structural_key(self) -> tuple:
+        return ("sel", self.cond.structural_key(), self.t.structural_key(), self.f.structural_key())
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class Cast(Expr):
+    """Conversion of ``a`` to ``dtype``."""
+
+    a: Expr
+    dtype: DType
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a,)
+
+    def structural_key(self) -> tuple:
+        return ("cast", self.dtype.name, self.a.structural_key())
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class Call(Expr):
+    """A math intrinsic by name (``MATH_FUNCS``)."""
+
+    name: str
+    args: tuple[Expr, ...]
+    dtype: DType
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def structural_key(self) -> tuple:
+        return ("call", self.name, tuple(a.structural_key() for a in self.args), self.dtype.name)
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class Load(Expr):
+    """``buffer[indices]``: one element of a buffer."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def dtype(self) -> DType:  # type: ignore[override]
+        return self.buffer.dtype
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.indices
+
+    def structural_key(self) -> tuple:
+        return ("load", id(self.buffer), tuple(i.structural_key() for i in self.indices))
+
+
+# ---- construction helpers ------------------------------------------------------------------
+
+def const(value: Any, dtype: DType | str | None = None) -> Const:
+    """A literal; the dtype defaults to int32 (int64 when it does not fit), float32 or bool."""
+    if dtype is not None:
+        dt = dtypes.as_dtype(dtype)
+    elif isinstance(value, bool):
+        dt = dtypes.bool_
+    elif isinstance(value, int):
+        dt = dtypes.int32 if -(2**31) <= value < 2**31 else dtypes.int64
+    elif isinstance(value, float):
+        dt = dtypes.float32
+    else:
+        raise TileLangTypeError(f"cannot make a constant from {value!r}")
+    return Const(_coerce(value, dt), dt)
+
+
+def _coerce(value: Any, dt: DType) -> int | float | bool:
+    if dt.is_bool:
+        return bool(value)
+    if dt.is_int:
+        return int(value)
+    return float(value)
+
+
+def is_py_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, int, float)) or type(value).__module__ == "numpy" and hasattr(value, "item")
+
+
+def convert(value: Any, like: DType | None = None) -> Expr:
+    """Turn a Python scalar (or a ``var``-scope buffer, read as its value) into an ``Expr``.
+
+    ``like`` gives the dtype a Python literal takes when it meets an expression.
+    """
+    if isinstance(value, Expr):
+        return value
+    as_expr = getattr(value, "as_expr", None)
+    if as_expr is not None:
+        return as_expr()
+    if is_py_scalar(value):
+        if hasattr(value, "item"):
+            value = value.item()
+        if like is not None and not isinstance(value, bool):
+            if like.is_float or (like.is_int and isinstance(value, int)):
+                return Const(_coerce(value, like), like)
+        return const(value)
+    raise TileLangTypeError(
+        f"cannot use {type(value).__name__} value {value!r} in a kernel expression",
+        loc=caller_loc(),
+        hint="kernel expressions take numbers, loop/block indices, buffer elements and T.* calls",
+    )
+
+
+def cast(value: Any, dtype: DType | str) -> Expr:
+    """``T.cast(value, dtype)``."""
+    dt = dtypes.as_dtype(dtype)
+    e = convert(value)
+    if e.dtype == dt:
+        return e
+    if isinstance(e, Const):
+        return Const(_coerce(e.value, dt), dt)
+    return Cast(e, dt)
+
+
+def _operands(a: Any, b: Any) -> tuple[Expr, Expr]:
+    a_is_expr = isinstance(a, Expr) or hasattr(a, "as_expr")
+    b_is_expr = isinstance(b, Expr) or hasattr(b, "as_expr")
+    if a_is_expr and not b_is_expr:
+        ea = convert(a)
+        return ea, convert(b, ea.dtype)
+    if b_is_expr and not a_is_expr:
+        eb = convert(b)
+        return convert(a, eb.dtype), eb
+    return convert(a), convert(b)
+
+
+_FOLD = {
+    "+": lambda x, y: x + y,
+    "-": lambda x, y: x - y,
+    "*": lambda x, y: x * y,
+    "min": min,
+    "max": max,
+    "==": lambda x, y: x == y,
+    "!=": lambda x, y: x != y,
+    "<": lambda x, y: x < y,
+    "<=": lambda x, y: x <= y,
+    ">": lambda x, y: x > y,
+    ">=": lambda x, y: x >= y,
+    "and": lambda x, y: bool(x) and bool(y),
+    "or": lambda x, y: bool(x) or bool(y),
+}
+
+
+def _fold_int(op: str, x: int, y: int) -> int | None:
+    if op in ("//", "%", "/") and y == 0:
+        return None
+    if op == "//":
+        return x // y
+    if op == "%":
+        return x % y
+    if op == "/":
+        q = abs(x) // abs(y)
+        return q if (x >= 0) == (y >= 0) else -q
+    if op == "&":
+        return x & y
+    if op == "|":
+        return x | y
+    if op == "^":
+        return x ^ y
+    if op == "<<":
+        return x << y
+    if op == ">>":
+        return x >> y
+    if op == "**" and y >= 0:
+        return x**y
+    return None
+
+
+def binary(op: str, a: Any, b: Any) -> Expr:
+    """Build ``a <op> b`` with dtype promotion, explicit casts and constant folding."""
+    ea, eb = _operands(a, b)
+    if op in LOGIC_OPS:
+        ea, eb = cast(ea, dtypes.bool_), cast(eb, dtypes.bool_)
+        dt = dtypes.bool_
+    elif op in ("&", "|", "^") and ea.dtype.is_bool and eb.dtype.is_bool:
+        op = {"&": "and", "|": "or", "^": "!="}[op]
+        dt = dtypes.bool_
+    else:
+        common = promote(ea.dtype, eb.dtype)
+        if op in BIT_OPS and not common.is_int:
+            raise TileLangTypeError(
+                f"bitwise `{op}` needs integer operands, got {ea.dtype} and {eb.dtype}",
+                loc=caller_loc(),
+            )
+        ea, eb = cast(ea, common), cast(eb, common)
+        dt = dtypes.bool_ if op in COMPARE_OPS else common
+    if isinstance(ea, Const) and isinstance(eb, Const):
+        x, y = ea.value, eb.value
+        folded: Any = None
+        if op in _FOLD:
+            folded = _FOLD[op](x, y)
+        elif ea.dtype.is_int:
+            folded = _fold_int(op, int(x), int(y))
+        elif op == "/" and y != 0:
+            folded = x / y
+        if folded is not None:
+            return Const(_coerce(folded, dt), dt)
+    return BinOp(op, ea, eb, dt)
+
+
+def unary(op: str, a: Any) -> Expr:
+    ea = convert(a)
+    if op == "not":
+        ea = cast(ea, dtypes.bool_)
+    if isinstance(ea, Const):
+        if op == "neg":
+            return Const(-ea.value, ea.dtype)
+        if op == "not":
+            return Const(not ea.value, dtypes.bool_)
+        if op == "~" and ea.dtype.is_int:
+            return Const(~int(ea.value), ea.dtype)
+    return UnaryOp(op, ea, ea.dtype)
+
+
+def call(name: str, *args: Any) -> Expr:
+    """A math intrinsic; integer arguments of float functions are cast to float32."""
+    arity = MATH_FUNCS.get(name)
+    if arity is None or arity != len(args):
+        raise TileLangSyntaxError(f"unknown math function {name}/{len(args)}", loc=caller_loc())
+    exprs = [convert(a) for a in args]
+    if len(exprs) == 2:
+        exprs = list(_operands(args[0], args[1]))
+        common = promote(exprs[0].dtype, exprs[1].dtype)
+        exprs = [cast(e, common) for e in exprs]
+    if name in ("abs",) and exprs[0].dtype.is_int:
+        dt = exprs[0].dtype
+    else:
+        exprs = [e if e.dtype.is_float else cast(e, dtypes.float32) for e in exprs]
+        dt = dtypes.bool_ if name in BOOL_RESULT_FUNCS else exprs[0].dtype
+    if all(isinstance(e, Const) for e in exprs) and name in _CONST_MATH:
+        return Const(_coerce(_CONST_MATH[name](*[e.value for e in exprs]), dt), dt)
+    return Call(name, tuple(exprs), dt)
+
+
+_CONST_MATH = {
+    "exp": math.exp, "exp2": lambda x: 2.0**x, "log": math.log, "log2": math.log2,
+    "sqrt": math.sqrt, "abs": abs, "floor": math.floor, "ceil": math.ceil,
+}
+
+
+def select(cond: Any, t: Any, f: Any) -> Expr:
+    """``T.if_then_else``: ``t`` where ``cond`` holds, else ``f``."""
+    c = cast(convert(cond), dtypes.bool_)
+    et, ef = _operands(t, f)
+    common = promote(et.dtype, ef.dtype)
+    et, ef = cast(et, common), cast(ef, common)
+    if isinstance(c, Const):
+        return et if c.value else ef
+    return Select(c, et, ef, common)
+
+
+def as_int(value: Any) -> int | None:
+    """The Python int a value or constant expression stands for, or ``None`` when symbolic."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Const) and value.dtype.is_int:
+        return int(value.value)
+    if hasattr(value, "__index__") and not isinstance(value, Expr):
+        return int(value)
+    return None
+
+
+def free_vars(e: Expr) -> set[Var]:
+    """The ``Var``s that occur in ``e`` (buffer indices included)."""
+    out: set[Var] = set()
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Var):
+            out.add(node)
+        else:
+            stack.extend(node.children())
+    return out

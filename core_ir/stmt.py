@@ -1,0 +1,178 @@
+"""Statements of the IR and the ``PrimFunc`` that holds a kernel.
+
+Every statement carries the source location it came from (``loc``), which errors print.
+Annotations are stored as a sorted tuple of pairs so that nodes stay hashable; ``ann()`` reads
+them as a dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .buffer import Buffer
+from .expr import Expr, Var
+from .source import SourceLoc
+
+LOOP_KINDS = ("serial", "unroll", "parallel", "pipelined", "vectorized")
+
+
+class Stmt:
+    """Base of every statement."""
+
+    __slots__ = ()
+    loc: SourceLoc | None
+
+    def __repr__(self) -> str:
+        from .printer import stmt_to_str
+
+        return stmt_to_str(self)
+
+
+def freeze_annotations(values: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    """Turn an annotation dict into the hashable form stored on nodes."""
+    if not values:
+        return ()
+    frozen = []
+    for key in sorted(values):
+        v = values[key]
+        frozen.append((key, tuple(v) if isinstance(v, list) else v))
+    return tuple(frozen)
+
+
+_NODE = dict(frozen=True, eq=False, slots=True, repr=False)
+
+
+@dataclass(**_NODE)
+class Seq(Stmt):
+    """Statements in order."""
+
+    stmts: tuple[Stmt, ...]
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
+class For(Stmt):
+    """``for var in [start, start + extent)`` with a loop ``kind`` (``LOOP_KINDS``).
+
+    ``T.Parallel(M, N)`` is two nested ``parallel`` loops; ``T.Pipelined`` keeps ``num_stages``,
+    ``order`` and ``stage`` in its annotations.
+    """
+
+    var: Var
+    extent: Expr
+    kind: str
+    body: Stmt
+    start: Expr | None = None
+    annotations: tuple[tuple[str, Any], ...] = ()
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    def ann(self) -> dict[str, Any]:
+        return dict(self.annotations)
+
+
+@dataclass(**_NODE)
+class If(Stmt):
+    """A branch on a symbolic condition (Python conditions fold away at trace time)."""
+
+    cond: Expr
+    then: Stmt
+    otherwise: Stmt | None = None
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
+class While(Stmt):
+    """A loop on a symbolic condition."""
+
+    cond: Expr
+    body: Stmt
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
+class Store(Stmt):
+    """``buffer[indices] = value``."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    value: Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
+class Alloc(Stmt):
+    """Declares a kernel-local buffer (shared, fragment, local or var); visible until the end of
+    the enclosing ``Seq``. ``init`` initialises a ``var`` buffer."""
+
+    buffer: Buffer
+    init: Expr | None = None
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
+class Kernel(Stmt):
+    """``with T.Kernel(*grid, threads=...) as (bx, by, ...)``: a grid of tile programs."""
+
+    grid: tuple[Expr, ...]
+    block_vars: tuple[Var, ...]
+    threads: tuple[int, ...]
+    body: Stmt
+    annotations: tuple[tuple[str, Any], ...] = ()
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    def ann(self) -> dict[str, Any]:
+        return dict(self.annotations)
+
+    @property
+    def num_threads(self) -> int:
+        n = 1
+        for t in self.threads:
+            n *= t
+        return n
+
+
+@dataclass(**_NODE)
+class Print(Stmt):
+    """``T.print(value, msg)``: a buffer or a scalar, printed by one thread."""
+
+    value: Any
+    msg: str = ""
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
+class Annotate(Stmt):
+    """A hint for the backend: ``kind`` is ``layout`` (data: buffer → Layout pairs), ``swizzle``
+    (data: panel size, order, enable) or a plugin-defined kind."""
+
+    kind: str
+    data: tuple[Any, ...]
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, eq=False)
+class PrimFunc:
+    """A kernel: parameters (global buffers and scalar vars), a body, and which parameters are
+    outputs the runtime allocates (``out_idx``)."""
+
+    name: str
+    params: tuple[Buffer | Var, ...]
+    body: Stmt
+    out_idx: tuple[int, ...] = ()
+    attrs: tuple[tuple[str, Any], ...] = ()
+    loc: SourceLoc | None = None
+
+    def buffer_params(self) -> list[Buffer]:
+        return [p for p in self.params if isinstance(p, Buffer)]
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return dict(self.attrs).get(key, default)
+
+    def script(self) -> str:
+        from .printer import func_to_str
+
+        return func_to_str(self)
+
+    def __repr__(self) -> str:
+        return self.script()

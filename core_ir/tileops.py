@@ -1,0 +1,199 @@
+"""Tile operators: the ops that move or compute whole tiles.
+
+Each op is declared once here with its operands and its shape rule (``check``); the interpreter
+gives the reference semantics and each backend lowers it. Plugins may define further ops by
+subclassing ``TileOp``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import expr as E
+from .buffer import Region
+from .errors import ShapeMismatchError
+from .source import SourceLoc
+from .stmt import Stmt
+
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
+ATOMIC_KINDS = ("add", "max", "min")
+GEMM_POLICIES = ("Square", "FullRow", "FullCol")
+
+_NODE = dict(frozen=True, eq=False, slots=True, repr=False)
+
+
+def squeeze(extents: tuple[E.Expr, ...]) -> tuple[E.Expr, ...]:
+    """Extents with the dimensions of extent 1 removed."""
+    return tuple(e for e in extents if E.as_int(e) != 1)
+
+
+def same_extent(a: E.Expr, b: E.Expr) -> bool:
+    """Whether two extents are provably equal; symbolic ones must match structurally."""
+    ia, ib = E.as_int(a), E.as_int(b)
+    if ia is not None and ib is not None:
+        return ia == ib
+    return a.same_as(b)
+
+
+def _fmt(extents: tuple[E.Expr, ...]) -> str:
+    return "[" + ", ".join(str(e) for e in extents) + "]"
+
+
+class TileOp(Stmt):
+    """Base of tile operators; ``check`` raises ``ShapeMismatchError`` naming the operands."""
+
+    __slots__ = ()
+    name = "tileop"
+
+    def regions(self) -> tuple[Region, ...]:
+        return tuple(v for v in (getattr(self, f) for f in self.__dataclass_fields__) if isinstance(v, Region))
+
+    def check(self) -> None:
+        """Validate operand shapes; called by the frontend when the op is built."""
+
+
+@dataclass(**_NODE)
+class Copy(TileOp):
+    """``T.copy(src, dst)``: element-wise copy between any two scopes, with dtype conversion."""
+
+    src: Region
+    dst: Region
+    annotations: tuple[tuple[str, Any], ...] = ()
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "copy"
+
+    def check(self) -> None:
+        s, d = squeeze(self.src.extents), squeeze(self.dst.extents)
+        if len(s) != len(d) or not all(same_extent(a, b) for a, b in zip(s, d)):
+            raise ShapeMismatchError(
+                f"T.copy shape mismatch: source `{self.src.buffer.name}` region {_fmt(self.src.extents)} "
+                f"vs destination `{self.dst.buffer.name}` region {_fmt(self.dst.extents)}",
+                loc=self.loc,
+                hint="make both regions the same size (dimensions of extent 1 are ignored)",
+            )
+
+
+@dataclass(**_NODE)
+class Fill(TileOp):
+    """``T.fill(dst, value)`` / ``T.clear(dst)``."""
+
+    dst: Region
+    value: E.Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "fill"
+
+
+@dataclass(**_NODE)
+class Gemm(TileOp):
+    """``T.gemm(A, B, C)``: ``C += op(A) @ op(B)`` (``C = ...`` when ``clear_accum``)."""
+
+    A: Region
+    B: Region
+    C: Region
+    trans_A: bool = False
+    trans_B: bool = False
+    policy: str = "Square"
+    clear_accum: bool = False
+    k_pack: int = 1
+    wg_wait: int = 0
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "gemm"
+
+    def mnk(self) -> tuple[E.Expr, E.Expr, E.Expr]:
+        a, b = squeeze(self.A.extents), squeeze(self.B.extents)
+        m, ka = (a[1], a[0]) if self.trans_A else (a[0], a[1])
+        kb, n = (b[1], b[0]) if self.trans_B else (b[0], b[1])
+        return m, n, ka if E.as_int(ka) is not None else kb
+
+    def check(self) -> None:
+        for label, r in (("A", self.A), ("B", self.B), ("C", self.C)):
+            if len(squeeze(r.extents)) != 2:
+                raise ShapeMismatchError(
+                    f"T.gemm operand {label} (`{r.buffer.name}`) must be a 2-d tile, got {_fmt(r.extents)}",
+                    loc=self.loc,
+                )
+        a, b, c = squeeze(self.A.extents), squeeze(self.B.extents), squeeze(self.C.extents)
+        m, ka = (a[1], a[0]) if self.trans_A else (a[0], a[1])
+        kb, n = (b[1], b[0]) if self.trans_B else (b[0], b[1])
+        problems = []
+        if not same_extent(ka, kb):
+            problems.append(f"K of A is {ka} but K of B is {kb}")
+        if not same_extent(m, c[0]):
+            problems.append(f"M of A is {m} but C has {c[0]} rows")
+        if not same_extent(n, c[1]):
+            problems.append(f"N of B is {n} but C has {c[1]} columns")
+        if problems:
+            raise ShapeMismatchError(
+                f"T.gemm shape mismatch: A {_fmt(a)}, B {_fmt(b)}, C {_fmt(c)} "
+                f"(transpose_A={self.trans_A}, transpose_B={self.trans_B}): " + "; ".join(problems),
+                loc=self.loc,
+                hint="A is [M, K] ([K, M] with transpose_A), B is [K, N] ([N, K] with transpose_B), C is [M, N]",
+            )
+
+
+@dataclass(**_NODE)
+class Reduce(TileOp):
+    """``T.reduce_<kind>(src, dst, dim, clear)``: reduce ``src`` along ``dim`` into ``dst``;
+    without ``clear`` the result is combined with what ``dst`` holds."""
+
+    kind: str
+    src: Region
+    dst: Region
+    dim: int
+    clear: bool = True
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "reduce"
+
+    def check(self) -> None:
+        src = self.src.extents
+        expect = squeeze(src[: self.dim] + src[self.dim + 1:])
+        got = squeeze(self.dst.extents)
+        if len(expect) != len(got) or not all(same_extent(a, b) for a, b in zip(expect, got)):
+            raise ShapeMismatchError(
+                f"T.reduce_{self.kind}: reducing `{self.src.buffer.name}` {_fmt(src)} along dim "
+                f"{self.dim} gives {_fmt(expect)}, but `{self.dst.buffer.name}` is {_fmt(self.dst.extents)}",
+                loc=self.loc,
+            )
+
+
+@dataclass(**_NODE)
+class CumSum(TileOp):
+    """``T.cumsum(src, dst, dim, reverse)``: inclusive prefix sum along ``dim``."""
+
+    src: Region
+    dst: Region
+    dim: int
+    reverse: bool = False
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "cumsum"
+
+    def check(self) -> None:
+        s, d = self.src.extents, self.dst.extents
+        if len(s) != len(d) or not all(same_extent(a, b) for a, b in zip(s, d)):
+            raise ShapeMismatchError(
+                f"T.cumsum: `{self.src.buffer.name}` {_fmt(s)} and `{self.dst.buffer.name}` {_fmt(d)} differ",
+                loc=self.loc,
+            )
+
+
+@dataclass(**_NODE)
+class Atomic(TileOp):
+    """``T.atomic_<kind>(dst, value)``: ``value`` is a scalar expression (``dst`` one element)
+    or a region of the same shape as ``dst``."""
+
+    kind: str
+    dst: Region
+    value: E.Expr | Region
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "atomic"
+
+    def check(self) -> None:
+        if isinstance(self.value, Region):
+            s, d = squeeze(self.value.extents), squeeze(self.dst.extents)
+            if len(s) != len(d) or not all(same_extent(a, b) for a, b in zip(s, d)):
+                raise ShapeMismatchError(
+                    f"T.atomic_{self.kind}: value region {_fmt(self.value.extents)} does not match "
+                    f"destination `{self.dst.buffer.name}` region {_fmt(self.dst.extents)}",
+                    loc=self.loc,
+                )

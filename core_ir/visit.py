@@ -1,0 +1,86 @@
+"""Generic traversal and rebuilding of IR trees.
+
+Nodes are frozen dataclasses, so one field-driven walker serves every node type, including tile
+ops that plugins define.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .buffer import Buffer, Region
+from .expr import Expr, Var
+from .stmt import Stmt
+
+Node = Expr | Stmt | Region
+
+
+def _fields(node: Any) -> Iterator[tuple[str, Any]]:
+    for f in dataclasses.fields(node):
+        if f.name != "loc":
+            yield f.name, getattr(node, f.name)
+
+
+def _is_node(value: Any) -> bool:
+    return isinstance(value, (Expr, Stmt, Region))
+
+
+def children(node: Node) -> Iterator[Node]:
+    """Direct child nodes (expressions, statements, regions), in field order."""
+    for _, value in _fields(node):
+        if _is_node(value):
+            yield value
+        elif isinstance(value, tuple):
+            for v in value:
+                if _is_node(v):
+                    yield v
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of the tree in pre-order."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(list(children(n))))
+
+
+def rewrite(node: Any, fn: Callable[[Any], Any | None]) -> Any:
+    """Rebuild ``node`` bottom-up; ``fn`` sees each rebuilt node and returns a replacement or
+    ``None`` to keep it. Unchanged subtrees are returned as the same objects."""
+    if isinstance(node, tuple):
+        items = tuple(rewrite(v, fn) for v in node)
+        return node if all(a is b for a, b in zip(items, node)) else items
+    if not _is_node(node) or isinstance(node, Var):
+        if isinstance(node, Var):
+            out = fn(node)
+            return node if out is None else out
+        return node
+    changes = {}
+    for name, value in _fields(node):
+        if _is_node(value) or isinstance(value, tuple):
+            new = rewrite(value, fn)
+            if new is not value:
+                changes[name] = new
+    rebuilt = dataclasses.replace(node, **changes) if changes else node
+    out = fn(rebuilt)
+    return rebuilt if out is None else out
+
+
+def substitute(node: Any, mapping: dict[Var, Expr]) -> Any:
+    """Replace variables by expressions (buffers and their shapes are left alone)."""
+    if not mapping:
+        return node
+    return rewrite(node, lambda n: mapping.get(n) if isinstance(n, Var) else None)
+
+
+def buffers_used(node: Node) -> list[Buffer]:
+    """The buffers a tree reads, writes or declares, in first-use order."""
+    seen: dict[int, Buffer] = {}
+    for n in walk(node):
+        for _, value in _fields(n):
+            if isinstance(value, Buffer):
+                seen.setdefault(id(value), value)
+    return list(seen.values())

@@ -1,0 +1,116 @@
+"""Every environment variable tilelang-x reads, in one place (prefix ``TILELANG_X_``).
+
+Each knob is a typed descriptor on a namespace object: reading it reads the environment (so a
+variable set after import still counts); setting it from Python writes the environment back, so
+worker processes inherit it; ``del`` restores the default. ``scope()`` sets knobs temporarily::
+
+    from tilelang_x import knobs
+    knobs.compile.dump = "all"
+    with knobs.scope(cache_disable=True): ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+PREFIX = "TILELANG_X_"
+
+
+class _Knob:
+    def __init__(self, env: str, default: Any, kind: type, doc: str) -> None:
+        self.env = PREFIX + env
+        self.default = default
+        self.kind = kind
+        self.__doc__ = doc
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        raw = os.environ.get(self.env)
+        if raw is None or raw == "":
+            return self.default
+        if self.kind is bool:
+            return raw.strip().lower() in ("1", "true", "yes", "on")
+        if self.kind is int:
+            return int(raw)
+        if self.kind is float:
+            return float(raw)
+        return raw
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if value is None:
+            os.environ.pop(self.env, None)
+        elif self.kind is bool:
+            os.environ[self.env] = "1" if value else "0"
+        else:
+            os.environ[self.env] = str(value)
+
+    def __delete__(self, obj: Any) -> None:
+        os.environ.pop(self.env, None)
+
+
+class _Namespace:
+    def knobs(self) -> dict[str, _Knob]:
+        return {k: v for k, v in type(self).__dict__.items() if isinstance(v, _Knob)}
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.knobs())
+        return f"{type(self).__name__}({items})"
+
+
+class _Target(_Namespace):
+    default = _Knob("TARGET", "auto", str, "Target used when a kernel names none (auto, interp, cuda, cuda:sm_90a...).")
+
+
+class _Compile(_Namespace):
+    dump = _Knob("DUMP", "", str, "Comma-separated stage names (or 'all') whose IR is written out.")
+    dump_dir = _Knob("DUMP_DIR", "tilelang_x_dump", str, "Folder the stage dumps go to.")
+    nvcc = _Knob("NVCC", "", str, "Path of nvcc; found on PATH or under CUDA_HOME when empty.")
+    use_nvrtc = _Knob("USE_NVRTC", True, bool, "Compile CUDA in-process with NVRTC when it is installed.")
+
+
+class _Cache(_Namespace):
+    dir = _Knob("CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "tilelang_x"), str,
+                "Folder of the on-disk kernel cache.")
+    disable = _Knob("DISABLE_CACHE", False, bool, "Do not read or write the on-disk cache.")
+
+
+class _Testing(_Namespace):
+    accept = _Knob("ACCEPT", False, bool, "Rewrite golden files instead of comparing against them.")
+
+
+target = _Target()
+compile = _Compile()
+cache = _Cache()
+testing = _Testing()
+
+_NAMESPACES = {"target": target, "compile": compile, "cache": cache, "testing": testing}
+
+
+def all_knobs() -> dict[str, _Knob]:
+    """Every knob by its dotted name (``cache.dir``...)."""
+    return {f"{ns}.{k}": v for ns, obj in _NAMESPACES.items() for k, v in obj.knobs().items()}
+
+
+@contextlib.contextmanager
+def scope(**values: Any) -> Iterator[None]:
+    """Set knobs for the duration of a ``with`` block; keys are ``namespace_name``
+    (``cache_disable=True``, ``compile_dump="all"``)."""
+    saved: dict[str, str | None] = {}
+    try:
+        for key, value in values.items():
+            ns, _, name = key.partition("_")
+            obj = _NAMESPACES[ns]
+            knob = obj.knobs()[name]
+            saved[knob.env] = os.environ.get(knob.env)
+            setattr(obj, name, value)
+        yield
+    finally:
+        for env, old in saved.items():
+            if old is None:
+                os.environ.pop(env, None)
+            else:
+                os.environ[env] = old
