@@ -70,12 +70,20 @@ class _Compile(_Namespace):
     dump_dir = _Knob("DUMP_DIR", "tilelang_x_dump", str, "Folder the stage dumps go to.")
     nvcc = _Knob("NVCC", "", str, "Path of nvcc; found on PATH or under CUDA_HOME when empty.")
     use_nvrtc = _Knob("USE_NVRTC", True, bool, "Compile CUDA in-process with NVRTC when it is installed.")
+    nvrtc = _Knob("NVRTC", "", str, "Path of libnvrtc.so; found in the nvidia-cuda-nvrtc wheel or toolkit when empty.")
+    cuda_home = _Knob("CUDA_HOME", os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "", str,
+                      "CUDA toolkit folder (headers, nvcc); defaults to $CUDA_HOME / $CUDA_PATH.")
 
 
 class _Cache(_Namespace):
     dir = _Knob("CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "tilelang_x"), str,
                 "Folder of the on-disk kernel cache.")
     disable = _Knob("DISABLE_CACHE", False, bool, "Do not read or write the on-disk cache.")
+
+
+class _Runtime(_Namespace):
+    libcuda = _Knob("LIBCUDA", "", str, "Path of the CUDA driver library libcuda.so.1; searched for when empty.")
+    launcher = _Knob("LAUNCHER", "auto", str, "CUDA launcher: auto (compiled extension if built), cython, ctypes.")
 
 
 class _Testing(_Namespace):
@@ -85,9 +93,10 @@ class _Testing(_Namespace):
 target = _Target()
 compile = _Compile()
 cache = _Cache()
+runtime = _Runtime()
 testing = _Testing()
 
-_NAMESPACES = {"target": target, "compile": compile, "cache": cache, "testing": testing}
+_NAMESPACES = {"target": target, "compile": compile, "cache": cache, "runtime": runtime, "testing": testing}
 
 
 def all_knobs() -> dict[str, _Knob]:

@@ -1,1 +1,65 @@
-"""tilelang-x."""
+"""The ``lower_tile_ops`` stage: tile ops and parallel loops become thread-level code.
+
+Each op's lowering lives in its own module (``copy``, ``fill``, ``gemm``, ``reduce``, ``cumsum``,
+``atomic``, ``parallel``); ``lower_op`` dispatches, and the stage asks the plugin hook
+``tlx_lower_op`` first (when the compiler passes a hook caller in ``ctx.options["hook"]``) so
+that a third-party plugin can replace one op.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ....core_ir.stmt import PrimFunc, Stmt
+from .context import LowerCtx
+
+
+def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
+    """The lowered form of one tile op (``ctx`` is the StageContext of the compilation)."""
+    from ....core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce
+
+    lc: LowerCtx = ctx.data["cuda.lower"]
+    if isinstance(op, Copy):
+        from .copy import lower_copy
+
+        return lower_copy(op, lc)
+    if isinstance(op, Fill):
+        from .fill import lower_fill
+
+        return lower_fill(op, lc)
+    if isinstance(op, Gemm):
+        from .gemm import lower_gemm
+
+        return lower_gemm(op, lc)
+    if isinstance(op, Reduce):
+        from .reduce import lower_reduce
+
+        return lower_reduce(op, lc)
+    if isinstance(op, CumSum):
+        from .cumsum import lower_cumsum
+
+        return lower_cumsum(op, lc)
+    if isinstance(op, Atomic):
+        from .atomic import lower_atomic
+
+        return lower_atomic(op, lc)
+    return None
+
+
+def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
+    from .walker import lower_body
+
+    lc = LowerCtx.from_stage(func, ctx)
+    ctx.data["cuda.lower"] = lc
+    hook = ctx.options.get("hook") if isinstance(getattr(ctx, "options", None), dict) else None
+
+    def dispatch(op: Stmt) -> Stmt | None:
+        if hook is not None:
+            got = hook.tlx_lower_op(target=ctx.target, op=op, ctx=ctx)
+            if got is not None:
+                return got
+        return lower_op(op, ctx)
+
+    body = lower_body(func.body, lc, dispatch)
+    return dataclasses.replace(func, body=body)

@@ -1,0 +1,87 @@
+"""Helpers shared by the CUDA benchmarks: arguments, device facts, timing, JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)  # so that `tests.kernels` imports when run as `python bench/x.py`
+
+
+def parse_args(description: str, extra: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--out", default="", help="write the JSON result here too (it is always printed)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing")
+    p.add_argument("--rep", type=int, default=50, help="timed calls (the median is reported)")
+    p.add_argument("--quick", action="store_true", help="fewer shapes and configs (a smoke run)")
+    if extra is not None:
+        extra(p)
+    return p.parse_args()
+
+
+def device_info() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    import torch
+
+    info: dict[str, Any] = {
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+    }
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update(device=props.name, sm_count=props.multi_processor_count,
+                    capability=f"{props.major}.{props.minor}",
+                    l2_bytes=getattr(props, "L2_cache_size", None), memory_gb=round(props.total_memory / 2**30, 1))
+    try:
+        from tilelang_x.plugins.cuda import compile as cc
+        from tilelang_x.plugins.cuda import driver, runtime
+
+        info["cuda_driver"] = "{}.{}".format(*driver.driver_version())
+        info["compiler"] = cc.toolchain_status()[1]
+        info["launcher"] = runtime.launcher_kind()
+    except Exception as e:  # noqa: BLE001 - facts only
+        info["toolchain_error"] = str(e)
+    return info
+
+
+def median_ms(fn: Callable[[], Any], warmup: int, rep: int, flush_l2: bool = True) -> float:
+    from tilelang_x.plugins.cuda.profiler import timer
+
+    return statistics.median(timer(fn, warmup, rep, flush_l2=flush_l2))
+
+
+def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:
+    """``(fn(), None)``, or ``(None, the error's last lines)`` when it raises."""
+    try:
+        return fn(), None
+    except Exception as e:  # noqa: BLE001 - a benchmark reports failures and goes on
+        text = f"{type(e).__name__}: {e}"
+        if os.environ.get("BENCH_TRACEBACK"):
+            text += "\n" + traceback.format_exc()
+        return None, text[:2000]
+
+
+def rel_err(actual: Any, expected: Any) -> float:
+    a, e = actual.double(), expected.double()
+    return float((a - e).norm() / e.norm().clamp_min(1e-30))
+
+
+def emit(result: dict[str, Any], out: str) -> None:
+    text = json.dumps(result, indent=2, sort_keys=False)
+    print(text)
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(text + "\n")

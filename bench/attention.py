@@ -1,0 +1,98 @@
+"""FlashAttention forward (fp16, B4 H32 S4096 D128, causal and not) against torch SDPA, same run.
+
+References: ``F.scaled_dot_product_attention`` restricted to the cuDNN backend and to the
+FlashAttention-2 backend (``torch.nn.attention.sdpa_kernel``). Ours is
+``tests/kernels/attention.flash_attention`` (TileLang, as a user writes it) over a few tile
+configurations; the fastest correct one is reported. TFLOP/s counts 4*B*H*S*S*D (halved when
+causal); ``ratio_cudnn`` / ``ratio_flash`` = reference time / our time (>= 1: we are faster).
+
+Run: ``python bench/attention.py --out $OUT/attention.json`` (``--quick``: S=1024).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from _common import attempt, device_info, emit, median_ms, parse_args, rel_err
+
+# (block_M, block_N, num_stages, threads)
+CONFIGS = [(128, 128, 2, 256), (128, 64, 2, 256), (128, 64, 2, 128), (64, 64, 1, 128)]
+
+
+def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend_name: str, args: Any) -> tuple[float | None, str | None]:
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = getattr(SDPBackend, backend_name)
+
+    def run() -> Any:
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    _, err = attempt(run)
+    if err is not None:
+        return None, err
+    return median_ms(run, args.warmup, args.rep), None
+
+
+def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[str, Any]:
+    import torch
+    import torch.nn.functional as F
+
+    from tests.kernels import attention
+    from tilelang_x import knobs
+
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+    tflops = lambda ms: round(flops / ms / 1e9, 1)  # noqa: E731
+    row: dict[str, Any] = {"B": b, "H": h, "S": s, "D": d, "causal": causal}
+    for name, key in (("CUDNN_ATTENTION", "cudnn"), ("FLASH_ATTENTION", "flash")):
+        ms, err = sdpa_ms(q, k, v, causal, name, args)
+        row[f"{key}_ms"] = None if ms is None else round(ms, 4)
+        row[f"{key}_tflops"] = None if ms is None else tflops(ms)
+        if err:
+            row[f"{key}_error"] = err
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    tried, best = [], None
+    for bm, bn, stages, threads in CONFIGS[:2] if args.quick else CONFIGS:
+        cfg = {"block_M": bm, "block_N": bn, "num_stages": stages, "threads": threads}
+        with knobs.scope(target_default="cuda"):
+            kernel, err = attempt(lambda cfg=cfg: attention.flash_attention(b, h, s, d, causal, **cfg))
+        if err is None:
+            out, err = attempt(lambda kernel=kernel: kernel(q, k, v))
+        if err is None:
+            e = rel_err(out, ref)
+            if not e < 1e-2:
+                err = f"wrong result: relative error {e:.3g}"
+        if err is not None:
+            tried.append({**cfg, "error": err})
+            continue
+        ms = median_ms(lambda kernel=kernel: kernel(q, k, v), args.warmup, args.rep)
+        entry = {**cfg, "ms": round(ms, 4), "tflops": tflops(ms), "rel_err": float(f"{e:.3g}")}
+        tried.append(entry)
+        if best is None or ms < best["ms"]:
+            best = entry
+    if best is not None:
+        row.update(ours_ms=best["ms"], ours_tflops=best["tflops"],
+                   best_config={k: best[k] for k in ("block_M", "block_N", "num_stages", "threads")})
+        for key in ("cudnn", "flash"):
+            ref_ms = row.get(f"{key}_ms")
+            row[f"ratio_{key}"] = None if ref_ms is None else round(ref_ms / best["ms"], 3)
+    else:
+        row.update(ours_ms=None, ours_tflops=None, ratio_cudnn=None, ratio_flash=None)
+    row["configs"] = tried
+    return row
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+    s = 1024 if args.quick else 4096
+    results = []
+    for causal in (False, True):
+        row, err = attempt(lambda causal=causal: bench_case(4, 32, s, 128, causal, args))
+        results.append(row if err is None else {"causal": causal, "error": err})
+    emit({"bench": "attention", "info": device_info(), "results": results}, args.out)
+
+
+if __name__ == "__main__":
+    main()

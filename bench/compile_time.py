@@ -1,0 +1,135 @@
+"""Cold compile time per kernel (disk cache disabled, in-memory cache cleared), split by phase.
+
+For each kernel: ``total_s`` is the wall time of the ``@tilelang.jit`` call that builds it;
+``frontend_s`` = total - the compile driver's stages (tracing the Python function into IR);
+``lowering_s`` = the core and CUDA stages (specialize, simplify, verify, layout inference,
+lowering...); ``codegen_s``; ``compile_s`` (NVRTC or nvcc; both are measured when both are
+installed); ``load_s`` (building the launcher); ``first_call_ms`` = the first launch, which loads
+the module onto the GPU, minus a steady-state call. Target for the GEMM: total <= 0.5 s
+(TileLang: 2-5 s). One warm-up kernel is compiled first so one-time imports are not counted.
+
+Run: ``python bench/compile_time.py --out $OUT/compile_time.json``
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from _common import attempt, device_info, emit, parse_args
+
+
+def kernels() -> list[tuple[str, Callable[[], Any], Callable[[], tuple[Any, ...]]]]:
+    """``(name, build the kernel, make its inputs)``."""
+    import torch
+
+    from tests.kernels import attention, elementwise, gemm, reductions
+
+    def gemm_inputs() -> tuple[Any, ...]:
+        return (torch.randn(4096, 4096, device="cuda", dtype=torch.float16),
+                torch.randn(4096, 4096, device="cuda", dtype=torch.float16))
+
+    def attn_inputs() -> tuple[Any, ...]:
+        return tuple(torch.randn(4, 32, 4096, 128, device="cuda", dtype=torch.float16) for _ in range(3))
+
+    return [
+        ("gemm_fp16_4096_128x256x64", lambda: gemm.matmul(4096, 4096, 4096, block_M=128, block_N=256, block_K=64,
+                                                          num_stages=3, threads=256), gemm_inputs),
+        ("gemm_fp16_4096_128x128x32", lambda: gemm.matmul(4096, 4096, 4096), gemm_inputs),
+        ("flash_attention_fwd", lambda: attention.flash_attention(4, 32, 4096, 128, False, block_M=128, block_N=64,
+                                                                  num_stages=2, threads=256), attn_inputs),
+        ("flash_attention_fwd_causal", lambda: attention.flash_attention(4, 32, 4096, 128, True, block_M=128,
+                                                                         block_N=64, num_stages=2, threads=256),
+         attn_inputs),
+        ("softmax_rows", lambda: reductions.softmax(64, 256),
+         lambda: (torch.randn(64, 256, device="cuda", dtype=torch.float16),)),
+        ("rms_norm", lambda: reductions.rms_norm(64, 512),
+         lambda: (torch.randn(64, 512, device="cuda"), torch.randn(512, device="cuda"))),
+        ("vector_add", lambda: elementwise.vector_add(),
+         lambda: (torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda"))),
+    ]
+
+
+_KEPT: list[Any] = []  # every kernel built, so a cached one is recognised
+
+
+def _clear_caches() -> None:
+    """Forget compiled kernels: the compile driver's cache and any cache of the jit wrappers."""
+    from tests.kernels import attention, elementwise, gemm, reductions
+    from tilelang_x import compiler
+
+    compiler.clear_cache()
+    for module in (attention, elementwise, gemm, reductions):
+        for obj in vars(module).values():
+            for name in ("cache_clear", "clear_cache"):
+                fn = getattr(obj, name, None)
+                if callable(fn) and not isinstance(obj, type):
+                    fn()
+
+
+def measure(build: Callable[[], Any], inputs: Callable[[], tuple[Any, ...]]) -> dict[str, Any]:
+    import torch
+
+    _clear_caches()
+    t0 = time.perf_counter()
+    kernel = build()
+    total = time.perf_counter() - t0
+    if any(k is kernel for k in _KEPT):
+        return {"error": "the jit wrapper returned a cached kernel; these times would be stale"}
+    _KEPT.append(kernel)
+    times = dict(getattr(kernel, "stage_times", {}) or {})
+    phases = {k: times.pop(k, 0.0) for k in ("codegen", "compile", "load")}
+    lowering = sum(times.values())
+    driver_total = lowering + sum(phases.values())
+    row: dict[str, Any] = {
+        "total_s": round(total, 4),
+        "frontend_s": round(max(0.0, total - driver_total), 4),
+        "lowering_s": round(lowering, 4),
+        "codegen_s": round(phases["codegen"], 4),
+        "compile_s": round(phases["compile"], 4),
+        "load_s": round(phases["load"], 4),
+        "stages_s": {k: round(v, 4) for k, v in times.items()},
+    }
+    args = inputs()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    kernel(*args)
+    torch.cuda.synchronize()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    kernel(*args)
+    torch.cuda.synchronize()
+    steady = time.perf_counter() - t0
+    row["first_call_ms"] = round((first - steady) * 1e3, 3)
+    return row
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+    from tilelang_x import knobs
+    from tilelang_x.plugins.cuda import compile as cc
+
+    compilers = []
+    if cc.find_nvrtc() is not None:
+        compilers.append("nvrtc")
+    if cc.find_nvcc() is not None:
+        compilers.append("nvcc")
+    results: dict[str, Any] = {}
+    table = kernels()
+    if args.quick:
+        table = table[:1]
+    with knobs.scope(cache_disable=True, target_default="cuda"):
+        for comp in compilers:
+            with knobs.scope(compile_use_nvrtc=(comp == "nvrtc")):
+                warm, err = attempt(lambda: measure(table[-1][1], table[-1][2]))
+                per: dict[str, Any] = {"process_warmup": warm if err is None else {"error": err}}
+                for name, build, inputs in table:
+                    row, err = attempt(lambda build=build, inputs=inputs: measure(build, inputs))
+                    per[name] = row if err is None else {"error": err}
+            results[comp] = per
+    emit({"bench": "compile_time", "info": device_info(), "target_total_s": 0.5, "results": results}, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""GEMM C = A @ B (fp16 and bf16, fp32 accumulation) against torch.matmul (cuBLAS), same run.
+
+Shapes (M, N, K): 4096^3, 8192^3, 16 x 8192 x 8192 (decode, memory-bound), 8192 x 28672 x 4096.
+Our kernel is ``tests/kernels/gemm.matmul`` (TileLang, as a user writes it); a few tile
+configurations are tried per shape and the fastest correct one is reported, with every
+configuration's time (or error) alongside. Times are medians of CUDA-event timings with the L2
+flushed before each call; TFLOP/s = 2*M*N*K / time; ``ratio`` = ours / torch (>= 1 is faster).
+
+Run: ``python bench/gemm.py --out $OUT/gemm.json`` (``--quick``: 4096^3 fp16 only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from _common import attempt, device_info, emit, median_ms, parse_args, rel_err
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (8192, 28672, 4096)]
+
+# (block_M, block_N, block_K, num_stages, threads)
+BIG_CONFIGS = [(128, 256, 64, 3, 256), (128, 128, 64, 4, 256), (128, 256, 64, 4, 256), (128, 128, 32, 3, 128)]
+SMALL_M_CONFIGS = [(64, 64, 128, 4, 128), (64, 128, 64, 4, 128), (64, 256, 64, 3, 128)]
+
+
+def configs_for(m: int, quick: bool) -> list[tuple[int, ...]]:
+    cands = SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
+    return cands[:2] if quick else cands
+
+
+def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str, Any]:
+    import torch
+
+    from tests.kernels import gemm
+    from tilelang_x import knobs
+    from tilelang_x.core_ir.dtypes import as_dtype
+
+    tdt = getattr(torch, dtype_name)
+    a = torch.randn(m, k, device="cuda").to(tdt)
+    b = torch.randn(k, n, device="cuda").to(tdt)
+    flops = 2.0 * m * n * k
+    ref = torch.matmul(a, b)
+    torch_ms = median_ms(lambda: torch.matmul(a, b), args.warmup, args.rep)
+    row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k,
+                           "torch_ms": round(torch_ms, 4), "torch_tflops": round(flops / torch_ms / 1e9, 1)}
+    tried = []
+    best = None
+    for bm, bn, bk, stages, threads in configs_for(m, args.quick):
+        cfg = {"block_M": bm, "block_N": bn, "block_K": bk, "num_stages": stages, "threads": threads}
+        with knobs.scope(target_default="cuda"):
+            kernel, err = attempt(lambda cfg=cfg: gemm.matmul(m, n, k, in_dtype=as_dtype(tdt), out_dtype=as_dtype(tdt),
+                                                              **cfg))
+        if err is None:
+            out, err = attempt(lambda kernel=kernel: kernel(a, b))
+        if err is None:
+            e = rel_err(out, ref)
+            if not e < 1e-2:
+                err = f"wrong result: relative error {e:.3g}"
+        if err is not None:
+            tried.append({**cfg, "error": err})
+            continue
+        ms = median_ms(lambda kernel=kernel: kernel(a, b), args.warmup, args.rep)
+        entry = {**cfg, "ms": round(ms, 4), "tflops": round(flops / ms / 1e9, 1), "rel_err": float(f"{e:.3g}")}
+        tried.append(entry)
+        if best is None or ms < best["ms"]:
+            best = entry
+    if best is not None:
+        row.update(ours_ms=best["ms"], ours_tflops=best["tflops"], ratio=round(torch_ms / best["ms"], 3),
+                   best_config={k: best[k] for k in ("block_M", "block_N", "block_K", "num_stages", "threads")})
+        bytes_moved = (m * k + k * n + m * n) * a.element_size()
+        row["ours_hbm_tb_s"] = round(bytes_moved / best["ms"] / 1e9, 2)
+    else:
+        row.update(ours_ms=None, ours_tflops=None, ratio=None)
+    row["configs"] = tried
+    return row
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+    shapes = SHAPES[:1] if args.quick else SHAPES
+    dtypes = ["float16"] if args.quick else ["float16", "bfloat16"]
+    results = []
+    for dtype_name in dtypes:
+        for m, n, k in shapes:
+            row, err = attempt(lambda m=m, n=n, k=k, d=dtype_name: bench_shape(m, n, k, d, args))
+            results.append(row if err is None else {"dtype": dtype_name, "M": m, "N": n, "K": k, "error": err})
+    emit({"bench": "gemm", "info": device_info(), "results": results}, args.out)
+
+
+if __name__ == "__main__":
+    main()

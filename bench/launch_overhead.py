@@ -1,0 +1,144 @@
+"""Host time per call of a 3-tensor kernel (target: <= 3 us with a preallocated output).
+
+Measures, in microseconds of host (CPU) time per call, on tiny tensors so the GPU never limits:
+
+- ``launcher_*``: the CUDA launcher alone on a hand-written vector add (compiled and ctypes
+  launchers; dims as a list, as a {name: value} mapping, and a kernel with a static grid);
+- ``tile_*``: TileLang kernels from tests/kernels through the whole kernel object (argument
+  checks, output allocation when asked, launch): ``vector_add`` (dynamic n) and ``leaky_add``
+  (static shape), with the output passed in (``prealloc``) and allocated by the kernel (``alloc``);
+- ``torch_*``: torch.add with ``out=`` and ``a + b`` (a vendor-library launch for scale).
+
+Run: ``python bench/launch_overhead.py --out $OUT/launch_overhead.json``
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from _common import attempt, device_info, emit, parse_args
+
+VECTOR_ADD = r"""
+extern "C" __global__ void __launch_bounds__(256) vector_add(const float* __restrict__ a,
+    const float* __restrict__ b, float* __restrict__ c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+"""
+
+
+def host_us(call: Callable[[], Any], calls: int, batch: int = 100) -> dict[str, float]:
+    """Median and min over batches of the host time per call, in microseconds."""
+    import torch
+
+    for _ in range(50):
+        call()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(max(1, calls // batch)):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        for _ in range(batch):
+            call()
+        t1 = time.perf_counter_ns()
+        per_call.append((t1 - t0) / batch / 1000.0)
+    torch.cuda.synchronize()
+    return {"median_us": round(statistics.median(per_call), 3), "min_us": round(min(per_call), 3)}
+
+
+def handwritten(kind: str, calls: int) -> dict[str, Any]:
+    import torch
+
+    from tilelang_x import knobs
+    from tilelang_x.plugins.cuda import driver, runtime
+    from tilelang_x.plugins.cuda.compile import compile_cuda
+    from tilelang_x.plugins.cuda.meta import KernelMeta, ParamSpec
+
+    knobs.runtime.launcher = kind
+    arch = driver.device_arch(0)
+    binary = compile_cuda(VECTOR_ADD, arch + ("a" if arch == "sm_90" else ""), kernel_name="vector_add")
+    params = (ParamSpec("a", "buffer", 0, "float32", "const float*"),
+              ParamSpec("b", "buffer", 1, "float32", "const float*"),
+              ParamSpec("c", "buffer", 2, "float32", "float*"),
+              ParamSpec("n", "dim", 0, "int32", "int"))
+    dynamic = runtime.load(binary, KernelMeta("vector_add", params, (256, 1, 1), dims=("n",),
+                                              grid_source="(({n} + 255) // 256, 1, 1)"))
+    static = runtime.load(binary, KernelMeta("vector_add", params, (256, 1, 1), dims=("n",),
+                                             grid_static=(4, 1, 1)))
+    n = 1024
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    c = torch.empty_like(a)
+    dynamic([a, b, c], [n])
+    torch.cuda.synchronize()
+    assert torch.equal(c, a + b), "the hand-written vector add is wrong"
+    dims_list, dims_map = [n], {"n": n}
+    args = [a, b, c]
+    return {
+        "launcher_type": type(dynamic).__name__,
+        "dynamic_grid_dims_list": host_us(lambda: dynamic(args, dims_list), calls),
+        "dynamic_grid_dims_mapping": host_us(lambda: dynamic(args, dims_map), calls),
+        "static_grid": host_us(lambda: static(args, dims_list), calls),
+    }
+
+
+def tile_kernels(calls: int) -> dict[str, Any]:
+    import torch
+
+    from tests.kernels import elementwise
+    from tilelang_x import knobs
+
+    out: dict[str, Any] = {}
+    with knobs.scope(target_default="cuda"):
+        vadd, err = attempt(lambda: elementwise.vector_add())
+        leaky, err2 = attempt(lambda: elementwise.leaky_add(32, 32))
+    n = 1024
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    c = torch.empty_like(a)
+    if vadd is None:
+        out["vector_add"] = {"error": err}
+    else:
+        ok, err = attempt(lambda: torch.testing.assert_close(vadd(a, b), a + b))
+        out["vector_add"] = {"error": err} if err else {
+            "prealloc": host_us(lambda: vadd(a, b, c), calls),
+            "alloc": host_us(lambda: vadd(a, b), calls),
+        }
+    a2, b2 = a.view(32, 32), b.view(32, 32)
+    c2 = c.view(32, 32)
+    if leaky is None:
+        out["leaky_add_static"] = {"error": err2}
+    else:
+        out["leaky_add_static"] = {
+            "prealloc": host_us(lambda: leaky(a2, b2, c2), calls),
+            "alloc": host_us(lambda: leaky(a2, b2), calls),
+        }
+    return out
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0], lambda p: p.add_argument("--calls", type=int, default=20000))
+    import torch
+
+    calls = 2000 if args.quick else args.calls
+    result: dict[str, Any] = {"bench": "launch_overhead", "info": device_info(), "target_us": 3.0,
+                              "tilelang_reference_us": 10.0}
+    for kind in ("cython", "ctypes"):
+        value, err = attempt(lambda kind=kind: handwritten(kind, calls))
+        result[f"launcher_{kind}"] = value if err is None else {"error": err}
+    from tilelang_x import knobs
+
+    del knobs.runtime.launcher
+    value, err = attempt(lambda: tile_kernels(calls))
+    result["tile"] = value if err is None else {"error": err}
+    n = 1024
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    c = torch.empty_like(a)
+    result["torch_add_out"] = host_us(lambda: torch.add(a, b, out=c), calls)
+    result["torch_add_alloc"] = host_us(lambda: a + b, calls)
+    emit(result, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""The IR builder that a kernel trace writes into.
+
+While a kernel function runs (``T.prim_func``, ``@tilelang.jit``), one ``Builder`` is active. It
+holds a stack of frames; each frame collects the statements of one block (the function, a
+``T.Kernel`` body, a loop body, one branch of an ``if``). ``T.*`` calls and stores
+(``buf[i, j] = v``, through the store handler it installs) append statements to the innermost
+frame; closing a frame turns its statements into the body of the node that opened it.
+
+Besides statements, the builder keeps what a trace learns about the function: the parameters
+bound by annotations, the outputs declared with ``T.empty``, the ``T.const`` names and values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..core_ir import expr as E
+from ..core_ir.buffer import Buffer, pop_store_handler, push_store_handler
+from ..core_ir.errors import TileLangSyntaxError
+from ..core_ir.source import SourceLoc, caller_loc
+from ..core_ir.stmt import Seq, Stmt, Store
+
+#: Frame kinds. ``if``/``loop``/``while`` frames hold code that runs conditionally or
+#: repeatedly at kernel run time, so a Python ``return``/``break`` cannot cross them.
+CONTROL_KINDS = ("if", "loop", "while")
+
+
+class Frame:
+    """One open block: its kind and the statements collected so far."""
+
+    __slots__ = ("kind", "stmts", "loc")
+
+    def __init__(self, kind: str, loc: SourceLoc | None = None) -> None:
+        self.kind = kind
+        self.stmts: list[Stmt] = []
+        self.loc = loc
+
+
+class Slot:
+    """A parameter whose buffer (or scalar) is not known until the kernel body annotates it
+    (``A: T.Tensor((M, K), T.float16)``). Passed to the traced function in its place."""
+
+    __slots__ = ("name", "index", "value")
+
+    def __init__(self, name: str, index: int) -> None:
+        self.name = name
+        self.index = index
+        self.value: Buffer | E.Var | None = None
+
+    def __repr__(self) -> str:
+        return f"<parameter {self.name} (not annotated yet)>"
+
+    def _unbound(self, *args: Any, **kwargs: Any) -> Any:
+        raise TileLangSyntaxError(
+            f"parameter `{self.name}` is used before it is annotated",
+            loc=caller_loc(),
+            hint=f"annotate it first, e.g. `{self.name}: T.Tensor((M, K), T.float16)`",
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._unbound()
+
+    __getitem__ = __setitem__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _unbound
+
+
+class StopTrace(Exception):
+    """Raised to end a trace early once it has learned what it was run for."""
+
+
+def seq(stmts: list[Stmt], loc: SourceLoc | None = None) -> Stmt:
+    """The statements as one statement: a single one as itself, otherwise a ``Seq``."""
+    if len(stmts) == 1:
+        return stmts[0]
+    return Seq(tuple(stmts), loc=loc if loc is not None else (stmts[0].loc if stmts else None))
+
+
+class Builder:
+    """Collects the IR of one kernel function while it is traced.
+
+    ``mode`` is ``"prim"`` (a ``T.prim_func``), ``"eager"`` (an eager ``@tilelang.jit``
+    function with ``T.const`` values known) or ``"probe"`` (the first, shape-learning trace of
+    an eager function, where ``T.const`` names are placeholder variables).
+    """
+
+    def __init__(self, name: str, mode: str = "prim", const_values: dict[str, int] | None = None) -> None:
+        self.name = name
+        self.mode = mode
+        self.frames: list[Frame] = [Frame("func")]
+        self.fn_bases: list[int] = [1]
+        self.slots: list[Slot] = []
+        self.outputs: list[Buffer] = []
+        self.auto_named: set[int] = set()
+        self.kernel_open = 0
+        self.kernels = 0
+        # T.const: the placeholder variables of a probe trace, or the values of a real one.
+        self.const_vars: dict[str, E.Var] = {}
+        self.const_locs: dict[str, SourceLoc | None] = {}
+        self.const_values = dict(const_values or {})
+        # A probe trace stops as soon as every slot is annotated.
+        self.stop_when_bound = False
+
+    # ---- frames -----------------------------------------------------------------------------
+    def emit(self, stmt: Stmt) -> None:
+        self.frames[-1].stmts.append(stmt)
+
+    def push(self, kind: str, loc: SourceLoc | None = None) -> Frame:
+        frame = Frame(kind, loc)
+        self.frames.append(frame)
+        return frame
+
+    def pop(self, frame: Frame) -> Stmt:
+        """Close ``frame`` (the innermost one) and return its statements as one statement."""
+        if self.frames[-1] is not frame:
+            raise TileLangSyntaxError(
+                "kernel blocks were closed out of order",
+                loc=caller_loc(),
+                hint="do not leave a T.Kernel / loop / if block with `break`, `return` or an exception",
+            )
+        self.frames.pop()
+        return seq(frame.stmts, frame.loc)
+
+    def unwind(self, depth: int) -> None:
+        """Drop frames above ``depth`` (after an exception left them open)."""
+        del self.frames[depth:]
+
+    @property
+    def depth(self) -> int:
+        return len(self.frames)
+
+    def control_frames_above(self, depth: int) -> list[Frame]:
+        return [f for f in self.frames[depth:] if f.kind in CONTROL_KINDS]
+
+    # ---- stores -----------------------------------------------------------------------------
+    def store(self, buffer: Buffer, indices: tuple[E.Expr, ...], value: E.Expr) -> None:
+        """The store handler: ``buffer[indices] = value`` inside the kernel."""
+        loc = caller_loc()
+        if not self.kernel_open:
+            raise TileLangSyntaxError(
+                f"store to `{buffer.name}` outside `with T.Kernel(...)`",
+                loc=loc,
+                hint="element assignments belong inside the kernel body",
+            )
+        self.emit(Store(buffer, indices, value, loc=loc))
+
+    # ---- naming -----------------------------------------------------------------------------
+    def new_buffer(self, name: str, shape: tuple[Any, ...], dtype: Any, scope: str,
+                   loc: SourceLoc | None) -> Buffer:
+        """A buffer that takes the name of the variable it is first assigned to."""
+        buf = Buffer(name, shape, dtype, scope, loc)
+        self.auto_named.add(id(buf))
+        return buf
+
+    def name_buffer(self, value: Any, name: str) -> None:
+        if type(value) is Buffer and id(value) in self.auto_named:
+            self.auto_named.discard(id(value))
+            value.name = name
+
+    # ---- parameters -------------------------------------------------------------------------
+    def bind_slot(self, slot: Slot, value: Buffer | E.Var) -> None:
+        if slot.value is not None:
+            raise TileLangSyntaxError(
+                f"parameter `{slot.name}` is annotated twice", loc=caller_loc(),
+                hint="annotate each parameter once",
+            )
+        slot.value = value
+        if self.stop_when_bound and all(s.value is not None for s in self.slots):
+            raise StopTrace
+
+    def require_kernel(self, what: str) -> None:
+        if not self.kernel_open:
+            raise TileLangSyntaxError(
+                f"{what} must be used inside `with T.Kernel(...)`",
+                loc=caller_loc(),
+                hint="open the kernel first: `with T.Kernel(grid, threads=128) as bx:`",
+            )
+
+    def finish(self) -> Stmt:
+        """The function body once the trace has returned."""
+        if len(self.frames) != 1:
+            raise TileLangSyntaxError(
+                f"kernel `{self.name}` ended with blocks still open", loc=caller_loc(),
+            )
+        return seq(self.frames[0].stmts)
+
+
+_active: list[Builder] = []
+
+
+def current() -> Builder | None:
+    """The builder of the trace in progress, if any."""
+    return _active[-1] if _active else None
+
+
+def require(what: str) -> Builder:
+    """The active builder, or a located error saying ``what`` needs a kernel trace."""
+    if _active:
+        return _active[-1]
+    raise TileLangSyntaxError(
+        f"{what} can only be used while a kernel is traced",
+        loc=caller_loc(),
+        hint="call it inside a function decorated with @T.prim_func, @T.macro or @tilelang.jit",
+    )
+
+
+def require_kernel(what: str) -> Builder:
+    b = require(what)
+    b.require_kernel(what)
+    return b
+
+
+@contextmanager
+def tracing(builder: Builder) -> Iterator[Builder]:
+    """Make ``builder`` the active one (and its store handler the current one)."""
+    _active.append(builder)
+    push_store_handler(builder.store)
+    try:
+        yield builder
+    finally:
+        pop_store_handler()
+        _active.pop()

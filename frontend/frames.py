@@ -1,0 +1,203 @@
+"""``with T.Kernel(...)`` and the IR loops (``T.Parallel``, ``T.Pipelined``, ``T.serial``, ...).
+
+Both work without any source rewriting: ``T.Kernel`` is a context manager that opens a frame
+on the active builder, and an IR loop is an iterable whose iterator opens a frame, yields the
+loop variables once (so the Python loop body runs exactly once, recording the body), then closes
+the frame into ``For`` nodes. The source rewrite only tells them the names the user gave the
+variables (``as (bx, by)``, ``for i, j in ...``) so the IR reads like the source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..core_ir import dtypes
+from ..core_ir import expr as E
+from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
+from ..core_ir.source import SourceLoc, caller_loc
+from ..core_ir.stmt import For, Kernel, freeze_annotations
+from . import builder as B
+from .fold import fold_extent
+
+_BLOCK_NAMES = ("bx", "by", "bz")
+
+
+def _index_expr(value: Any, what: str) -> E.Expr:
+    if isinstance(value, bool) or not (isinstance(value, E.Expr) or hasattr(value, "as_expr") or E.is_py_scalar(value)):
+        raise TileLangTypeError(
+            f"{what} must be an integer or an integer expression, got {type(value).__name__} {value!r}",
+            loc=caller_loc(),
+        )
+    e = E.convert(value)
+    if not e.dtype.is_int:
+        raise TileLangTypeError(f"{what} must be an integer, got {e} of dtype {e.dtype}", loc=caller_loc())
+    return e
+
+
+def _names(names: Any, count: int, defaults: tuple[str, ...], what: str, loc: SourceLoc | None) -> list[str]:
+    if names is None:
+        return [defaults[k] if k < len(defaults) else f"{defaults[0]}{k}" for k in range(count)]
+    if isinstance(names, str):
+        return [names] if count == 1 else [f"{names}_{k}" for k in range(count)]
+    if len(names) != count:
+        raise TileLangSyntaxError(
+            f"{what} gives {count} index variable{'s' if count != 1 else ''} but {len(names)} names are unpacked",
+            loc=loc,
+            hint=f"unpack exactly {count} name{'s' if count != 1 else ''}",
+        )
+    return list(names)
+
+
+class KernelFrame:
+    """``with T.Kernel(gx, gy, gz, threads=128) as (bx, by, bz)``."""
+
+    _tlx_names: Any = None
+
+    def __init__(self, *grid: Any, threads: Any = None, prelude: str | None = None, cluster_dims: Any = None,
+                 is_cpu: bool = False) -> None:
+        self.loc = caller_loc()
+        self.builder = B.require("T.Kernel")
+        if not 1 <= len(grid) <= 3:
+            raise TileLangSyntaxError(
+                f"T.Kernel takes 1 to 3 grid dimensions, got {len(grid)}", loc=self.loc,
+                hint="write T.Kernel(gx), T.Kernel(gx, gy) or T.Kernel(gx, gy, gz)",
+            )
+        self.grid = tuple(_index_expr(g, f"T.Kernel grid dimension {k}") for k, g in enumerate(grid))
+        for k, g in enumerate(self.grid):
+            v = E.as_int(g)
+            if v is not None and v <= 0:
+                raise TileLangSyntaxError(f"T.Kernel grid dimension {k} is {v}; it must be positive", loc=self.loc)
+        if threads is None:
+            threads = 128
+        t = list(threads) if isinstance(threads, (list, tuple)) else [threads]
+        ints = [E.as_int(x) for x in t]
+        if not 1 <= len(t) <= 3 or any(x is None or x <= 0 for x in ints):
+            raise TileLangSyntaxError(
+                f"T.Kernel threads={threads!r}: expected a positive int or a list of 1 to 3 positive ints",
+                loc=self.loc,
+                hint="the thread count must be known when the kernel is built, e.g. threads=128",
+            )
+        self.threads = tuple(int(x) for x in ints)  # type: ignore[arg-type]
+        ann: dict[str, Any] = {}
+        if prelude is not None:
+            ann["prelude"] = prelude
+        if cluster_dims is not None:
+            ann["cluster_dims"] = tuple(cluster_dims) if isinstance(cluster_dims, (list, tuple)) else (cluster_dims,)
+        if is_cpu:
+            ann["is_cpu"] = True
+        self.annotations = freeze_annotations(ann)
+        self.frame: B.Frame | None = None
+        self.depth = 0
+
+    def __enter__(self) -> Any:
+        b = self.builder
+        if b.kernel_open:
+            raise TileLangSyntaxError(
+                "T.Kernel blocks cannot be nested", loc=self.loc,
+                hint="use one `with T.Kernel(...)` per kernel; loop inside it with T.Parallel / T.serial",
+            )
+        names = self._tlx_names
+        n = len(self.grid)
+        if isinstance(names, str):
+            label = [names] if n == 1 else [f"{names}_{k}" for k in range(n)]
+        else:
+            label = _names(names, n, _BLOCK_NAMES, f"T.Kernel with {n} grid dimension{'s' if n > 1 else ''}",
+                           self.loc)
+        self.vars = tuple(E.Var(name, dtypes.int32, self.loc) for name in label)
+        self.depth = b.depth
+        self.frame = b.push("kernel", self.loc)
+        b.kernel_open += 1
+        if isinstance(names, tuple) or (names is None and n > 1) or (isinstance(names, str) and n > 1):
+            return self.vars
+        return self.vars[0]
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        b = self.builder
+        b.kernel_open -= 1
+        if exc_type is not None:
+            b.unwind(self.depth)
+            return False
+        assert self.frame is not None
+        body = b.pop(self.frame)
+        b.emit(Kernel(self.grid, self.vars, self.threads, body, self.annotations, loc=self.loc))
+        b.kernels += 1
+        return False
+
+
+class IRLoop:
+    """An IR loop nest; iterate it once in a ``for`` statement inside ``T.Kernel``."""
+
+    __slots__ = ("kind", "label", "dims", "annotations", "loc", "names", "steps")
+
+    def __init__(self, kind: str, label: str, dims: list[tuple[E.Expr | None, E.Expr]],
+                 annotations: dict[str, Any] | None = None, steps: list[int] | None = None) -> None:
+        self.kind = kind
+        self.label = label
+        self.dims = dims
+        self.annotations = freeze_annotations(annotations)
+        self.loc = caller_loc()
+        self.names: Any = None
+        self.steps = steps
+
+    def __iter__(self) -> Iterator[Any]:
+        b = B.require_kernel(self.label)
+        count = len(self.dims)
+        defaults = ("i", "j", "k", "l") if count > 1 else ("i",)
+        names = _names(self.names, count, defaults, f"{self.label} with {count} extent{'s' if count > 1 else ''}",
+                       self.loc)
+        loop_vars = []
+        for name, (_, extent) in zip(names, self.dims):
+            dt = extent.dtype if extent.dtype.is_int and extent.dtype.bits > 32 else dtypes.int32
+            loop_vars.append(E.Var(name, dt, self.loc))
+        values: list[Any] = list(loop_vars)
+        if self.steps is not None:
+            values = [v if s == 1 else (st if st is not None else 0) + v * s
+                      for v, s, (st, _) in zip(loop_vars, self.steps, self.dims)]
+        frame = b.push("loop", self.loc)
+        yield values[0] if count == 1 and not isinstance(self.names, tuple) else tuple(values)
+        body = b.pop(frame)
+        for k in range(count - 1, -1, -1):
+            start, extent = self.dims[k]
+            if self.steps is not None and self.steps[k] != 1:
+                start = None
+            body = For(loop_vars[k], extent, self.kind, body, start,
+                       self.annotations if k == 0 else (), loc=self.loc)
+        b.emit(body)
+
+
+def _range_dims(args: tuple[Any, ...], label: str) -> tuple[list[tuple[E.Expr | None, E.Expr]], list[int]]:
+    if not 1 <= len(args) <= 3:
+        raise TileLangSyntaxError(f"{label} takes 1 to 3 arguments (start, stop, step), got {len(args)}",
+                                  loc=caller_loc())
+    if len(args) == 1:
+        return [(None, _index_expr(args[0], f"{label} extent"))], [1]
+    start = _index_expr(args[0], f"{label} start")
+    stop = _index_expr(args[1], f"{label} stop")
+    step = 1
+    if len(args) == 3:
+        s = E.as_int(args[2])
+        if s is None or s == 0:
+            raise TileLangSyntaxError(f"{label} step must be a nonzero Python int, got {args[2]!r}", loc=caller_loc())
+        step = s
+    if step == 1:
+        extent = fold_extent(stop - start)
+    elif step > 0:
+        extent = fold_extent((stop - start + (step - 1)) // step)
+    else:
+        extent = fold_extent((start - stop + (-step - 1)) // (-step))
+    if E.as_int(start) == 0 and step == 1:
+        return [(None, extent)], [1]
+    return [(start, extent)], [step]
+
+
+def serial_loop(kind: str, label: str, args: tuple[Any, ...], annotations: dict[str, Any] | None = None) -> IRLoop:
+    dims, steps = _range_dims(args, label)
+    return IRLoop(kind, label, dims, annotations, steps if steps != [1] else None)
+
+
+def nest(kind: str, label: str, extents: tuple[Any, ...], annotations: dict[str, Any] | None = None) -> IRLoop:
+    if not extents:
+        raise TileLangSyntaxError(f"{label} needs at least one extent", loc=caller_loc())
+    dims = [(None, _index_expr(x, f"{label} extent")) for x in extents]
+    return IRLoop(kind, label, dims, annotations)

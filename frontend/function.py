@@ -1,0 +1,229 @@
+"""``@T.prim_func`` and ``@T.macro``: kernel functions traced into the core IR.
+
+``T.prim_func`` turns the decorated function into a ``PrimFunc`` when the ``def`` runs (in the
+classic style, inside the ``@tilelang.jit`` factory, whose arguments the body closes over):
+parameter annotations (``A: T.Tensor((M, K), dtype)``, ``n: T.int32``) become the parameters,
+and the rewritten body runs once against a ``Builder``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..core_ir import expr as E
+from ..core_ir.buffer import Buffer
+from ..core_ir.dtypes import DType, as_dtype
+from ..core_ir.errors import TileLangError, TileLangSyntaxError
+from ..core_ir.source import SourceLoc, _is_internal, caller_loc
+from ..core_ir.stmt import PrimFunc
+from . import builder as bld
+from .capture import get_source, rewritten
+from .spec import TensorSpec
+
+
+def def_loc(fn: Callable[..., Any]) -> SourceLoc:
+    """The ``def`` line of ``fn`` (after its decorators)."""
+    try:
+        line = get_source(fn).tree.lineno
+    except TileLangError:
+        line = fn.__code__.co_firstlineno
+    return SourceLoc(fn.__code__.co_filename, line, fn.__name__)
+
+
+def trace(fn: Callable[..., Any], builder: bld.Builder, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run the rewritten ``fn`` with ``builder`` active; returns what the function returned."""
+    f = rewritten(fn)
+    with bld.tracing(builder):
+        return f(*args, **kwargs)
+
+
+def _user_frame_locals() -> dict[str, Any]:
+    frame = sys._getframe(1)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+    return dict(frame.f_locals) if frame is not None else {}
+
+
+def resolved_annotations(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The parameter annotations of ``fn``, evaluating string ones (``from __future__ import
+    annotations``) in the function's globals, closure and the defining scope."""
+    anns = dict(getattr(fn, "__annotations__", {}) or {})
+    if not any(isinstance(v, str) for v in anns.values()):
+        return anns
+    ns: dict[str, Any] = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            ns[name] = cell.cell_contents
+        except ValueError:
+            pass
+    ns.update(_user_frame_locals())
+    for key, value in anns.items():
+        if isinstance(value, str):
+            try:
+                anns[key] = eval(value, ns)  # noqa: S307 - the user's own annotation text
+            except Exception as exc:  # noqa: BLE001
+                raise TileLangSyntaxError(
+                    f"cannot evaluate the annotation of `{key}` ({value!r}): {exc}",
+                    loc=def_loc(fn),
+                    hint="annotations of kernel parameters must be computable where the function is defined",
+                ) from None
+    return anns
+
+
+def param_value(name: str, ann: Any, loc: SourceLoc | None) -> Buffer | E.Var | None:
+    """The IR parameter an annotation declares; ``None`` for an unannotated parameter."""
+    if ann is inspect.Parameter.empty:
+        return None
+    if isinstance(ann, TensorSpec):
+        return Buffer(name, ann.shape, ann.dtype, ann.scope, ann.loc or loc, ann.strides)
+    if isinstance(ann, DType):
+        return E.Var(name, ann, loc)
+    if isinstance(ann, type) and ann in (int, float, bool):
+        return E.Var(name, as_dtype(ann), loc)
+    raise TileLangSyntaxError(
+        f"parameter `{name}` is annotated with {ann!r}, which is not a tensor type or a dtype",
+        loc=loc,
+        hint=f"write `{name}: T.Tensor((M, K), T.float16)` for a tensor or `{name}: T.int32` for a scalar",
+    )
+
+
+def bind_params(
+    fn: Callable[..., Any], b: bld.Builder, call_args: dict[str, Any], annotations: dict[str, Any] | None,
+    loc: SourceLoc,
+) -> tuple[tuple[Any, ...], dict[str, Any], list[Any]]:
+    """The arguments to trace ``fn`` with, and its kernel parameters in order.
+
+    A parameter named in ``call_args`` gets that Python value and is no kernel parameter. Any
+    other becomes the buffer / scalar its annotation declares (``annotations``), or a ``Slot``
+    that an annotation in the body binds later.
+    """
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    params: list[Any] = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TileLangSyntaxError(f"kernel function `{b.name}` cannot take *{p.name} / **{p.name}", loc=loc,
+                                      hint="list every parameter by name")
+        if p.name in call_args:
+            value: Any = call_args[p.name]
+        else:
+            ann = p.empty if annotations is None else annotations.get(p.name, p.empty)
+            value = param_value(p.name, ann, loc)
+            if value is None:
+                value = bld.Slot(p.name, len(params))
+                b.slots.append(value)
+            params.append(value)
+        if p.kind == p.KEYWORD_ONLY:
+            kwargs[p.name] = value
+        else:
+            args.append(value)
+    return tuple(args), kwargs, params
+
+
+def build_prim_func(
+    fn: Callable[..., Any],
+    builder: bld.Builder | None = None,
+    call_args: dict[str, Any] | None = None,
+) -> tuple[PrimFunc, Any]:
+    """Trace ``fn`` into a ``PrimFunc``; returns it with the value the function returned.
+
+    With no ``builder`` (``T.prim_func``), parameters come from the signature's annotations;
+    an eager ``@tilelang.jit`` function passes its builder and the Python values of its
+    specialisation arguments (``call_args``), and the body's annotations declare the rest.
+    ``T.empty`` buffers become extra parameters at the end, listed in ``out_idx``.
+    """
+    loc = def_loc(fn)
+    b = builder or bld.Builder(fn.__name__, "prim")
+    anns = resolved_annotations(fn) if builder is None else None
+    args, kwargs, params = bind_params(fn, b, call_args or {}, anns, loc)
+    ret = trace(fn, b, args, kwargs)
+    for s in b.slots:
+        if s.value is None:
+            raise TileLangSyntaxError(
+                f"parameter `{s.name}` of `{b.name}` has no type",
+                loc=loc,
+                hint=f"annotate it in the signature or at the top of the body: `{s.name}: T.Tensor((M, K), T.float16)`",
+            )
+    final = [p.value if isinstance(p, bld.Slot) else p for p in params]
+    body = b.finish()
+    if b.kernels == 0:
+        raise TileLangSyntaxError(
+            f"kernel function `{b.name}` has no `with T.Kernel(...)` block", loc=loc,
+            hint="put the kernel body inside `with T.Kernel(grid, threads=128) as bx:`",
+        )
+    outs = tuple(range(len(final), len(final) + len(b.outputs)))
+    func = PrimFunc(b.name, tuple(final) + tuple(b.outputs), body, outs, (), loc)
+    return func, ret
+
+
+def normalize_out_idx(func: PrimFunc, out_idx: Any) -> tuple[int, ...]:
+    """``out_idx`` as sorted non-negative indices of buffer parameters (errors name ``func``)."""
+    if out_idx is None:
+        return ()
+    items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    n = len(func.params)
+    result = set()
+    for i in items:
+        if isinstance(i, bool) or not isinstance(i, int) or not -n <= i < n:
+            raise TileLangSyntaxError(
+                f"out_idx entry {i!r} is out of range for `{func.name}`, which has {n} parameters",
+                loc=func.loc, hint=f"use indices in [-{n}, {n - 1}] (negative ones count from the end)",
+            )
+        k = i % n
+        if not isinstance(func.params[k], Buffer):
+            raise TileLangSyntaxError(
+                f"out_idx names parameter {k} of `{func.name}`, a scalar; only tensors can be outputs",
+                loc=func.loc,
+            )
+        result.add(k)
+    return tuple(sorted(result))
+
+
+def prim_func(fn: Callable[..., Any] | None = None, *, private: bool = False, **_: Any) -> Any:
+    """``@T.prim_func``: trace the function into a ``PrimFunc`` right away."""
+    if fn is None:
+        return lambda f: prim_func(f, private=private)
+    if isinstance(fn, PrimFunc):
+        return fn
+    if not callable(fn) or not hasattr(fn, "__code__"):
+        raise TileLangSyntaxError(f"@T.prim_func decorates a function, got {fn!r}", loc=caller_loc())
+    func, _ = build_prim_func(fn)
+    return func
+
+
+class Macro:
+    """``@T.macro``: a helper whose body is inlined (traced) where it is called."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        f = rewritten(self.fn)
+        b = bld.current()
+        if b is None:
+            return f(*args, **kwargs)
+        b.fn_bases.append(b.depth)
+        try:
+            return f(*args, **kwargs)
+        finally:
+            b.fn_bases.pop()
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __repr__(self) -> str:
+        return f"<T.macro {self.fn.__qualname__}>"
+
+
+def macro(fn: Callable[..., Any] | None = None, **_: Any) -> Any:
+    """``@T.macro``: an inlined helper; ``if``/loops/assignments in it behave as in a kernel."""
+    if fn is None:
+        return lambda f: Macro(f)
+    return Macro(fn)

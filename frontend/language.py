@@ -1,0 +1,166 @@
+"""The TileLang language surface (``import tilelang_x.language as T``).
+
+This module is only a namespace: the implementations live in ``surface.py`` (tile ops, loops,
+allocation, expressions), ``function.py`` (``prim_func``, ``macro``) and ``spec.py``
+(``Tensor``). Names that shadow Python builtins (``T.min``, ``T.max``, ``T.abs``, ``T.print``,
+``T.bool``...) are bound here, where no code runs that could trip over them. ``T.<name>`` for
+a name that tilelang-x does not provide raises a located ``TileLangSyntaxError`` (which is also
+an ``AttributeError``).
+"""
+
+from __future__ import annotations
+
+from ..core_ir import dtypes as _dtypes
+from ..core_ir.dtypes import (
+    bfloat16,
+    float8_e4m3,
+    float8_e5m2,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from . import surface as _surface
+from .frames import KernelFrame as _KernelFrame
+from .function import macro, prim_func
+from .surface import (
+    FragmentBuffer,
+    GemmWarpPolicy,
+    LocalBuffer,
+    Parallel,
+    Pipelined,
+    SharedBuffer,
+    StridedTensor,
+    Tensor,
+    alloc_fragment,
+    alloc_local,
+    alloc_shared,
+    alloc_var,
+    annotate_layout,
+    atomic_add,
+    atomic_max,
+    atomic_min,
+    cast,
+    ceildiv,
+    clamp,
+    clear,
+    const,
+    copy,
+    cumsum,
+    dynamic,
+    empty,
+    fill,
+    floordiv,
+    floormod,
+    gemm,
+    grid,
+    if_then_else,
+    infinity,
+    reduce,
+    reduce_absmax,
+    reduce_abssum,
+    reduce_max,
+    reduce_min,
+    reduce_sum,
+    serial,
+    symbolic,
+    truncdiv,
+    unroll,
+    use_swizzle,
+    vectorized,
+)
+
+Kernel = _KernelFrame
+Buffer = _surface.Buffer_
+Select = if_then_else
+min = _surface.min_  # noqa: A001
+max = _surface.max_  # noqa: A001
+print = _surface.print_  # noqa: A001
+bool = _dtypes.bool_  # noqa: A001
+float8_e4m3fn = float8_e4m3
+float8_e5m2fn = float8_e5m2
+
+_MATH = _surface.MATH
+exp = _MATH["exp"]
+exp2 = _MATH["exp2"]
+exp10 = _MATH["exp10"]
+log = _MATH["log"]
+log2 = _MATH["log2"]
+log10 = _MATH["log10"]
+log1p = _MATH["log1p"]
+expm1 = _MATH["expm1"]
+sqrt = _MATH["sqrt"]
+rsqrt = _MATH["rsqrt"]
+tanh = _MATH["tanh"]
+sigmoid = _MATH["sigmoid"]
+abs = _MATH["abs"]  # noqa: A001
+sin = _MATH["sin"]
+cos = _MATH["cos"]
+tan = _MATH["tan"]
+asin = _MATH["asin"]
+acos = _MATH["acos"]
+atan = _MATH["atan"]
+sinh = _MATH["sinh"]
+cosh = _MATH["cosh"]
+erf = _MATH["erf"]
+floor = _MATH["floor"]
+ceil = _MATH["ceil"]
+round = _MATH["round"]  # noqa: A001
+trunc = _MATH["trunc"]
+isnan = _MATH["isnan"]
+isinf = _MATH["isinf"]
+isfinite = _MATH["isfinite"]
+pow = _MATH["pow"]  # noqa: A001
+fmod = _MATH["fmod"]
+atan2 = _MATH["atan2"]
+
+__all__ = [
+    # program structure
+    "prim_func", "macro", "Kernel", "Tensor", "Buffer", "StridedTensor", "SharedBuffer", "FragmentBuffer",
+    "LocalBuffer", "const", "dynamic", "symbolic", "empty",
+    # allocation
+    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var",
+    # loops
+    "Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid",
+    # tile ops
+    "copy", "fill", "clear", "gemm", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
+    "reduce_abssum", "reduce_absmax", "cumsum", "atomic_add", "atomic_max", "atomic_min",
+    # annotations, debugging
+    "annotate_layout", "use_swizzle", "print",
+    # expressions
+    "ceildiv", "floordiv", "floormod", "truncdiv", "min", "max", "clamp", "if_then_else", "Select", "infinity",
+    "cast", *_MATH,
+    # dtypes
+    "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
+]
+
+_LAYOUT_NAMES = ("Layout", "Fragment")
+
+
+def __getattr__(name: str) -> object:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    if name in _LAYOUT_NAMES:
+        try:
+            from ..core_ir import layout as _layout
+        except ImportError:
+            _layout = None
+        if _layout is not None and hasattr(_layout, name):
+            return getattr(_layout, name)
+    import difflib
+
+    from ..core_ir.source import caller_loc
+
+    close = difflib.get_close_matches(name, __all__, n=3)
+    hint = f"did you mean {', '.join('T.' + c for c in close)}?" if close else (
+        "see tilelang_x.language.__all__ for what is available"
+    )
+    raise _surface.NotSupportedError(f"T.{name} is not supported by tilelang-x", loc=caller_loc(), hint=hint)

@@ -1,0 +1,695 @@
+"""The implementation of the ``T.*`` language surface.
+
+``language.py`` assembles the public namespace from this module (it also binds names such as
+``T.min``, ``T.print`` and ``T.bool`` that would shadow Python builtins here). Every tile op
+builds its ``core_ir.tileops`` node with the user's source location and checks it on the spot,
+so a shape or scope mistake is reported at the line that made it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import math
+from typing import Any
+
+from ..core_ir import dtypes
+from ..core_ir import expr as E
+from ..core_ir.buffer import CORE_SCOPES, Buffer, Region, known_scope
+from ..core_ir.errors import (
+    ShapeMismatchError,
+    TileLangSyntaxError,
+    TileLangTypeError,
+    UnboundConstError,
+)
+from ..core_ir.source import SourceLoc, caller_loc
+from ..core_ir.stmt import Alloc, Annotate, Print, freeze_annotations
+from ..core_ir.tileops import REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
+from . import builder as bld
+from .fold import fold_extent
+from .frames import IRLoop, KernelFrame, _range_dims, nest, serial_loop
+from .spec import StridedTensorProxy, TensorProxy, dtype_of, shape_of
+
+
+class NotSupportedError(TileLangSyntaxError, AttributeError):
+    """``T.<name>`` for a name tilelang-x does not provide."""
+
+
+# ---- kernel and loops --------------------------------------------------------------------------
+
+Kernel = KernelFrame
+
+
+def Parallel(*extents: Any, coalesced_width: int | None = None, loop_layout: Any = None,
+             prefer_async: bool | None = None) -> IRLoop:
+    """``for i, j in T.Parallel(M, N)``: element-parallel loops over a tile."""
+    ann = {k: v for k, v in (("coalesced_width", coalesced_width), ("loop_layout", loop_layout),
+                             ("prefer_async", prefer_async)) if v is not None}
+    return nest("parallel", "T.Parallel", extents, ann)
+
+
+def Pipelined(start: Any, stop: Any = None, num_stages: int = 0, order: Any = None, stage: Any = None,
+              sync: Any = None, group: Any = None) -> IRLoop:
+    """``for k in T.Pipelined(n, num_stages=3)``: a software-pipelined serial loop."""
+    loc = caller_loc()
+    stages = E.as_int(num_stages)
+    if stages is None or stages < 0:
+        raise TileLangSyntaxError(f"T.Pipelined num_stages={num_stages!r} must be a non-negative int", loc=loc)
+    ann: dict[str, Any] = {"num_stages": stages}
+    for key, value in (("order", order), ("stage", stage)):
+        if value is None:
+            continue
+        if not isinstance(value, (list, tuple)) or not all(E.as_int(v) is not None for v in value):
+            raise TileLangSyntaxError(f"T.Pipelined {key}= must be a list of ints, got {value!r}", loc=loc)
+        ann[key] = tuple(int(v) for v in value)
+    if "order" in ann and "stage" in ann and len(ann["order"]) != len(ann["stage"]):
+        raise TileLangSyntaxError(
+            f"T.Pipelined order= has {len(ann['order'])} entries but stage= has {len(ann['stage'])}", loc=loc,
+            hint="give one order and one stage entry per statement of the loop body",
+        )
+    if sync is not None:
+        ann["sync"] = tuple(tuple(s) if isinstance(s, list) else s for s in sync)
+    if group is not None:
+        ann["group"] = tuple(tuple(g) if isinstance(g, list) else g for g in group)
+    args = (start,) if stop is None else (start, stop)
+    dims, _ = _range_dims(args, "T.Pipelined")
+    return IRLoop("pipelined", "T.Pipelined", dims, ann)
+
+
+def serial(*args: Any, annotations: dict[str, Any] | None = None) -> IRLoop:
+    """``for i in T.serial(n)`` / ``T.serial(start, stop[, step])``."""
+    return serial_loop("serial", "T.serial", args, annotations)
+
+
+def unroll(*args: Any, explicit: bool = False, unroll_factor: int | None = None,
+           annotations: dict[str, Any] | None = None) -> IRLoop:
+    """``for i in T.unroll(n)``: a serial loop the backend unrolls."""
+    ann = dict(annotations or {})
+    if explicit:
+        ann["explicit"] = True
+    if unroll_factor is not None:
+        ann["unroll_factor"] = unroll_factor
+    return serial_loop("unroll", "T.unroll", args, ann)
+
+
+def vectorized(*args: Any, annotations: dict[str, Any] | None = None) -> IRLoop:
+    """``for i in T.vectorized(n)``."""
+    return serial_loop("vectorized", "T.vectorized", args, annotations)
+
+
+def grid(*extents: Any) -> IRLoop:
+    """``for i, j in T.grid(M, N)``: nested serial loops."""
+    return nest("serial", "T.grid", extents)
+
+
+# ---- declarations -----------------------------------------------------------------------------
+
+_SCOPE_SPELLINGS = {
+    "shared": "shared", "shared.dyn": "shared", "fragment": "fragment", "local.fragment": "fragment",
+    "local": "local", "var": "var", "local.var": "var", "global": "global",
+}
+
+
+def _scope(scope: str, default: str, what: str) -> str:
+    found = _SCOPE_SPELLINGS.get(scope)
+    if found is not None:
+        return found
+    if known_scope(scope):
+        return scope
+    raise TileLangSyntaxError(
+        f"{what}: unknown memory scope {scope!r}", loc=caller_loc(),
+        hint=f"leave scope= out (default {default!r}) or use one of {', '.join(CORE_SCOPES)}",
+    )
+
+
+def _alloc(scope: str, shape: Any, dtype: Any, what: str, default_name: str) -> Buffer:
+    b = bld.require_kernel(what)
+    loc = caller_loc()
+    buf = b.new_buffer(default_name, shape_of(shape, what), dtype_of(dtype), scope, loc)
+    b.emit(Alloc(buf, None, loc=loc))
+    return buf
+
+
+def alloc_shared(shape: Any, dtype: Any, scope: str = "shared.dyn") -> Buffer:
+    """A tile in shared memory (visible to every thread of the block)."""
+    return _alloc(_scope(scope, "shared.dyn", "T.alloc_shared"), shape, dtype, "T.alloc_shared", "shared")
+
+
+def alloc_fragment(shape: Any, dtype: Any, scope: str = "local.fragment") -> Buffer:
+    """A register tile distributed over the block's threads (layout inferred)."""
+    return _alloc(_scope(scope, "local.fragment", "T.alloc_fragment"), shape, dtype, "T.alloc_fragment", "frag")
+
+
+def alloc_local(shape: Any, dtype: Any, scope: str = "local") -> Buffer:
+    """A per-thread private array."""
+    return _alloc(_scope(scope, "local", "T.alloc_local"), shape, dtype, "T.alloc_local", "local")
+
+
+def alloc_var(dtype: Any, init: Any = None, scope: str = "local.var") -> Buffer:
+    """A scalar variable: reads as its value; ``v = e`` / ``v += e`` store to it."""
+    b = bld.require_kernel("T.alloc_var")
+    loc = caller_loc()
+    dt = dtype_of(dtype)
+    buf = b.new_buffer("var", (1,), dt, "var", loc)
+    value = None if init is None else E.cast(init, dt)
+    b.emit(Alloc(buf, value, loc=loc))
+    return buf
+
+
+def empty(shape: Any, dtype: Any = "float32") -> Buffer:
+    """Declare an output tensor of the function (allocated by the runtime, returned by a call)."""
+    b = bld.require("T.empty")
+    loc = caller_loc()
+    if b.kernel_open:
+        raise TileLangSyntaxError(
+            "T.empty declares an output of the function; it cannot be called inside `with T.Kernel(...)`",
+            loc=loc, hint="call T.empty before the kernel block; inside it use T.alloc_shared / T.alloc_fragment",
+        )
+    buf = b.new_buffer("out", shape_of(shape, "T.empty"), dtype_of(dtype), "global", loc)
+    b.outputs.append(buf)
+    return buf
+
+
+def _split_names(names: tuple[Any, ...]) -> list[str]:
+    out: list[str] = []
+    for n in names:
+        if not isinstance(n, str):
+            raise TileLangSyntaxError(f"T.const takes names as strings, got {n!r}", loc=caller_loc(),
+                                      hint='write M, N = T.const("M, N")')
+        out += [p for p in n.replace(",", " ").split() if p]
+    if not out:
+        raise TileLangSyntaxError("T.const needs at least one name", loc=caller_loc(), hint='T.const("M, N, K")')
+    for p in out:
+        if not p.isidentifier():
+            raise TileLangSyntaxError(f"T.const name {p!r} is not an identifier", loc=caller_loc())
+    return out
+
+
+def const(*names: str, dtype: Any = dtypes.int32) -> Any:
+    """``M, N = T.const("M, N")``: sizes bound at call time from the tensors' shapes (eager style)."""
+    b = bld.require("T.const")
+    loc = caller_loc()
+    if b.mode == "prim":
+        raise TileLangSyntaxError(
+            "T.const is only for eager-style @tilelang.jit functions", loc=loc,
+            hint="in a @T.prim_func use Python ints from the enclosing factory, or T.dynamic for runtime sizes",
+        )
+    dt = dtype_of(dtype)
+    values: list[Any] = []
+    for name in _split_names(names):
+        if b.mode == "probe":
+            var = b.const_vars.get(name)
+            if var is None:
+                var = b.const_vars[name] = E.Var(name, dt, loc)
+                b.const_locs[name] = loc
+            values.append(var)
+        elif name in b.const_values:
+            values.append(b.const_values[name])
+        else:
+            raise UnboundConstError(
+                f"T.const `{name}` has no value: it is not a dimension of any annotated tensor parameter",
+                loc=loc,
+                hint=f"use `{name}` directly as a dimension in a parameter annotation "
+                f"(e.g. `A: T.Tensor(({name}, ...), dtype)`), or pass {name}=<int> as a keyword argument",
+            )
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def dynamic(name: str, dtype: Any = dtypes.int32) -> E.Var:
+    """A size known only at run time (a symbolic variable bound from tensor shapes at each call)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TileLangSyntaxError(f"T.dynamic needs a name, got {name!r}", loc=caller_loc(), hint='T.dynamic("m")')
+    dt = dtype_of(dtype)
+    if not dt.is_int:
+        raise TileLangTypeError(f"T.dynamic(`{name}`) must have an integer dtype, got {dt}", loc=caller_loc())
+    return E.Var(name, dt, caller_loc())
+
+
+symbolic = dynamic
+
+Tensor = TensorProxy("Tensor")
+Buffer_ = TensorProxy("Buffer")
+StridedTensor = StridedTensorProxy("StridedTensor")
+SharedBuffer = TensorProxy("SharedBuffer", "shared")
+FragmentBuffer = TensorProxy("FragmentBuffer", "fragment")
+LocalBuffer = TensorProxy("LocalBuffer", "local")
+
+
+# ---- operands of tile ops ---------------------------------------------------------------------
+
+class _Point:
+    """``A[i, j]`` given to a tile op: a start whose extents come from the other operand."""
+
+    __slots__ = ("buffer", "indices")
+
+    def __init__(self, load: E.Load) -> None:
+        self.buffer = load.buffer
+        self.indices = load.indices
+
+
+def _fold_region(r: Region) -> Region:
+    extents = tuple(fold_extent(e) for e in r.extents)
+    if all(a is b for a, b in zip(extents, r.extents)):
+        return r
+    return Region(r.buffer, r.starts, extents)
+
+
+def _operand(x: Any, what: str) -> Region | _Point:
+    if type(x) is Buffer:
+        return Region.full(x)
+    if isinstance(x, Region):
+        return _fold_region(x)
+    if isinstance(x, E.Load):
+        return _Point(x)
+    raise TileLangTypeError(
+        f"{what} must be a buffer or a part of one (A, A[i:j, :] or A[i, j]), got {type(x).__name__} {x!r}",
+        loc=caller_loc(),
+    )
+
+
+def _region(x: Any, what: str) -> Region:
+    r = _operand(x, what)
+    if isinstance(r, _Point):
+        return _one_element(r)
+    return r
+
+
+def _one_element(p: _Point) -> Region:
+    return Region(p.buffer, p.indices, tuple(E.const(1) for _ in p.indices))
+
+
+def _from_point(p: _Point, extents: tuple[E.Expr, ...], op: str, loc: SourceLoc | None) -> Region:
+    """The region starting at ``p`` with the other operand's extents (ranks matched by padding or
+    dropping dimensions of extent 1)."""
+    n = p.buffer.ndim
+    ext = list(extents)
+    while len(ext) > n and E.as_int(ext[0]) == 1:
+        ext.pop(0)
+    if len(ext) > n:
+        ext = [e for e in ext if E.as_int(e) != 1]
+    if len(ext) > n:
+        dims = ", ".join(str(e) for e in extents)
+        raise ShapeMismatchError(
+            f"{op}: `{p.buffer.name}` has {n} dimension{'s' if n != 1 else ''} but the other operand is [{dims}]",
+            loc=loc,
+            hint=f"slice `{p.buffer.name}` explicitly, e.g. {p.buffer.name}[a:b, c:d]",
+        )
+    ext = [E.const(1)] * (n - len(ext)) + ext
+    return Region(p.buffer, p.indices, tuple(ext))
+
+
+def _check_scope(r: Region, allowed: tuple[str, ...], op: str, operand: str, hint: str,
+                 loc: SourceLoc | None) -> None:
+    scope = r.buffer.scope
+    if scope in allowed or scope not in CORE_SCOPES:
+        return
+    raise TileLangSyntaxError(
+        f"{op}: {operand} `{r.buffer.name}` is a {scope} buffer; it must be {' or '.join(allowed)}",
+        loc=loc, hint=hint,
+    )
+
+
+def _py_bool(value: Any, what: str, loc: SourceLoc | None) -> bool:
+    if isinstance(value, E.Expr) and not isinstance(value, E.Const):
+        raise TileLangSyntaxError(f"{what} must be a Python bool, got the symbolic value `{value}`", loc=loc)
+    return builtins.bool(value)
+
+
+def _py_int(value: Any, what: str, loc: SourceLoc | None) -> int:
+    v = E.as_int(value)
+    if v is None:
+        raise TileLangSyntaxError(f"{what} must be a Python int, got {value!r}", loc=loc)
+    return v
+
+
+# ---- tile ops ---------------------------------------------------------------------------------
+
+def copy(src: Any, dst: Any, *, coalesced_width: int | None = None, disable_tma: bool = False,
+         eviction_policy: str | None = None, prefer_instruction: str | None = None, loop_layout: Any = None,
+         annotations: dict[str, Any] | None = None) -> None:
+    """``T.copy(src, dst)``: copy a tile between any two memory scopes (converting dtypes).
+
+    ``A[i, j]`` as an operand is the start of a region as large as the other operand.
+    """
+    b = bld.require_kernel("T.copy")
+    loc = caller_loc()
+    s = _operand(src, "T.copy source")
+    d = _operand(dst, "T.copy destination")
+    if isinstance(s, _Point) and isinstance(d, _Point):
+        s, d = _one_element(s), _one_element(d)
+    elif isinstance(s, _Point):
+        s = _from_point(s, d.extents, "T.copy", loc)  # type: ignore[union-attr]
+    elif isinstance(d, _Point):
+        d = _from_point(d, s.extents, "T.copy", loc)
+    ann = dict(annotations or {})
+    for key, value in (("coalesced_width", coalesced_width), ("eviction_policy", eviction_policy),
+                       ("prefer_instruction", prefer_instruction), ("loop_layout", loop_layout)):
+        if value is not None:
+            ann[key] = value
+    if disable_tma:
+        ann["disable_tma"] = True
+    op = Copy(s, d, freeze_annotations(ann), loc=loc)  # type: ignore[arg-type]
+    op.check()
+    b.emit(op)
+
+
+def fill(buffer: Any, value: Any) -> None:
+    """``T.fill(buf, v)``: set every element of a tile (or a region of one) to ``v``."""
+    b = bld.require_kernel("T.fill")
+    loc = caller_loc()
+    r = _region(buffer, "T.fill destination")
+    op = Fill(r, E.cast(value, r.buffer.dtype), loc=loc)
+    op.check()
+    b.emit(op)
+
+
+def clear(buffer: Any) -> None:
+    """``T.clear(buf)``: fill with zeros."""
+    b = bld.require_kernel("T.clear")
+    loc = caller_loc()
+    r = _region(buffer, "T.clear destination")
+    op = Fill(r, E.cast(0, r.buffer.dtype), loc=loc)
+    op.check()
+    b.emit(op)
+
+
+class GemmWarpPolicy(enum.Enum):
+    """How ``T.gemm`` splits the output tile over warps."""
+
+    Square = 0
+    FullRow = 1
+    FullCol = 2
+
+    @classmethod
+    def from_warp_partition(cls, *_: Any) -> GemmWarpPolicy:
+        return cls.Square
+
+
+def _policy(policy: Any, loc: SourceLoc | None) -> str:
+    if isinstance(policy, GemmWarpPolicy):
+        return policy.name
+    if isinstance(policy, str) and policy in GemmWarpPolicy.__members__:
+        return policy
+    if isinstance(policy, int) and not isinstance(policy, builtins.bool):
+        for p in GemmWarpPolicy:
+            if p.value == policy:
+                return p.name
+    raise TileLangSyntaxError(
+        f"T.gemm policy={policy!r} is not a GemmWarpPolicy", loc=loc,
+        hint="use T.GemmWarpPolicy.Square, T.GemmWarpPolicy.FullRow or T.GemmWarpPolicy.FullCol",
+    )
+
+
+def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,
+         policy: Any = GemmWarpPolicy.Square, clear_accum: bool = False, k_pack: int = 1, wg_wait: int = 0,
+         mbar: Any = None, annotations: dict[str, Any] | None = None) -> None:
+    """``T.gemm(A, B, C)``: ``C += op(A) @ op(B)`` on tiles (``C = ...`` with ``clear_accum``)."""
+    b = bld.require_kernel("T.gemm")
+    loc = caller_loc()
+    ann = dict(annotations or {})
+    if "k_pack" in ann:
+        k_pack = ann.pop("k_pack")
+    if "wg_wait" in ann:
+        wg_wait = ann.pop("wg_wait")
+    ra, rb, rc = _region(A, "T.gemm A"), _region(B, "T.gemm B"), _region(C, "T.gemm C")
+    operand_hint = "copy the tile into a T.alloc_shared or T.alloc_fragment buffer first"
+    _check_scope(ra, ("shared", "fragment"), "T.gemm", "operand A", operand_hint, loc)
+    _check_scope(rb, ("shared", "fragment"), "T.gemm", "operand B", operand_hint, loc)
+    _check_scope(rc, ("fragment", "local"), "T.gemm", "accumulator C",
+                 "allocate the accumulator with T.alloc_fragment(shape, T.float32)", loc)
+    if not rc.buffer.dtype.is_float and not rc.buffer.dtype.is_int:
+        raise TileLangTypeError(f"T.gemm: accumulator `{rc.buffer.name}` has dtype {rc.buffer.dtype}", loc=loc)
+    op = Gemm(ra, rb, rc,
+              trans_A=_py_bool(transpose_A, "T.gemm transpose_A", loc),
+              trans_B=_py_bool(transpose_B, "T.gemm transpose_B", loc),
+              policy=_policy(policy, loc),
+              clear_accum=_py_bool(clear_accum, "T.gemm clear_accum", loc),
+              k_pack=_py_int(k_pack, "T.gemm k_pack", loc),
+              wg_wait=_py_int(wg_wait, "T.gemm wg_wait", loc),
+              loc=loc)
+    op.check()
+    b.emit(op)
+
+
+_TILE_SCOPES = ("shared", "fragment", "local")
+
+
+def _reduce(kind: str, src: Any, dst: Any, dim: Any, clear: Any, what: str) -> None:
+    b = bld.require_kernel(what)
+    loc = caller_loc()
+    if kind not in REDUCE_KINDS:
+        raise TileLangSyntaxError(f"unknown reduction {kind!r}", loc=loc, hint=f"use one of {', '.join(REDUCE_KINDS)}")
+    rs, rd = _region(src, f"{what} source"), _region(dst, f"{what} destination")
+    hint = "reduce a tile held in T.alloc_fragment / T.alloc_shared; copy global data in first"
+    _check_scope(rs, _TILE_SCOPES, what, "source", hint, loc)
+    _check_scope(rd, _TILE_SCOPES, what, "destination", hint, loc)
+    n = len(rs.extents)
+    d = _py_int(dim, f"{what} dim", loc)
+    if d < 0:
+        d += n
+    if not 0 <= d < n:
+        raise TileLangSyntaxError(f"{what}: dim={dim} is out of range for the {n}-d source `{rs.buffer.name}`",
+                                  loc=loc, hint=f"use a dim in [-{n}, {n - 1}]")
+    op = Reduce(kind, rs, rd, d, _py_bool(clear, f"{what} clear", loc), loc=loc)
+    op.check()
+    b.emit(op)
+
+
+def reduce_sum(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+    """Sum ``buffer`` along ``dim`` into ``out`` (added to ``out`` when ``clear=False``)."""
+    _reduce("sum", buffer, out, dim, clear, "T.reduce_sum")
+
+
+def reduce_max(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+    """Maximum of ``buffer`` along ``dim`` into ``out``."""
+    _reduce("max", buffer, out, dim, clear, "T.reduce_max")
+
+
+def reduce_min(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+    """Minimum of ``buffer`` along ``dim`` into ``out``."""
+    _reduce("min", buffer, out, dim, clear, "T.reduce_min")
+
+
+def reduce_abssum(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+    """Sum of absolute values along ``dim``."""
+    _reduce("abssum", buffer, out, dim, clear, "T.reduce_abssum")
+
+
+def reduce_absmax(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+    """Maximum absolute value along ``dim``."""
+    _reduce("absmax", buffer, out, dim, clear, "T.reduce_absmax")
+
+
+def reduce(*args: Any, **kwargs: Any) -> None:
+    """``T.reduce(buffer, out, reduce_type, dim, clear)`` (TileLang's order) or
+    ``T.reduce(kind, buffer, out, dim=-1, clear=True)``."""
+    if args and isinstance(args[0], str):
+        kind, rest = args[0], args[1:]
+        names = ("buffer", "out", "dim", "clear")
+    else:
+        kind, rest = kwargs.pop("reduce_type", None), args
+        names = ("buffer", "out", "reduce_type", "dim", "clear")
+    values = dict(zip(names, rest))
+    values.update(kwargs)
+    if "reduce_type" in values:
+        kind = values.pop("reduce_type")
+    if kind is None or "buffer" not in values or "out" not in values:
+        raise TileLangSyntaxError("T.reduce needs a kind, a source and a destination", loc=caller_loc(),
+                                  hint='T.reduce(src, dst, "sum", dim=1, clear=True)')
+    _reduce(str(kind), values["buffer"], values["out"], values.get("dim", -1), values.get("clear", True),
+            f"T.reduce({kind!r})")
+
+
+def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
+    """Inclusive prefix sum of ``src`` along ``dim`` into ``dst`` (in place when ``dst`` is None)."""
+    b = bld.require_kernel("T.cumsum")
+    loc = caller_loc()
+    rs = _region(src, "T.cumsum source")
+    rd = rs if dst is None else _region(dst, "T.cumsum destination")
+    hint = "scan a tile held in T.alloc_shared / T.alloc_fragment"
+    _check_scope(rs, _TILE_SCOPES, "T.cumsum", "source", hint, loc)
+    _check_scope(rd, _TILE_SCOPES + ("global",), "T.cumsum", "destination", hint, loc)
+    n = len(rs.extents)
+    d = _py_int(dim, "T.cumsum dim", loc)
+    if d < 0:
+        d += n
+    if not 0 <= d < n:
+        raise TileLangSyntaxError(f"T.cumsum: dim={dim} is out of range for the {n}-d source `{rs.buffer.name}`",
+                                  loc=loc)
+    op = CumSum(rs, rd, d, _py_bool(reverse, "T.cumsum reverse", loc), loc=loc)
+    op.check()
+    b.emit(op)
+
+
+def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str) -> None:
+    b = bld.require_kernel(what)
+    loc = caller_loc()
+    if return_prev:
+        raise TileLangSyntaxError(f"{what}(..., return_prev=True) is not supported", loc=loc,
+                                  hint="read the old value separately if you need it")
+    d = _operand(dst, f"{what} destination")
+    tile_value = (type(value) is Buffer and value.scope != "var") or isinstance(value, Region)
+    if tile_value:
+        rv = _region(value, f"{what} value")
+        rd = _from_point(d, rv.extents, what, loc) if isinstance(d, _Point) else d
+        op = Atomic(kind, rd, rv, loc=loc)
+    else:
+        rd = _one_element(d) if isinstance(d, _Point) else d
+        if any(E.as_int(x) != 1 for x in rd.extents):
+            raise ShapeMismatchError(
+                f"{what}: a scalar value needs a single destination element, but `{rd.buffer.name}` region is "
+                f"[{', '.join(str(x) for x in rd.extents)}]",
+                loc=loc, hint=f"index one element, e.g. {what}({rd.buffer.name}[i, j], value), or pass a tile value",
+            )
+        op = Atomic(kind, rd, E.cast(value, rd.buffer.dtype), loc=loc)
+    _check_scope(rd, ("global", "shared"), what, "destination",
+                 "atomics update global or shared memory; registers need no atomics", loc)
+    op.check()
+    b.emit(op)
+
+
+def atomic_add(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False,
+               use_tma: bool = False) -> None:
+    """Atomically add ``value`` (a scalar, or a tile of the destination's shape) to ``dst``."""
+    _atomic("add", dst, value, return_prev, "T.atomic_add")
+
+
+def atomic_max(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
+    """Atomic maximum."""
+    _atomic("max", dst, value, return_prev, "T.atomic_max")
+
+
+def atomic_min(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
+    """Atomic minimum."""
+    _atomic("min", dst, value, return_prev, "T.atomic_min")
+
+
+# ---- annotations and debugging ------------------------------------------------------------------
+
+def annotate_layout(layout_map: dict[Any, Any]) -> None:
+    """Pin the layout of buffers: ``T.annotate_layout({A_shared: layout})``."""
+    b = bld.require_kernel("T.annotate_layout")
+    loc = caller_loc()
+    if not isinstance(layout_map, dict):
+        raise TileLangSyntaxError("T.annotate_layout takes a dict {buffer: layout}", loc=loc)
+    items = []
+    for buf, layout in layout_map.items():
+        if type(buf) is not Buffer:
+            raise TileLangTypeError(f"T.annotate_layout key {buf!r} is not a buffer", loc=loc)
+        items.append((buf, layout))
+    b.emit(Annotate("layout", tuple(items), loc=loc))
+
+
+def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:
+    """Rasterize thread blocks in panels of ``panel_size`` for L2 locality."""
+    b = bld.require_kernel("T.use_swizzle")
+    loc = caller_loc()
+    size = _py_int(panel_size, "T.use_swizzle panel_size", loc)
+    if size <= 0:
+        raise TileLangSyntaxError(f"T.use_swizzle panel_size must be positive, got {size}", loc=loc)
+    if order not in ("row", "column", "col"):
+        raise TileLangSyntaxError(f"T.use_swizzle order={order!r}", loc=loc, hint="use order='row' or 'column'")
+    b.emit(Annotate("swizzle", (size, "column" if order == "col" else order, _py_bool(enable, "enable", loc)),
+                    loc=loc))
+
+
+def print_(obj: Any, msg: str = "", warp_group_id: int | None = None, warp_id: int | None = None) -> None:
+    """``T.print(value_or_buffer, msg)``: print from one thread (the interpreter prints directly)."""
+    b = bld.require_kernel("T.print")
+    loc = caller_loc()
+    if type(obj) is Buffer and obj.scope != "var":
+        value: Any = obj
+    elif isinstance(obj, Region):
+        value = _fold_region(obj)
+    else:
+        value = E.convert(obj)
+    b.emit(Print(value, str(msg), loc=loc))
+
+
+# ---- scalar expressions -----------------------------------------------------------------------
+
+def ceildiv(a: Any, b: Any) -> Any:
+    """``(a + b - 1) // b``; a Python int when both are Python ints."""
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, E.Expr):
+        if b == 0:
+            raise TileLangSyntaxError("T.ceildiv by zero", loc=caller_loc())
+        return -(-a // b)
+    return E.binary("//", E.binary("+", a, E.binary("-", b, 1)), b)
+
+
+def floordiv(a: Any, b: Any) -> Any:
+    return E.binary("//", a, b)
+
+
+def floormod(a: Any, b: Any) -> Any:
+    return E.binary("%", a, b)
+
+
+def truncdiv(a: Any, b: Any) -> Any:
+    return E.binary("/", a, b)
+
+
+def _minmax(op: str, args: tuple[Any, ...]) -> Any:
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = tuple(args[0])
+    if len(args) < 2:
+        raise TileLangSyntaxError(f"T.{op} needs at least two values", loc=caller_loc())
+    if not any(isinstance(a, E.Expr) or hasattr(a, "as_expr") for a in args):
+        return builtins.min(args) if op == "min" else builtins.max(args)
+    result = args[0]
+    for a in args[1:]:
+        result = E.binary(op, result, a)
+    return result
+
+
+def min_(*args: Any) -> Any:
+    """``T.min(a, b, ...)``."""
+    return _minmax("min", args)
+
+
+def max_(*args: Any) -> Any:
+    """``T.max(a, b, ...)``."""
+    return _minmax("max", args)
+
+
+def clamp(x: Any, lo: Any, hi: Any) -> Any:
+    return max_(min_(x, hi), lo)
+
+
+def if_then_else(cond: Any, then: Any, otherwise: Any) -> E.Expr:
+    """``then`` where ``cond`` holds, else ``otherwise`` (both evaluated)."""
+    return E.select(cond, then, otherwise)
+
+
+def infinity(dtype: Any) -> E.Const:
+    """Positive infinity of a float dtype (``-T.infinity(dt)`` for negative)."""
+    dt = dtype_of(dtype)
+    if not dt.is_float:
+        raise TileLangTypeError(f"T.infinity({dt}): only float dtypes have an infinity", loc=caller_loc(),
+                                hint="use the dtype's largest value for integers")
+    return E.Const(math.inf, dt)
+
+
+def cast(value: Any, dtype: Any) -> E.Expr:
+    """``value`` converted to ``dtype``."""
+    return E.cast(value, dtype_of(dtype))
+
+
+def _math(name: str) -> Any:
+    arity = E.MATH_FUNCS[name]
+    if arity == 1:
+        def fn1(x: Any) -> E.Expr:
+            return E.call(name, x)
+
+        fn = fn1
+    else:
+        def fn2(x: Any, y: Any) -> E.Expr:
+            return E.call(name, x, y)
+
+        fn = fn2
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``T.{name}``: the math intrinsic, element by element."
+    return fn
+
+
+MATH = {name: _math(name) for name in E.MATH_FUNCS}

@@ -1,0 +1,81 @@
+"""Small integer facts the CUDA lowering needs: known divisors (alignment) and value ranges
+(bounds checks that can be dropped). Conservative: an unknown answer never removes a check."""
+
+from __future__ import annotations
+
+import math
+
+from ...core_ir import expr as E
+
+Range = tuple[int, int]
+
+
+def divisor(e: E.Expr) -> int:
+    """A positive number that provably divides ``e`` (1 when nothing is known)."""
+    if isinstance(e, E.Const) and e.dtype.is_int:
+        return abs(int(e.value)) or 1 << 30
+    if isinstance(e, E.BinOp):
+        if e.op == "*":
+            return divisor(e.a) * divisor(e.b)
+        if e.op in ("+", "-"):
+            return math.gcd(divisor(e.a), divisor(e.b))
+        if e.op == "<<" and isinstance(e.b, E.Const):
+            return divisor(e.a) << int(e.b.value)
+    if isinstance(e, E.Cast) and e.dtype.is_int:
+        return divisor(e.a)
+    return 1
+
+
+def bounds(e: E.Expr, ranges: dict[E.Var, Range]) -> Range | None:
+    """Inclusive ``(lo, hi)`` of an integer expression given variable ranges, or ``None``."""
+    if isinstance(e, E.Const):
+        if e.dtype.is_int or e.dtype.is_bool:
+            v = int(e.value)
+            return v, v
+        return None
+    if isinstance(e, E.Var):
+        return ranges.get(e)
+    if isinstance(e, E.Cast):
+        return bounds(e.a, ranges) if e.dtype.is_int else None
+    if not isinstance(e, E.BinOp):
+        return None
+    a, b = bounds(e.a, ranges), bounds(e.b, ranges)
+    if a is None or b is None:
+        return None
+    if e.op == "+":
+        return a[0] + b[0], a[1] + b[1]
+    if e.op == "-":
+        return a[0] - b[1], a[1] - b[0]
+    if e.op == "*":
+        c = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
+        return min(c), max(c)
+    if e.op in ("//", "/") and b[0] > 0 and a[0] >= 0:
+        return a[0] // b[1], a[1] // b[0]
+    if e.op == "%" and b[0] > 0 and b[0] == b[1]:
+        if a[0] >= 0 and a[1] < b[0]:
+            return a
+        return 0, b[0] - 1
+    if e.op == "min":
+        return min(a[0], b[0]), min(a[1], b[1])
+    if e.op == "max":
+        return max(a[0], b[0]), max(a[1], b[1])
+    return None
+
+
+def prove_lt(a: E.Expr, b: E.Expr, ranges: dict[E.Var, Range]) -> bool:
+    """Whether ``a < b`` always holds."""
+    ra = bounds(a, ranges)
+    rb = bounds(b, ranges)
+    if ra is not None and rb is not None:
+        return ra[1] < rb[0]
+    diff = bounds(_sub(b, a), ranges)
+    return diff is not None and diff[0] > 0
+
+
+def _sub(a: E.Expr, b: E.Expr) -> E.Expr:
+    return E.binary("-", a, b)
+
+
+def nonneg(e: E.Expr, ranges: dict[E.Var, Range]) -> bool:
+    r = bounds(e, ranges)
+    return r is not None and r[0] >= 0

@@ -1,0 +1,535 @@
+"""CUDA C++ from the lowered IR: one ``extern "C" __global__`` kernel plus its ``KernelMeta``.
+
+The source inlines ``include/tlx_cuda.h`` (no include paths, no templates). 16-bit floats are
+stored as ``tlx_half``/``tlx_bf16`` and computed in fp32. All shared memory is dynamic: one
+``extern __shared__`` array carved into the kernel's tiles (1024-byte aligned when swizzled).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from typing import Any
+
+from ...core_ir import dtypes
+from ...core_ir import expr as E
+from ...core_ir.buffer import Buffer
+from ...core_ir.dtypes import DType
+from ...core_ir.errors import BackendNotImplementedError
+from ...core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from ...core_ir.visit import walk
+from .analysis import nonneg
+from .layout import SharedLayout
+from .layout_inference import find_kernel
+from .lir import THREAD, AsyncCommit, AsyncWait, AtomicStore, Barrier, Block, Decl, Evaluate, Intrin, PtrTo, SmemAddr
+from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
+
+CTYPES: dict[str, str] = {
+    "float16": "tlx_half", "bfloat16": "tlx_bf16", "float32": "float", "float64": "double",
+    "float8_e4m3": "unsigned char", "float8_e5m2": "unsigned char", "int8": "signed char", "int16": "short",
+    "int32": "int", "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
+    "uint32": "unsigned int", "uint64": "unsigned long long", "bool": "bool",
+}
+_KEYWORDS = {"int", "float", "double", "char", "short", "long", "unsigned", "signed", "bool", "void", "if", "else",
+             "for", "while", "do", "return", "break", "continue", "switch", "case", "default", "const", "static",
+             "struct", "union", "enum", "typedef", "auto", "register", "volatile", "extern", "inline", "new",
+             "delete", "this", "class", "template", "namespace", "true", "false", "half", "min", "max", "tx",
+             "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "tlx_smem", "tlx_smem_base", "asm"}
+
+FLOAT_FUNCS = {
+    "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f", "log10": "log10f",
+    "log1p": "log1pf", "expm1": "expm1f", "sqrt": "sqrtf", "rsqrt": "rsqrtf", "tanh": "tanhf", "abs": "fabsf",
+    "sin": "sinf", "cos": "cosf", "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf",
+    "sinh": "sinhf", "cosh": "coshf", "erf": "erff", "floor": "floorf", "ceil": "ceilf", "round": "roundf",
+    "trunc": "truncf", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "pow": "powf",
+    "fmod": "fmodf", "atan2": "atan2f",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def header_text() -> str:
+    with open(os.path.join(os.path.dirname(__file__), "include", "tlx_cuda.h")) as fh:
+        return fh.read()
+
+
+def ctype(dt: DType) -> str:
+    return CTYPES[dt.name]
+
+
+def eval_ctype(dt: DType) -> str:
+    """The C type an expression of dtype ``dt`` is computed in."""
+    if dt.is_float and dt.bits < 32:
+        return "float"
+    if dt.name == "uint32" or dt.name == "uint":
+        return "unsigned int"
+    return CTYPES.get(dt.name, "int")
+
+
+def generate(func: PrimFunc, ctx: Any) -> str:
+    """CUDA source of the lowered ``func``; stores the ``KernelMeta`` in ``ctx.data["cuda.meta"]``."""
+    gen = _Gen(func, ctx)
+    source = gen.run()
+    ctx.data["cuda.meta"] = gen.meta
+    return source
+
+
+class _Gen:
+    def __init__(self, func: PrimFunc, ctx: Any) -> None:
+        self.func = func
+        self.ctx = ctx
+        self.layouts: dict[Buffer, Any] = ctx.data.get("cuda.layouts", {})
+        self.threads: int = ctx.data.get("cuda.threads", 128)
+        self.names: dict[int, str] = {}
+        self.taken: set[str] = set(_KEYWORDS)
+        self.lines: list[str] = []
+        self.smem: dict[Buffer, int] = {}
+        self.ranges: dict[E.Var, tuple[int, int]] = {THREAD: (0, self.threads - 1)}
+        self.dims: list[E.Var] = []
+        self.vars_scalar: set[int] = set()
+        self.written: set[int] = set()
+        self.meta: KernelMeta | None = None
+
+    # ---- naming -------------------------------------------------------------------------------
+    def name(self, obj: Any, base: str) -> str:
+        key = id(obj)
+        got = self.names.get(key)
+        if got is not None:
+            return got
+        clean = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in base) or "v"
+        if clean[0].isdigit():
+            clean = "_" + clean
+        cand, n = clean, 1
+        while cand in self.taken:
+            cand = f"{clean}_{n}"
+            n += 1
+        self.taken.add(cand)
+        self.names[key] = cand
+        return cand
+
+    # ---- driver ----------------------------------------------------------------------------------
+    def run(self) -> str:
+        func = self.func
+        kernel = find_kernel(func.body)
+        if kernel is None:
+            raise BackendNotImplementedError("no T.Kernel in the function", loc=func.loc)
+        self.names[id(THREAD)] = "tx"
+        self._scan_writes(kernel)
+        params, specs = self._params()
+        self._plan_smem(kernel)
+        for v, g in zip(kernel.block_vars, kernel.grid):
+            n = E.as_int(g)
+            if n is not None:
+                self.ranges[v] = (0, n - 1)
+        kname = self.name(object(), f"{func.name}_kernel")
+        block = tuple(list(kernel.threads) + [1] * (3 - len(kernel.threads)))[:3]
+        nthreads = kernel.num_threads
+        self.emit(0, f'extern "C" __global__ void __launch_bounds__({nthreads}) {kname}({", ".join(params)}) {{')
+        if self.smem_total:
+            self.emit(1, "extern __shared__ __align__(1024) unsigned char tlx_smem[];")
+            self.emit(1, "const tlx_u32 tlx_smem_base = tlx_smem_addr(tlx_smem);")
+        if len(kernel.threads) == 1:
+            self.emit(1, "const int tx = threadIdx.x;")
+        else:
+            self.emit(1, "const int tx = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
+        self._block_vars(kernel)
+        self.stmt(kernel.body, 1)
+        self.emit(0, "}")
+        grid_static, grid_src = self._grid(kernel)
+        self.meta = KernelMeta(kname, tuple(specs), block, self.smem_total, tuple(v.name for v in self.dims),  # type: ignore[arg-type]
+                               grid_static, grid_src, getattr(self.ctx.target, "arch", None) or "sm_80")
+        body = "\n".join(self.lines)
+        return f"// generated by tilelang-x for {func.name}\n{header_text()}\n{body}\n"
+
+    def _scan_writes(self, kernel: Kernel) -> None:
+        for n in walk(kernel.body):
+            if isinstance(n, (Store, AtomicStore)):
+                self.written.add(id(n.buffer))
+            elif isinstance(n, (PtrTo, SmemAddr)) and n.mode != "r":
+                self.written.add(id(n.buffer))
+
+    def _params(self) -> tuple[list[str], list[ParamSpec]]:
+        out, specs = [], []
+        seen_dims: dict[int, E.Var] = {}
+        for idx, p in enumerate(self.func.params):
+            if isinstance(p, Buffer):
+                nm = self.name(p, p.name)
+                ro = id(p) not in self.written
+                ct = ctype(p.dtype)
+                out.append(f"{'const ' if ro else ''}{ct}* __restrict__ {nm}")
+                specs.append(ParamSpec(nm, "buffer", idx, p.dtype.name, ct + "*", ro))
+                for e in tuple(p.shape) + tuple(p.strides or ()):
+                    for v in E.free_vars(e):
+                        if id(v) not in seen_dims and v not in self.func.params:
+                            seen_dims[id(v)] = v
+            else:
+                nm = self.name(p, p.name)
+                ct = SCALAR_CTYPES.get(p.dtype.name, "int")
+                ct = {"half": "tlx_half", "nv_bfloat16": "tlx_bf16"}.get(ct, ct)
+                out.append(f"{ct} {nm}")
+                specs.append(ParamSpec(nm, "scalar", idx, p.dtype.name, ct))
+                self.vars_scalar.add(id(p))
+        for k, v in enumerate(seen_dims.values()):
+            nm = self.name(v, v.name)
+            ct = SCALAR_CTYPES.get(v.dtype.name, "int")
+            out.append(f"{ct} {nm}")
+            specs.append(ParamSpec(nm, "dim", k, v.dtype.name, ct))
+            self.dims.append(v)
+            self.ranges[v] = (0, 2**31 - 1)
+        return out, specs
+
+    def _plan_smem(self, kernel: Kernel) -> None:
+        off = 0
+        for n in walk(kernel.body):
+            if isinstance(n, Alloc) and n.buffer.scope == "shared":
+                b = n.buffer
+                lay = self.layouts.get(b)
+                shape = b.static_shape()
+                if shape is None:
+                    raise BackendNotImplementedError(f"shared tile `{b.name}` needs a constant shape", loc=b.loc)
+                size = math.prod(shape) * b.dtype.bytes
+                align = 1024 if isinstance(lay, SharedLayout) and lay.swizzle != "none" else 16
+                off = (off + align - 1) // align * align
+                self.smem[b] = off
+                off += size
+        self.smem_total = (off + 15) // 16 * 16
+
+    def _block_vars(self, kernel: Kernel) -> None:
+        axes = ("x", "y", "z")
+        swz = next((n for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "swizzle"), None)
+        data = tuple(swz.data) if swz is not None else ()
+        enable = bool(data[2]) if len(data) > 2 else True
+        if swz is not None and enable and len(kernel.block_vars) == 2:
+            panel = int(data[0]) if data else 8
+            column = len(data) > 1 and str(data[1]).lower().startswith("col")
+            bx, by = (self.name(v, v.name) for v in kernel.block_vars)
+            if column:  # groups of `panel` block columns, walked row-first
+                self.emit(1, "const int tlx_bid = blockIdx.x * gridDim.y + blockIdx.y;")
+                self.emit(1, f"const int tlx_grp = {panel} * (int)gridDim.y;")
+                self.emit(1, f"const int tlx_first = (tlx_bid / tlx_grp) * {panel};")
+                self.emit(1, f"const int tlx_h = min((int)gridDim.x - tlx_first, {panel});")
+                self.emit(1, f"const int {bx} = tlx_first + (tlx_bid % tlx_grp) % tlx_h;")
+                self.emit(1, f"const int {by} = (tlx_bid % tlx_grp) / tlx_h;")
+            else:
+                self.emit(1, "const int tlx_bid = blockIdx.y * gridDim.x + blockIdx.x;")
+                self.emit(1, f"const int tlx_grp = {panel} * (int)gridDim.x;")
+                self.emit(1, f"const int tlx_first = (tlx_bid / tlx_grp) * {panel};")
+                self.emit(1, f"const int tlx_h = min((int)gridDim.y - tlx_first, {panel});")
+                self.emit(1, f"const int {by} = tlx_first + (tlx_bid % tlx_grp) % tlx_h;")
+                self.emit(1, f"const int {bx} = (tlx_bid % tlx_grp) / tlx_h;")
+            return
+        for v, ax in zip(kernel.block_vars, axes):
+            self.emit(1, f"const int {self.name(v, v.name)} = blockIdx.{ax};")
+
+    def _grid(self, kernel: Kernel) -> tuple[tuple[int, int, int] | None, str]:
+        dims = list(kernel.grid) + [E.const(1)] * (3 - len(kernel.grid))
+        consts = [E.as_int(d) for d in dims]
+        if all(c is not None for c in consts):
+            g = tuple(max(1, c) for c in consts)  # type: ignore[type-var]
+            return g, repr(g)  # type: ignore[return-value]
+        return None, "(" + ", ".join(self.py(d) for d in dims[:3]) + ")"
+
+    def py(self, e: E.Expr) -> str:
+        """Python text of a grid expression over the dynamic dims (``{name}`` placeholders)."""
+        if isinstance(e, E.Const):
+            return repr(int(e.value)) if e.dtype.is_int else repr(e.value)
+        if isinstance(e, E.Var):
+            if not any(e is d for d in self.dims):
+                raise BackendNotImplementedError(
+                    f"the grid depends on `{e.name}`, which is not a dimension of a tensor argument",
+                    loc=self.func.loc)
+            return "{" + e.name + "}"
+        if isinstance(e, E.BinOp):
+            a, b = self.py(e.a), self.py(e.b)
+            if e.op in ("min", "max"):
+                return f"{e.op}({a}, {b})"
+            op = {"/": "//"}.get(e.op, e.op)
+            return f"({a} {op} {b})"
+        if isinstance(e, E.Cast):
+            return self.py(e.a)
+        raise BackendNotImplementedError(f"cannot evaluate grid expression {e} on the host", loc=self.func.loc)
+
+    # ---- statements ------------------------------------------------------------------------------
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("  " * depth + text)
+
+    def stmt(self, s: Stmt, d: int) -> None:
+        if isinstance(s, Seq):
+            for c in s.stmts:
+                self.stmt(c, d)
+        elif isinstance(s, Block):
+            if isinstance(s.body, (Seq, For)) or any(isinstance(n, Alloc) for n in walk(s.body)):
+                self.emit(d, "{" + (f"  // {s.label}" if s.label else ""))
+                self.stmt(s.body, d + 1)
+                self.emit(d, "}")
+            else:
+                self.stmt(s.body, d)
+        elif isinstance(s, For):
+            self._for(s, d)
+        elif isinstance(s, If):
+            self.emit(d, f"if ({self.expr(s.cond, bare=True)}) {{")
+            self.stmt(s.then, d + 1)
+            if s.otherwise is not None and not (isinstance(s.otherwise, Seq) and not s.otherwise.stmts):
+                self.emit(d, "} else {")
+                self.stmt(s.otherwise, d + 1)
+            self.emit(d, "}")
+        elif isinstance(s, While):
+            self.emit(d, f"while ({self.expr(s.cond, bare=True)}) {{")
+            self.stmt(s.body, d + 1)
+            self.emit(d, "}")
+        elif isinstance(s, Store):
+            self.emit(d, f"{self.ref(s.buffer, s.indices)} = {self.to_storage(s.value, s.buffer.dtype)};")
+        elif isinstance(s, Alloc):
+            self._alloc(s, d)
+        elif isinstance(s, Evaluate):
+            self.emit(d, f"{self.expr(s.value, bare=True)};")
+        elif isinstance(s, Barrier):
+            self.emit(d, "__syncthreads();")
+        elif isinstance(s, AsyncCommit):
+            self.emit(d, "tlx_cp_async_commit();")
+        elif isinstance(s, AsyncWait):
+            self.emit(d, f"TLX_CP_ASYNC_WAIT({s.n});")
+        elif isinstance(s, AtomicStore):
+            self._atomic(s, d)
+        elif isinstance(s, Decl):
+            nm = self.name(s.var, s.var.name)
+            self.emit(d, f"const {eval_ctype(s.var.dtype)} {nm} = {self.expr(s.value, True)};")
+        elif isinstance(s, Kernel):
+            self.stmt(s.body, d)
+        elif isinstance(s, (Annotate, Print)):
+            if isinstance(s, Print):
+                self.emit(d, "// T.print is not supported by the CUDA backend yet")
+        else:
+            raise BackendNotImplementedError(f"CUDA codegen: unexpected statement {type(s).__name__}",
+                                             loc=getattr(s, "loc", None))
+
+    def _for(self, s: For, d: int) -> None:
+        v = self.name(s.var, s.var.name)
+        ext, start = E.as_int(s.extent), E.as_int(s.start) if s.start is not None else 0
+        if ext is not None and start is not None:
+            self.ranges[s.var] = (start, start + max(ext, 1) - 1)
+        elif start is not None and start >= 0 and nonneg(s.extent, self.ranges):
+            self.ranges[s.var] = (start, 2**31 - 1)
+        lo = "0" if s.start is None else self.expr(s.start, True)
+        hi = self.expr(s.extent if s.start is None else s.start + s.extent, True)
+        if s.kind == "unroll":
+            self.emit(d, "#pragma unroll")
+        self.emit(d, f"for (int {v} = {lo}; {v} < {hi}; ++{v}) {{")
+        self.stmt(s.body, d + 1)
+        self.emit(d, "}")
+
+    def _alloc(self, s: Alloc, d: int) -> None:
+        b = s.buffer
+        nm = self.name(b, b.name)
+        ct = "tlx_u32" if b.dtype.name == "uint32" and b.scope == "local" else ctype(b.dtype)
+        if b.scope == "shared":
+            off = self.smem[b]
+            self.emit(d, f"{ct}* {nm} = ({ct}*)(tlx_smem + {off});")
+            self.emit(d, f"const tlx_u32 {nm}_s = tlx_smem_base + {off};")
+        elif b.scope == "var":
+            init = "" if s.init is None else f" = {self.to_storage(s.init, b.dtype)}"
+            self.emit(d, f"{ct} {nm}{init};")
+        else:
+            shape = b.static_shape()
+            if shape is None:
+                raise BackendNotImplementedError(f"local buffer `{b.name}` needs a constant shape", loc=b.loc)
+            self.emit(d, f"{ct} {nm}[{math.prod(shape)}];")
+
+    def _atomic(self, s: AtomicStore, d: int) -> None:
+        dt = s.buffer.dtype
+        ptr = f"&{self.ref(s.buffer, s.indices)}"
+        val = self.expr(s.value, True)
+        if s.kind == "add":
+            if dt == dtypes.float16:
+                self.emit(d, f"tlx_atomic_add_h({ptr}, {val});")
+            elif dt == dtypes.bfloat16:
+                self.emit(d, f"tlx_atomic_add_b({ptr}, {val});")
+            elif dt.name in ("float32", "float64", "int32", "uint32", "uint64"):
+                self.emit(d, f"atomicAdd({ptr}, {val});")
+            elif dt.name == "int64":
+                self.emit(d, f"atomicAdd((unsigned long long*){ptr}, (unsigned long long)({val}));")
+            else:
+                raise BackendNotImplementedError(f"T.atomic_add on {dt} is not supported on CUDA", loc=s.loc)
+            return
+        if dt == dtypes.float32:
+            self.emit(d, f"tlx_atomic_{s.kind}_f({ptr}, {val});")
+        elif dt.name in ("int32", "uint32", "int64", "uint64"):
+            cast = "(long long*)" if dt.name == "int64" else ""
+            self.emit(d, f"atomic{s.kind.capitalize()}({cast}{ptr}, {val});")
+        else:
+            raise BackendNotImplementedError(f"T.atomic_{s.kind} on {dt} is not supported on CUDA", loc=s.loc)
+
+    # ---- memory references --------------------------------------------------------------------
+    def offset(self, b: Buffer, idx: tuple[E.Expr, ...]) -> str:
+        if b.scope == "shared":
+            lay = self.layouts.get(b)
+            if not isinstance(lay, SharedLayout):
+                shape = b.static_shape() or ()
+                lay = SharedLayout(tuple(shape), b.dtype.bytes, "none")
+            if len(idx) == 1 and len(lay.shape) > 1:
+                return self.expr(idx[0], True)
+            return self.expr(lay.offset(idx), True)
+        if len(idx) == 1:
+            return self.expr(idx[0], True)
+        if b.strides is not None:
+            terms = [E.binary("*", i, s) for i, s in zip(idx, b.strides)]
+            flat = terms[0]
+            for t in terms[1:]:
+                flat = flat + t
+            return self.expr(flat, True)
+        numel = b.static_shape()
+        if b.scope == "global" and (numel is None or math.prod(numel) >= 2**31):
+            return _widen(self, idx, b)
+        flat: E.Expr = idx[0]
+        for i, s in zip(idx[1:], b.shape[1:]):
+            flat = flat * s + i
+        return self.expr(flat, True)
+
+    def ref(self, b: Buffer, idx: tuple[E.Expr, ...]) -> str:
+        nm = self.name(b, b.name)
+        if b.scope == "var":
+            return nm
+        return f"{nm}[{self.offset(b, idx)}]"
+
+    def to_storage(self, value: E.Expr, dt: DType) -> str:
+        text = self.expr(value, True)
+        if dt == dtypes.float16:
+            return f"tlx_f2h({text})"
+        if dt == dtypes.bfloat16:
+            return f"tlx_f2b({text})"
+        if value.dtype != dt:
+            return f"({ctype(dt)})({text})"
+        return text
+
+    # ---- expressions -----------------------------------------------------------------------------
+    def expr(self, e: E.Expr, bare: bool = False) -> str:
+        text = self._expr(e)
+        if bare and text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+            return text[1:-1]
+        return text
+
+    def _expr(self, e: E.Expr) -> str:
+        if isinstance(e, E.Var):
+            if e is THREAD:
+                return "tx"
+            return self.name(e, e.name)
+        if isinstance(e, E.Const):
+            return _const(e)
+        if isinstance(e, E.Load):
+            b = e.buffer
+            text = self.ref(b, e.indices)
+            if b.dtype == dtypes.float16:
+                return f"tlx_h2f({text})"
+            if b.dtype == dtypes.bfloat16:
+                return f"tlx_b2f({text})"
+            return text
+        if isinstance(e, E.BinOp):
+            return self._binop(e)
+        if isinstance(e, E.UnaryOp):
+            sym = {"neg": "-", "not": "!", "~": "~"}[e.op]
+            return f"({sym}{self._expr(e.a)})"
+        if isinstance(e, E.Select):
+            return f"({self._expr(e.cond)} ? {self._expr(e.t)} : {self._expr(e.f)})"
+        if isinstance(e, E.Cast):
+            return self._cast(e)
+        if isinstance(e, E.Call):
+            return self._call(e)
+        if isinstance(e, Intrin):
+            return f"{e.fn}({', '.join(self.expr(a, True) for a in e.args)})"
+        if isinstance(e, SmemAddr):
+            nm = self.name(e.buffer, e.buffer.name)
+            return f"({nm}_s + ({self.offset(e.buffer, e.indices)}) * {e.buffer.dtype.bytes})"
+        if isinstance(e, PtrTo):
+            return f"(&{self.ref(e.buffer, e.indices)})"
+        raise BackendNotImplementedError(f"CUDA codegen: unexpected expression {type(e).__name__}")
+
+    def _binop(self, e: E.BinOp) -> str:
+        a, b = self._expr(e.a), self._expr(e.b)
+        dt = e.a.dtype
+        if e.op in ("min", "max"):
+            if dt.is_float:
+                fn = {"min": "fminf", "max": "fmaxf"}[e.op] if dt.bits <= 32 else {"min": "fmin", "max": "fmax"}[e.op]
+                return f"{fn}({a}, {b})"
+            return f"{e.op}({a}, {b})"
+        if e.op == "//":
+            if dt.is_float:
+                return f"floorf({a} / {b})"
+            if nonneg(e.a, self.ranges) and nonneg(e.b, self.ranges):
+                return f"({a} / {b})"
+            return f"tlx_floordiv{'64' if dt.bits == 64 else ''}({a}, {b})"
+        if e.op == "%":
+            if dt.is_float:
+                return f"({a} - floorf({a} / {b}) * {b})"
+            if nonneg(e.a, self.ranges) and nonneg(e.b, self.ranges):
+                return f"({a} % {b})"
+            return f"tlx_floormod{'64' if dt.bits == 64 else ''}({a}, {b})"
+        if e.op == "**":
+            return f"powf({a}, {b})" if dt.bits <= 32 else f"pow({a}, {b})"
+        sym = {"and": "&&", "or": "||"}.get(e.op, e.op)
+        return f"({a} {sym} {b})"
+
+    def _cast(self, e: E.Cast) -> str:
+        src, dst = e.a.dtype, e.dtype
+        inner = self._expr(e.a)
+        if dst == dtypes.float16:
+            return f"tlx_h2f(tlx_f2h({inner}))" if src.is_float else f"tlx_h2f(tlx_f2h((float)({inner})))"
+        if dst == dtypes.bfloat16:
+            return f"tlx_b2f(tlx_f2b({inner}))" if src.is_float else f"tlx_b2f(tlx_f2b((float)({inner})))"
+        if src.is_float and src.bits < 32 and dst == dtypes.float32:
+            return inner
+        return f"(({eval_ctype(dst)})({inner}))"
+
+    def _call(self, e: E.Call) -> str:
+        args = [self.expr(a, True) for a in e.args]
+        dt = e.args[0].dtype
+        if e.name == "abs" and dt.is_int:
+            return f"abs({args[0]})" if dt.bits <= 32 else f"llabs({args[0]})"
+        if e.name == "sigmoid":
+            one = "1.0f" if dt.bits <= 32 else "1.0"
+            ex = "expf" if dt.bits <= 32 else "exp"
+            return f"({one} / ({one} + {ex}(-({args[0]}))))"
+        fn = FLOAT_FUNCS[e.name]
+        if dt.bits == 64 and fn.endswith("f") and fn not in ("isinf",):
+            fn = fn[:-1]
+        return f"{fn}({', '.join(args)})"
+
+
+def _widen(gen: _Gen, idx: tuple[E.Expr, ...], b: Buffer) -> str:
+    text = f"(long long)({gen.expr(idx[0], True)})"
+    for i, s in zip(idx[1:], b.shape[1:]):
+        text = f"({text} * {gen.expr(s)} + {gen.expr(i)})"
+    return text
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def _const(e: E.Const) -> str:
+    dt = e.dtype
+    if dt.is_bool:
+        return "true" if e.value else "false"
+    if dt.is_int:
+        v = int(e.value)
+        if dt.bits == 64 or not -(2**31) <= v < 2**31:
+            return f"{v}LL" if dt.kind == "int" else f"{v}ULL"
+        return f"{v}u" if dt.kind == "uint" and v >= 0 else str(v)
+    v = float(e.value)
+    suffix = "" if dt.bits == 64 else "f"
+    if math.isinf(v):
+        inf = "__int_as_float(0x7f800000)" if suffix else "__longlong_as_double(0x7ff0000000000000LL)"
+        return inf if v > 0 else f"(-{inf})"
+    if math.isnan(v):
+        return "__int_as_float(0x7fffffff)" if suffix else "__longlong_as_double(0x7ff8000000000000LL)"
+    text = repr(v)
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return f"{text}{suffix}"

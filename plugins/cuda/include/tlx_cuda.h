@@ -1,0 +1,128 @@
+// tlx_cuda.h -- tilelang-x's own small device header: inline-PTX wrappers for the sm_80-class path.
+// No includes: the generated source inlines this text, so NVRTC needs no include paths, and
+// no templates, so it compiles fast. PTX forms follow shared/reference/backends.md section A.
+#pragma nv_diag_suppress 177
+typedef unsigned int tlx_u32;
+typedef unsigned long long tlx_u64;
+struct __align__(2) tlx_half { unsigned short x; };
+struct __align__(2) tlx_bf16 { unsigned short x; };
+struct __align__(16) tlx_v16 { unsigned int x, y, z, w; };
+struct __align__(8) tlx_v8 { unsigned int x, y; };
+
+#define TLX_DEV static __device__ __forceinline__
+
+// ---- 16-bit float conversions (computation happens in fp32) ------------------------------------
+TLX_DEV float tlx_h2f(tlx_half h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
+TLX_DEV tlx_half tlx_f2h(float f) { tlx_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+TLX_DEV float tlx_b2f(tlx_bf16 h) { return __uint_as_float(((unsigned int)h.x) << 16); }
+TLX_DEV tlx_bf16 tlx_f2b(float f) { tlx_bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+TLX_DEV tlx_u32 tlx_pack_h2(tlx_half lo, tlx_half hi) { return (tlx_u32)lo.x | ((tlx_u32)hi.x << 16); }
+TLX_DEV tlx_u32 tlx_pack_b2(tlx_bf16 lo, tlx_bf16 hi) { return (tlx_u32)lo.x | ((tlx_u32)hi.x << 16); }
+
+// ---- integer helpers ------------------------------------------------------------------------------
+TLX_DEV int tlx_floordiv(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+TLX_DEV int tlx_floormod(int a, int b) { int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+TLX_DEV long long tlx_floordiv64(long long a, long long b) { long long q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+TLX_DEV long long tlx_floormod64(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+
+// ---- shared-memory addresses ----------------------------------------------------------------------
+TLX_DEV tlx_u32 tlx_smem_addr(const void* p) {
+  tlx_u32 r;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+  return r;
+}
+
+// ---- cp.async (sm_80): src_bytes = 0 zero-fills the destination ---------------------------------
+TLX_DEV void tlx_cp_async16(tlx_u32 dst, const void* src, bool pred) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(pred ? 16 : 0) : "memory");
+}
+TLX_DEV void tlx_cp_async8(tlx_u32 dst, const void* src, bool pred) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"(dst), "l"(src), "r"(pred ? 8 : 0) : "memory");
+}
+TLX_DEV void tlx_cp_async4(tlx_u32 dst, const void* src, bool pred) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(dst), "l"(src), "r"(pred ? 4 : 0) : "memory");
+}
+// Synchronous vector copies with a zero-fill predicate (the non-pipelined path).
+TLX_DEV void tlx_copy16(void* d, const void* s, bool p) {
+  tlx_v16 v = {0u, 0u, 0u, 0u}; if (p) v = *(const tlx_v16*)s; *(tlx_v16*)d = v;
+}
+TLX_DEV void tlx_copy8(void* d, const void* s, bool p) { tlx_v8 v = {0u, 0u}; if (p) v = *(const tlx_v8*)s; *(tlx_v8*)d = v; }
+TLX_DEV void tlx_copy4(void* d, const void* s, bool p) {
+  unsigned int v = 0u; if (p) v = *(const unsigned int*)s; *(unsigned int*)d = v;
+}
+TLX_DEV void tlx_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+#define TLX_CP_ASYNC_WAIT(n) asm volatile("cp.async.wait_group " #n ";" ::: "memory")
+
+// ---- ldmatrix (sm_75): lanes 8i..8i+7 address the rows of matrix i ------------------------------
+TLX_DEV void tlx_ldsm_x1(tlx_u32* r, tlx_u32 a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(r[0]) : "r"(a));
+}
+TLX_DEV void tlx_ldsm_x2(tlx_u32* r, tlx_u32 a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+}
+TLX_DEV void tlx_ldsm_x4(tlx_u32* r, tlx_u32 a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+TLX_DEV void tlx_ldsm_x1_t(tlx_u32* r, tlx_u32 a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];" : "=r"(r[0]) : "r"(a));
+}
+TLX_DEV void tlx_ldsm_x2_t(tlx_u32* r, tlx_u32 a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+}
+TLX_DEV void tlx_ldsm_x4_t(tlx_u32* r, tlx_u32 a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+
+// ---- mma.sync m16n8k16, fp32 accumulate (backends.md A1 fragment layouts) -------------------------
+TLX_DEV void tlx_mma_f16(float* c, const tlx_u32* a, const tlx_u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+TLX_DEV void tlx_mma_bf16(float* c, const tlx_u32* a, const tlx_u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// A operand of one m16k16 atom from 8 consecutive 16-bit registers of a fragment.
+TLX_DEV void tlx_afrag_h(tlx_u32* a, const tlx_half* x) {
+  a[0] = tlx_pack_h2(x[0], x[1]); a[1] = tlx_pack_h2(x[2], x[3]);
+  a[2] = tlx_pack_h2(x[4], x[5]); a[3] = tlx_pack_h2(x[6], x[7]);
+}
+TLX_DEV void tlx_afrag_b(tlx_u32* a, const tlx_bf16* x) {
+  a[0] = tlx_pack_b2(x[0], x[1]); a[1] = tlx_pack_b2(x[2], x[3]);
+  a[2] = tlx_pack_b2(x[4], x[5]); a[3] = tlx_pack_b2(x[6], x[7]);
+}
+
+// ---- warp shuffles ----------------------------------------------------------------------------------
+TLX_DEV float tlx_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TLX_DEV int tlx_shfl_xor_i(int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TLX_DEV double tlx_shfl_xor_d(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TLX_DEV long long tlx_shfl_xor_l(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TLX_DEV unsigned int tlx_shfl_xor_u(unsigned int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+
+// ---- atomics ---------------------------------------------------------------------------------------
+TLX_DEV void tlx_atomic_add_h(tlx_half* p, float v) {
+  tlx_half h = tlx_f2h(v);
+  asm volatile("red.global.add.noftz.f16 [%0], %1;" :: "l"(p), "h"(h.x) : "memory");
+}
+TLX_DEV void tlx_atomic_add_b(tlx_bf16* p, float v) {  // CAS on the enclosing 32-bit word (sm_80)
+  unsigned long long a = (unsigned long long)p;
+  unsigned int* w = (unsigned int*)(a & ~3ull);
+  unsigned int sh = (a & 2ull) ? 16u : 0u, old = *w, assumed;
+  do {
+    assumed = old;
+    tlx_bf16 cur; cur.x = (unsigned short)((assumed >> sh) & 0xffffu);
+    tlx_bf16 nv = tlx_f2b(tlx_b2f(cur) + v);
+    unsigned int next = (assumed & ~(0xffffu << sh)) | ((unsigned int)nv.x << sh);
+    old = atomicCAS(w, assumed, next);
+  } while (old != assumed);
+}
+TLX_DEV void tlx_atomic_max_f(float* p, float v) {
+  if (v >= 0.0f) atomicMax((int*)p, __float_as_int(v)); else atomicMin((unsigned int*)p, __float_as_uint(v));
+}
+TLX_DEV void tlx_atomic_min_f(float* p, float v) {
+  if (v >= 0.0f) atomicMin((int*)p, __float_as_int(v)); else atomicMax((unsigned int*)p, __float_as_uint(v));
+}

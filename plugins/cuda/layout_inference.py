@@ -1,0 +1,382 @@
+"""The ``layout_inference`` stage: a layout for every fragment and shared tile, a thread mapping
+for every parallel loop.
+
+Order (a fixpoint, as in the design): strict rules first (``T.annotate_layout``, T.gemm operands
+and accumulators), then propagation through parallel loops, element-wise tile ops and
+reductions, then free choices (a coalesced default) for whatever is still open, propagating again
+after each choice. Two rules that disagree raise ``LayoutError`` naming both uses and lines.
+
+Results in ``ctx.data``: ``cuda.layouts`` (buffer -> Fragment | SharedLayout), ``cuda.loops``
+(id of a parallel nest or element-wise op -> (loop Fragment, nest)), ``cuda.gemm`` (id of a
+T.gemm -> GemmPlan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...core_ir import dtypes
+from ...core_ir import expr as E
+from ...core_ir.buffer import Buffer
+from ...core_ir.errors import LayoutError
+from ...core_ir.stmt import Annotate, For, Kernel, PrimFunc, Stmt
+from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce
+from ...core_ir.visit import walk
+from .layout import (
+    Fragment,
+    SharedLayout,
+    choose_swizzle,
+    default_fragment,
+    drop_dims,
+    local_map,
+    mma_a_fragment,
+    mma_c_fragment,
+)
+from .nests import atomic_nest, copy_nest, fill_nest, nest_info
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """How a T.gemm runs: ``kind`` ``mma`` (m16n8k16 over wm×wn warps) or ``fma``."""
+
+    kind: str
+    m: int
+    n: int
+    k: int
+    wm: int = 1
+    wn: int = 1
+
+
+def where(loc: Any) -> str:
+    return f"line {loc.line}" if loc is not None else "unknown line"
+
+
+def find_kernel(s: Stmt) -> Kernel | None:
+    for n in walk(s):
+        if isinstance(n, Kernel):
+            return n
+    return None
+
+
+def uses_copy_nest(op: Copy) -> bool:
+    """Element-wise lowering (through the loop machinery) unless it is a vector global→shared
+    (or shared→shared) copy handled by ``lower/copy.py``."""
+    s, d = op.src.buffer.scope, op.dst.buffer.scope
+    return s == "fragment" or d == "fragment" or d == "global" or s in ("local", "var") or d in ("local", "var")
+
+
+class _State:
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.layouts: dict[Buffer, Any] = {}
+        self.origin: dict[Buffer, str] = {}
+        self.loops: dict[int, tuple[Fragment, For]] = {}
+        self.gemm: dict[int, GemmPlan] = {}
+
+    # ---- setting layouts ------------------------------------------------------------------
+    def set(self, buf: Buffer, lay: Any, origin: str, loc: Any) -> bool:
+        old = self.layouts.get(buf)
+        if old is None:
+            self.layouts[buf] = lay
+            self.origin[buf] = origin
+            return True
+        if isinstance(old, Fragment) and isinstance(lay, Fragment):
+            ok = local_map(old, list(range(len(old.dims))), lay) is not None and \
+                local_map(lay, list(range(len(lay.dims))), old) is not None
+            if ok:
+                return False
+        elif old == lay:
+            return False
+        old_text = old.describe() if isinstance(old, Fragment) else old
+        new_text = lay.describe() if isinstance(lay, Fragment) else lay
+        raise LayoutError(
+            f"layout conflict for `{buf.name}`: {self.origin[buf]} gives it {old_text}, but {origin} needs {new_text}",
+            loc=loc,
+            hint="use the same warp policy (e.g. policy=T.GemmWarpPolicy.FullRow) for gemms that share "
+            "rows, or copy into a separate fragment",
+        )
+
+    # ---- strict rules ----------------------------------------------------------------------
+    def gemm_rule(self, op: Gemm) -> None:
+        m, n, k = (E.as_int(x) for x in op.mnk())
+        a, b, c = op.A.buffer, op.B.buffer, op.C.buffer
+        origin = f"T.gemm at {where(op.loc)}"
+        if m is None or n is None or k is None:
+            raise LayoutError("T.gemm needs constant tile sizes on CUDA", loc=op.loc)
+        if c.scope != "fragment":
+            raise LayoutError(f"T.gemm accumulator `{c.name}` must be a fragment on CUDA (got {c.scope})", loc=op.loc)
+        mma_types = a.dtype == b.dtype and a.dtype in (dtypes.float16, dtypes.bfloat16) and c.dtype == dtypes.float32
+        warps = self.threads // 32
+        plan = None
+        rows_ok = all(x.scope != "shared" or E.as_int(x.shape[-1]) is not None and E.as_int(x.shape[-1]) % 8 == 0
+                      for x in (a, b))
+        if mma_types and rows_ok and b.scope == "shared" and a.scope in ("shared", "fragment") and k % 16 == 0 \
+                and not (a.scope == "fragment" and op.trans_A):
+            wmn = choose_warps(m, n, warps, op.policy)
+            if wmn is not None:
+                plan = GemmPlan("mma", m, n, k, *wmn)
+        if plan is None:
+            plan = GemmPlan("fma", m, n, k)
+            if a.scope == "fragment" or b.scope == "fragment":
+                raise LayoutError(
+                    f"T.gemm with a fragment operand needs fp16/bf16 inputs, fp32 accumulation and tile sizes "
+                    f"that split into 16x8 warp tiles on CUDA (got {a.dtype}/{b.dtype}->{c.dtype}, M={m} N={n} K={k})",
+                    loc=op.loc)
+            self.gemm[id(op)] = plan
+            return
+        self.gemm[id(op)] = plan
+        self.set(c, mma_c_fragment(m, n, plan.wm, plan.wn, origin), f"{origin} (accumulator)", op.loc)
+        if a.scope == "fragment":
+            self.set(a, mma_a_fragment(m, k, plan.wm, plan.wn, origin), f"{origin} (A operand)", op.loc)
+        for buf in (a, b):
+            if buf.scope == "shared":
+                shape = buf.static_shape()
+                if shape is None:
+                    raise LayoutError(f"shared tile `{buf.name}` needs a constant shape", loc=op.loc)
+                lay = SharedLayout(shape, buf.dtype.bytes, choose_swizzle(shape, buf.dtype.bytes))
+                old = self.layouts.get(buf)
+                if old is None:
+                    self.layouts[buf] = lay
+                    self.origin[buf] = origin
+
+    # ---- propagation -----------------------------------------------------------------------
+    def nest_rule(self, key: int, nest: For, free: bool) -> bool:
+        """Propagate through one parallel nest; with ``free``, choose its layout if still open."""
+        vars_, exts, body = nest_info(nest)
+        shape = [E.as_int(e) for e in exts]
+        accesses = fragment_accesses(body, vars_)
+        changed = False
+        if key not in self.loops:
+            lay = None
+            for buf, dim_map, _ in accesses:
+                have = self.layouts.get(buf)
+                full = len(dim_map) == len(vars_) and sorted(dim_map) == list(range(len(vars_)))
+                if isinstance(have, Fragment) and full:
+                    lay = permute_to_loop(have, dim_map)
+                    break
+            if lay is None and not free:
+                return False
+            if lay is None:
+                if any(s is None for s in shape):
+                    self.loops[key] = (None, nest)  # type: ignore[assignment]
+                    return True
+                lay = default_fragment(tuple(shape), self.threads, vector_width(body, shape, self.threads),  # type: ignore[arg-type]
+                                       f"T.Parallel at {where(nest.loc)}")
+            self.loops[key] = (lay, nest)
+            changed = True
+        lay = self.loops[key][0]
+        if lay is None:
+            return changed
+        for buf, dim_map, loc in accesses:
+            want = loop_to_buffer(lay, dim_map, f"T.Parallel at {where(nest.loc)}")
+            have = self.layouts.get(buf)
+            if have is None:
+                self.layouts[buf] = want
+                self.origin[buf] = f"the loop at {where(nest.loc)}"
+                changed = True
+            elif local_map(lay, dim_map, have) is None:
+                raise LayoutError(
+                    f"layout conflict for `{buf.name}` at {where(loc)}: {self.origin[buf]} gives it "
+                    f"{have.describe()}, but the loop at {where(nest.loc)} maps its threads as {lay.describe()}",
+                    loc=loc,
+                    hint="use the same warp policy for the gemms involved, or copy into a separate fragment")
+        return changed
+
+    def reduce_rule(self, op: Reduce | CumSum, free: bool) -> bool:
+        src, dst = op.src.buffer, op.dst.buffer
+        if src.scope != "fragment":
+            return False
+        have = self.layouts.get(src)
+        if have is None:
+            if not free:
+                return False
+            shape = src.static_shape()
+            if shape is None:
+                raise LayoutError(f"fragment `{src.name}` needs a constant shape", loc=op.loc)
+            have = default_fragment(shape, self.threads, 1, f"default for `{src.name}`")
+            self.set(src, have, f"the default layout (first used at {where(op.loc)})", op.loc)
+        if dst.scope != "fragment":
+            return False
+        if isinstance(op, CumSum):
+            want = have
+        else:
+            keep = [d for d in range(len(have.dims)) if d != op.dim]
+            want = drop_dims(have, keep, f"T.reduce at {where(op.loc)}")
+            if dst.ndim != len(keep):
+                raise LayoutError(f"T.reduce into `{dst.name}`: the destination must have the source's dims "
+                                  f"without dim {op.dim} (extra unit dims are not supported on CUDA yet)", loc=op.loc)
+        if dst in self.layouts:
+            return self.set(dst, want, f"T.reduce_{getattr(op, 'kind', 'cumsum')} at {where(op.loc)}", op.loc)
+        self.set(dst, want, f"T.reduce_{getattr(op, 'kind', 'cumsum')} at {where(op.loc)}", op.loc)
+        return True
+
+
+def permute_to_loop(frag: Fragment, dim_map: list[int]) -> Fragment:
+    dims: list[Any] = [None] * len(dim_map)
+    for k, ld in enumerate(dim_map):
+        dims[ld] = frag.dims[k]
+    return Fragment(tuple(dims), frag.rep, frag.threads, frag.origin)
+
+
+def loop_to_buffer(loop: Fragment, dim_map: list[int], origin: str) -> Fragment:
+    if sorted(dim_map) == list(range(len(loop.dims))) and len(dim_map) == len(loop.dims):
+        return Fragment(tuple(loop.dims[d] for d in dim_map), loop.rep, loop.threads, origin)
+    return drop_dims(loop, dim_map, origin)
+
+
+def fragment_accesses(body: Stmt, vars_: list[E.Var]) -> list[tuple[Buffer, list[int], Any]]:
+    """Fragments read or written in a loop body, with the loop dim indexing each of their dims.
+    Accesses with other index expressions are skipped here (lowering rejects them if needed)."""
+    out = []
+    seen = set()
+    for n in walk(body):
+        buf = getattr(n, "buffer", None)
+        idx = getattr(n, "indices", None)
+        if not isinstance(buf, Buffer) or buf.scope != "fragment" or idx is None:
+            continue
+        dim_map = []
+        for i in idx:
+            pos = next((p for p, v in enumerate(vars_) if i is v), None)
+            if pos is None:
+                dim_map = None
+                break
+            dim_map.append(pos)
+        if dim_map is None or len(set(dim_map)) != len(dim_map):
+            continue
+        key = (id(buf), tuple(dim_map))
+        if key not in seen:
+            seen.add(key)
+            out.append((buf, dim_map, getattr(n, "loc", None)))
+    return out
+
+
+def vector_width(body: Stmt, shape: list[int], threads: int) -> int:
+    widest = 1
+    for n in walk(body):
+        buf = getattr(n, "buffer", None)
+        if isinstance(buf, Buffer) and buf.scope in ("global", "shared"):
+            widest = max(widest, buf.dtype.bytes)
+    vec = max(1, 16 // widest)
+    total = 1
+    for s in shape:
+        total *= s
+    while vec > 1 and (shape[-1] % vec or total // vec < threads):
+        vec //= 2
+    return vec
+
+
+def choose_warps(m: int, n: int, warps: int, policy: str) -> tuple[int, int] | None:
+    cands = []
+    for wm in range(1, warps + 1):
+        if warps % wm:
+            continue
+        wn = warps // wm
+        if m % (16 * wm) == 0 and n % (8 * wn) == 0:
+            cands.append((wm, wn))
+    if not cands:
+        return None
+    if policy == "FullRow":
+        return max(cands, key=lambda c: c[0])
+    if policy == "FullCol":
+        return max(cands, key=lambda c: c[1])
+    return min(cands, key=lambda c: (abs(m / c[0] - n / c[1]), -c[0]))
+
+
+def element_nest(op: Stmt) -> For | None:
+    if isinstance(op, Copy) and uses_copy_nest(op):
+        return copy_nest(op)
+    if isinstance(op, Fill) and op.dst.buffer.scope in ("fragment", "shared", "global"):
+        return fill_nest(op)
+    if isinstance(op, Atomic):
+        return atomic_nest(op)
+    return None
+
+
+def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
+    kernel = find_kernel(func.body)
+    if kernel is None:
+        raise LayoutError("no T.Kernel in the function", loc=func.loc)
+    st = _State(kernel.num_threads)
+    nests: list[tuple[int, For]] = []
+    reduces: list[Stmt] = []
+    inner: set[int] = set()
+    allocs: list[Buffer] = []
+    for n in walk(kernel.body):
+        if isinstance(n, Annotate) and n.kind == "layout":
+            for buf, lay in n.data:
+                _annotated(st, buf, lay, n.loc)
+        elif isinstance(n, Gemm):
+            st.gemm_rule(n)
+        elif isinstance(n, (Reduce, CumSum)):
+            reduces.append(n)
+        elif isinstance(n, For) and n.kind == "parallel" and id(n) not in inner:
+            nests.append((id(n), n))
+            s = n.body
+            while True:
+                if isinstance(s, For) and s.kind == "parallel":
+                    inner.add(id(s))
+                    s = s.body
+                elif hasattr(s, "stmts") and len(s.stmts) == 1 and isinstance(s.stmts[0], For):
+                    s = s.stmts[0]
+                else:
+                    break
+        elif isinstance(n, (Copy, Fill, Atomic)):
+            nest = element_nest(n)
+            if nest is not None:
+                nests.append((id(n), nest))
+        buf = getattr(n, "buffer", None)
+        if type(n).__name__ == "Alloc" and isinstance(buf, Buffer):
+            allocs.append(buf)
+    # propagate; then free choices one at a time (in program order), propagating after each
+    while True:
+        changed = True
+        while changed:
+            changed = False
+            for key, nest in nests:
+                changed |= st.nest_rule(key, nest, free=False)
+            for op in reduces:
+                changed |= st.reduce_rule(op, free=False)  # type: ignore[arg-type]
+        progressed = False
+        for key, nest in nests:
+            if key not in st.loops and st.nest_rule(key, nest, free=True):
+                progressed = True
+                break
+        if not progressed:
+            for op in reduces:
+                if st.reduce_rule(op, free=True):  # type: ignore[arg-type]
+                    progressed = True
+                    break
+        if not progressed:
+            break
+    for buf in allocs:
+        if buf.scope == "fragment" and buf not in st.layouts:
+            shape = buf.static_shape()
+            if shape is None:
+                raise LayoutError(f"fragment `{buf.name}` needs a constant shape", loc=buf.loc)
+            st.layouts[buf] = default_fragment(shape, st.threads, 1, "default")
+        if buf.scope == "shared" and buf not in st.layouts:
+            shape = buf.static_shape()
+            if shape is None:
+                raise LayoutError(f"shared tile `{buf.name}` needs a constant shape", loc=buf.loc)
+            st.layouts[buf] = SharedLayout(shape, buf.dtype.bytes, "none")
+    ctx.data["cuda.layouts"] = st.layouts
+    ctx.data["cuda.loops"] = st.loops
+    ctx.data["cuda.gemm"] = st.gemm
+    ctx.data["cuda.threads"] = st.threads
+    return func
+
+
+def _annotated(st: _State, buf: Buffer, lay: Any, loc: Any) -> None:
+    if isinstance(lay, (Fragment, SharedLayout)):
+        st.set(buf, lay, f"T.annotate_layout at {where(loc)}", loc)
+        return
+    text = f"{type(lay).__name__} {lay!r}".lower()
+    if buf.scope == "shared" and "swizzle" in text:
+        shape = buf.static_shape()
+        if shape is not None:
+            st.set(buf, SharedLayout(shape, buf.dtype.bytes, choose_swizzle(shape, buf.dtype.bytes)),
+                   f"T.annotate_layout at {where(loc)}", loc)
+            return
+    raise LayoutError(f"T.annotate_layout for `{buf.name}`: this layout ({type(lay).__name__}) is not supported "
+                      "by the CUDA backend yet", loc=loc, hint="drop the annotation; the backend picks a layout")

@@ -1,0 +1,147 @@
+"""Backend-private IR nodes of the lowered (thread-level) CUDA program.
+
+After ``lower_tile_ops`` a kernel body holds core statements (``For``, ``If``, ``Store``...) over
+thread-level buffers plus these nodes; ``func.script()`` still prints them (as ``T.<name>(...)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...core_ir import dtypes
+from ...core_ir.buffer import Buffer
+from ...core_ir.dtypes import DType
+from ...core_ir.expr import Expr, Var
+from ...core_ir.source import SourceLoc
+from ...core_ir.stmt import Stmt
+
+_NODE = dict(frozen=True, eq=False, slots=True, repr=False)
+
+#: The linear thread index inside a block (``threadIdx.x`` for 1-d blocks).
+THREAD = Var("tx")
+
+#: C-side type of shared-memory addresses and packed registers.
+U32 = DType("uint32", "uint", 32)
+
+
+@dataclass(**_NODE)
+class Intrin(Expr):
+    """A call of a device function or macro from ``tlx_cuda.h`` (or a CUDA builtin)."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    dtype: DType = dtypes.int32
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def structural_key(self) -> tuple:
+        return ("intrin", self.fn, tuple(a.structural_key() for a in self.args))
+
+    def __repr__(self) -> str:
+        return f"{self.fn}({', '.join(repr(a) for a in self.args)})"
+
+
+@dataclass(**_NODE)
+class SmemAddr(Expr):
+    """The 32-bit shared-memory address of ``buffer[indices]`` (``mode``: ``r``/``w``/``async``)."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    mode: str = "r"
+    dtype: DType = U32
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.indices
+
+    def structural_key(self) -> tuple:
+        return ("smem_addr", id(self.buffer), tuple(i.structural_key() for i in self.indices), self.mode)
+
+    def __repr__(self) -> str:
+        return f"T.smem_addr({self.buffer.name}[{', '.join(repr(i) for i in self.indices)}], {self.mode!r})"
+
+
+@dataclass(**_NODE)
+class PtrTo(Expr):
+    """A pointer to ``buffer[indices]`` (``mode``: ``r``/``w``/``rw``/``async``)."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    mode: str = "r"
+    dtype: DType = dtypes.uint64
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.indices
+
+    def structural_key(self) -> tuple:
+        return ("ptr", id(self.buffer), tuple(i.structural_key() for i in self.indices), self.mode)
+
+    def __repr__(self) -> str:
+        return f"T.address_of({self.buffer.name}[{', '.join(repr(i) for i in self.indices)}], {self.mode!r})"
+
+
+@dataclass(**_NODE)
+class Evaluate(Stmt):
+    """Evaluate an expression for its side effect (an intrinsic call)."""
+
+    value: Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "evaluate"
+
+
+@dataclass(**_NODE)
+class Barrier(Stmt):
+    """``__syncthreads()``."""
+
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "sync_threads"
+
+
+@dataclass(**_NODE)
+class AsyncCommit(Stmt):
+    """``cp.async.commit_group``."""
+
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "cp_async_commit"
+
+
+@dataclass(**_NODE)
+class AsyncWait(Stmt):
+    """``cp.async.wait_group n``."""
+
+    n: int
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "cp_async_wait"
+
+
+@dataclass(**_NODE)
+class AtomicStore(Stmt):
+    """``atomic<kind>(&buffer[indices], value)``."""
+
+    kind: str
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    value: Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "atomic"
+
+
+@dataclass(**_NODE)
+class Block(Stmt):
+    """The lowered form of one tile op or parallel loop: synchronization is placed around it,
+    never inside (its threads touch shared memory only in ways the op itself orders)."""
+
+    body: Stmt
+    label: str = ""
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "lowered"
+
+
+@dataclass(**_NODE)
+class Decl(Stmt):
+    """Declare a scalar C variable ``var = value`` (visible to the end of the enclosing block)."""
+
+    var: Var
+    value: Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "let"

@@ -1,0 +1,65 @@
+"""State shared by the lowering of one kernel: layouts, thread count, variable ranges, the
+register arrays that replace fragments, and extra shared workspaces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer
+from ....core_ir.errors import LayoutError
+from ....core_ir.stmt import Kernel, PrimFunc
+from ..layout import Fragment
+from ..layout_inference import find_kernel
+from ..lir import THREAD
+
+
+@dataclass
+class LowerCtx:
+    threads: int
+    layouts: dict[Buffer, Any]
+    loops: dict[int, Any]
+    gemm: dict[int, Any]
+    ranges: dict[E.Var, tuple[int, int]] = field(default_factory=dict)
+    locals: dict[Buffer, Buffer] = field(default_factory=dict)
+    workspaces: list[Buffer] = field(default_factory=list)
+    counter: int = 0
+
+    @staticmethod
+    def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:
+        kernel = find_kernel(func.body)
+        assert isinstance(kernel, Kernel)
+        lc = LowerCtx(ctx.data["cuda.threads"], ctx.data["cuda.layouts"], ctx.data["cuda.loops"],
+                      ctx.data["cuda.gemm"])
+        lc.ranges[THREAD] = (0, lc.threads - 1)
+        for v, g in zip(kernel.block_vars, kernel.grid):
+            n = E.as_int(g)
+            if n is not None:
+                lc.ranges[v] = (0, n - 1)
+        return lc
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"{base}_{self.counter}"
+
+    def frag(self, buf: Buffer) -> Fragment:
+        lay = self.layouts.get(buf)
+        if not isinstance(lay, Fragment):
+            raise LayoutError(f"no layout was inferred for fragment `{buf.name}`", loc=buf.loc)
+        return lay
+
+    def local_of(self, buf: Buffer) -> Buffer:
+        """The per-thread register array standing for fragment ``buf``."""
+        out = self.locals.get(buf)
+        if out is None:
+            lay = self.frag(buf)
+            out = Buffer(buf.name, (lay.num_local,), buf.dtype, "local", buf.loc)
+            self.locals[buf] = out
+        return out
+
+    def workspace(self, name: str, size: int, dtype: dtypes.DType) -> Buffer:
+        buf = Buffer(self.fresh(name), (size,), dtype, "shared")
+        self.workspaces.append(buf)
+        return buf

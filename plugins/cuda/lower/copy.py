@@ -1,0 +1,133 @@
+"""T.copy. Global → shared (and shared → shared) copies move 16/8/4-byte vectors per thread,
+asynchronously with cp.async inside a pipeline (zero-fill for out-of-range rows), with plain
+vector loads otherwise; alignment is proven from known divisors, bounds checks are kept only
+where they cannot be proven. Every other copy is an element-wise nest over the fragment's
+layout (``nests.copy_nest``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ....core_ir import expr as E
+from ....core_ir.buffer import Region
+from ....core_ir.stmt import For, If, Stmt
+from ....core_ir.tileops import Copy
+from ..analysis import divisor, prove_lt
+from ..layout_inference import uses_copy_nest
+from ..lir import THREAD, Evaluate, Intrin, PtrTo, SmemAddr
+from ..nests import copy_nest
+from .parallel import lower_nest
+
+
+def lower_copy(op: Copy, lc: Any) -> Stmt:
+    if not uses_copy_nest(op):
+        vec = _vector_plan(op, lc)
+        if vec is not None:
+            return _vector_copy(op, vec, lc)
+    entry = lc.loops.get(id(op))
+    if entry is not None:
+        return lower_nest(entry[1], entry[0], lc)
+    lay = None
+    for r in (op.dst, op.src):
+        if r.buffer.scope == "fragment" and r.is_full():
+            lay = lc.frag(r.buffer)
+            break
+    return lower_nest(copy_nest(op), lay, lc)
+
+
+def _tile_dims(r: Region) -> list[int]:
+    return [d for d, e in enumerate(r.extents) if E.as_int(e) != 1]
+
+
+def _vector_plan(op: Copy, lc: Any) -> int | None:
+    """Elements per vector access (16, 8 or 4 bytes), or ``None`` for the element-wise path."""
+    src, dst = op.src, op.dst
+    if src.buffer.dtype != dst.buffer.dtype or src.buffer.strides is not None:
+        return None
+    sd, dd = _tile_dims(src), _tile_dims(dst)
+    if not sd or len(sd) != len(dd) or sd[-1] != src.buffer.ndim - 1 or dd[-1] != dst.buffer.ndim - 1:
+        return None
+    eb = src.buffer.dtype.bytes
+    inner = E.as_int(src.extents[-1])
+    if inner is None:
+        return None
+    for nbytes in (16, 8, 4):
+        vec = nbytes // eb
+        if vec < 1 or nbytes % eb or inner % vec:
+            continue
+        if divisor(src.starts[-1]) % vec or divisor(dst.starts[-1]) % vec:
+            continue
+        if src.buffer.ndim > 1 and divisor(src.buffer.shape[-1]) % vec:
+            continue
+        if dst.buffer.ndim > 1 and divisor(dst.buffer.shape[-1]) % vec:
+            continue
+        # a vector must be wholly in or out of range along the last dim
+        if src.buffer.scope == "global" and not prove_lt(src.starts[-1] + (inner - 1), src.buffer.shape[-1], lc.ranges):
+            if divisor(src.buffer.shape[-1]) % vec:
+                continue
+        return vec
+    return None
+
+
+def _vector_copy(op: Copy, vec: int, lc: Any) -> Stmt:
+    src, dst = op.src, op.dst
+    shape = [E.as_int(src.extents[d]) for d in _tile_dims(src)]
+    if any(s is None for s in shape):
+        return lower_nest(copy_nest(op), None, lc)
+    shape[-1] //= vec  # type: ignore[operator]
+    total = 1
+    for s in shape:
+        total *= s  # type: ignore[operator]
+    threads = lc.threads
+    iters = (total + threads - 1) // threads
+    it = E.Var(lc.fresh("c"))
+    flat = it * threads + THREAD if iters > 1 else THREAD
+    coords: list[E.Expr] = []
+    rest = flat
+    for n, s in enumerate(reversed(shape)):
+        coords.append(rest % s if n < len(shape) - 1 else rest)
+        rest = rest // s
+    coords.reverse()
+    coords[-1] = coords[-1] * vec
+    sidx = _index(src, coords)
+    didx = _index(dst, coords)
+    ranges = dict(lc.ranges)
+    ranges[it] = (0, iters - 1)
+    pred: E.Expr = E.const(True)
+    if src.buffer.scope == "global":
+        for i, dim in zip(sidx, src.buffer.shape):
+            if not _provably_lt(i, dim, ranges, flat, total):
+                pred = E.binary("and", pred, E.binary("<", i, dim))
+    is_async = dict(op.annotations).get("async", False) and src.buffer.scope == "global"
+    nbytes = vec * src.buffer.dtype.bytes
+    if is_async:
+        dst_addr = SmemAddr(dst.buffer, didx, "async")
+        call = Intrin(f"tlx_cp_async{nbytes}", (dst_addr, PtrTo(src.buffer, sidx, "r"), pred))
+    else:
+        call = Intrin(f"tlx_copy{nbytes}", (PtrTo(dst.buffer, didx, "w"), PtrTo(src.buffer, sidx, "r"), pred))
+    body: Stmt = Evaluate(call, op.loc)
+    if total % threads:
+        body = If(E.binary("<", flat, total), body, None, op.loc)
+    if iters == 1:
+        return body
+    return For(it, E.const(iters), "unroll", body, None, (), op.loc)
+
+
+def _provably_lt(i: E.Expr, dim: E.Expr, ranges: dict[E.Var, tuple[int, int]], flat: E.Expr, total: int) -> bool:
+    r = dict(ranges)
+    return prove_lt(i, dim, r)
+
+
+def _index(r: Region, coords: list[E.Expr]) -> tuple[E.Expr, ...]:
+    out = []
+    it = iter(coords)
+    for start, ext in zip(r.starts, r.extents):
+        if E.as_int(ext) == 1:
+            out.append(start)
+        else:
+            c = next(it)
+            out.append(c if E.as_int(start) == 0 else start + c)
+    return tuple(out)
+
+
+__all__ = ["lower_copy", "For"]

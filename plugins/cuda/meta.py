@@ -1,0 +1,123 @@
+"""Launch metadata of one generated CUDA kernel: what ``runtime.load(binary, meta)`` needs.
+
+The code generator (``codegen.py``) builds a ``KernelMeta`` next to the CUDA source; the runtime
+turns it into a launcher ``launcher(args, dims)``:
+
+- ``args``: one value per parameter of the ``PrimFunc``, in order (tensors and Python scalars),
+  exactly what the kernel object passes;
+- ``dims``: the dynamic shape variables, either a sequence of ints ordered as ``meta.dims`` or a
+  mapping ``name -> int``.
+
+The kernel's C signature is ``meta.params`` in order. Each ``ParamSpec`` says where its value
+comes from:
+
+- ``kind == "buffer"``: the data pointer of ``args[index]`` (a tensor of dtype ``dtype``),
+  passed as a device pointer (``void*``-sized, 8 bytes);
+- ``kind == "scalar"``: ``args[index]`` converted to ``ctype`` (``int``, ``long long``,
+  ``float``, ``double``, ``bool``...);
+- ``kind == "dim"``: ``dims[index]`` (or ``dims[name]`` for a mapping), passed as ``ctype``
+  (``int`` for int32 shape variables, ``long long`` for int64).
+
+Launch geometry: ``meta.grid(dims) -> (gx, gy, gz)`` (all >= 1; ``grid_static`` holds it when
+no dimension is dynamic), ``grid_source`` is that grid as Python text over the dims (see
+``make_grid_fn``), ``meta.block == (bx, by, bz)``, ``meta.smem_bytes`` dynamic shared
+memory per block. When ``smem_bytes > 48 * 1024`` the runtime must call
+``cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes)`` once after
+loading (driver API: ``cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+smem_bytes)``). The kernel uses only dynamic shared memory (no static ``__shared__`` arrays).
+
+``kernel_name`` is the ``extern "C"`` entry symbol in the cubin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: C parameter type for each IR dtype name of a scalar / dim parameter.
+SCALAR_CTYPES: dict[str, str] = {
+    "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+    "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+    "uint64": "unsigned long long", "float16": "half", "bfloat16": "nv_bfloat16",
+    "float32": "float", "float64": "double",
+}
+
+#: Shared-memory bytes a block may use without the opt-in attribute.
+DEFAULT_SMEM_LIMIT = 48 * 1024
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter, in C-signature order.
+
+    ``kind``: ``"buffer"`` | ``"scalar"`` | ``"dim"``; ``index``: position in ``args`` (buffer,
+    scalar) or in ``dims`` (dim); ``dtype``: IR dtype name (element dtype for a buffer);
+    ``ctype``: the C type in the signature (``"half*"``..., ``"int"``...); ``name``: the C name.
+    """
+
+    name: str
+    kind: str
+    index: int
+    dtype: str
+    ctype: str
+    readonly: bool = False
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.kind == "buffer"
+
+
+@dataclass(frozen=True)
+class KernelMeta:
+    """Everything needed to launch one compiled kernel (see the module docstring)."""
+
+    kernel_name: str
+    params: tuple[ParamSpec, ...]
+    block: tuple[int, int, int]
+    smem_bytes: int = 0
+    dims: tuple[str, ...] = ()
+    grid_static: tuple[int, int, int] | None = None
+    grid_source: str = ""
+    arch: str = "sm_80"
+
+    @property
+    def num_threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def needs_smem_optin(self) -> bool:
+        return self.smem_bytes > DEFAULT_SMEM_LIMIT
+
+    def grid(self, dims: Sequence[int] | Mapping[str, int] = ()) -> tuple[int, int, int]:
+        """The grid for these dynamic dims (a sequence ordered as ``self.dims`` or a mapping)."""
+        if self.grid_static is not None:
+            return self.grid_static
+        if isinstance(dims, Mapping):
+            dims = [int(dims[n]) for n in self.dims]
+        g = make_grid_fn(self.grid_source, self.dims)(*dims)
+        return (max(1, int(g[0])), max(1, int(g[1])), max(1, int(g[2])))
+
+
+_GRID_FNS: dict[tuple[str, tuple[str, ...]], Callable[..., tuple[int, int, int]]] = {}
+
+
+def make_grid_fn(source: str, dims: Sequence[str]) -> Callable[..., tuple[int, int, int]]:
+    """Compile the grid's Python expression text into a function of the dims (cached).
+
+    ``source`` is a Python tuple expression in which a dim is written ``{name}``, e.g.
+    ``"(({M} + 127) // 128, 1, 1)"``. A runtime may call this once at load time and keep the
+    function for its fast path.
+    """
+    key = (source, tuple(dims))
+    cached = _GRID_FNS.get(key)
+    if cached is not None:
+        return cached
+    names = ", ".join(f"_d{i}" for i in range(len(dims)))
+    body = source
+    for i, n in enumerate(dims):
+        body = body.replace("{" + n + "}", f"_d{i}")
+    env: dict[str, Any] = {}
+    exec(f"def _grid({names}):\n    return {body}\n", env)  # noqa: S102 - text built by codegen
+    _GRID_FNS[key] = env["_grid"]
+    return env["_grid"]

@@ -1,0 +1,19 @@
+"""The CUDA backend's ordered stages (what ``tlx_pipeline`` returns)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .layout_inference import infer_stage
+from .lower import lower_stage
+from .pipelining import pipeline_stage
+from .sync import sync_stage
+
+
+def stages(target: Any) -> list[tuple[str, Any]]:
+    return [
+        ("pipeline", pipeline_stage),
+        ("layout_inference", infer_stage),
+        ("lower_tile_ops", lower_stage),
+        ("sync_insertion", sync_stage),
+    ]

@@ -1,0 +1,111 @@
+"""The ``pipeline`` stage: ``T.Pipelined`` loops become multi-stage cp.async pipelines.
+
+Copies global → shared at the top level of a pipelined loop body are the producers. Each of
+their shared tiles gets ``num_stages`` buffers (a new leading dimension); the copies of iteration
+``k + num_stages - 1`` are issued (asynchronously, one commit group per iteration) while
+iteration ``k`` computes:
+
+    prologue: for s < S-1: if s < n: copies(s) -> stage s;   commit
+    for k in [0, n): wait_group(S-2); sync
+                     if k+S-1 < n: copies(k+S-1) -> stage (k+S-1) % S;   commit
+                     body(k) reading stage k % S
+    wait_group(0)
+
+The stage runs at tile level, before layout inference; copies get the annotation ``async``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ...core_ir import expr as E
+from ...core_ir.buffer import Buffer, Region
+from ...core_ir.stmt import Alloc, For, If, PrimFunc, Seq, Stmt
+from ...core_ir.tileops import Copy
+from ...core_ir.visit import rewrite, substitute
+from .lir import AsyncCommit, AsyncWait, Barrier
+
+
+def _is_producer(s: Stmt) -> bool:
+    return (isinstance(s, Copy) and s.src.buffer.scope == "global" and s.dst.buffer.scope == "shared"
+            and s.src.buffer.dtype == s.dst.buffer.dtype)
+
+
+def pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
+    multi: dict[Buffer, Buffer] = {}
+    body = _rewrite_loops(func.body, multi)
+    if not multi:
+        return func if body is func.body else dataclasses.replace(func, body=body)
+
+    def fix_alloc(n: Any) -> Any:
+        if isinstance(n, Alloc) and n.buffer in multi:
+            return Alloc(multi[n.buffer], n.init, n.loc)
+        return None
+
+    body = rewrite(body, fix_alloc)
+    ctx.data["cuda.multibuffer"] = {id(v): k for k, v in multi.items()}
+    return dataclasses.replace(func, body=body)
+
+
+def _rewrite_loops(s: Stmt, multi: dict[Buffer, Buffer]) -> Stmt:
+    def fn(n: Any) -> Any:
+        if isinstance(n, For) and n.kind == "pipelined":
+            return _pipeline(n, multi)
+        return None
+
+    return rewrite(s, fn)
+
+
+def _pipeline(loop: For, multi: dict[Buffer, Buffer]) -> Stmt:
+    ann = loop.ann()
+    stages = int(ann.get("num_stages", 2) or 1)
+    body = list(loop.body.stmts) if isinstance(loop.body, Seq) else [loop.body]
+    producers = [s for s in body if _is_producer(s)]
+    serial = For(loop.var, loop.extent, "serial", loop.body, loop.start, (), loop.loc)
+    if stages < 2 or not producers:
+        return serial
+    bufs = []
+    for p in producers:
+        b = p.dst.buffer
+        if b not in bufs:
+            bufs.append(b)
+    for b in bufs:
+        if b not in multi:
+            multi[b] = Buffer(b.name, (stages,) + tuple(b.shape), b.dtype, "shared", b.loc)
+    k, n = loop.var, loop.extent
+    start = loop.start if loop.start is not None else E.const(0)
+
+    def staged(stmt: Stmt, stage: E.Expr) -> Stmt:
+        def fn(x: Any) -> Any:
+            if isinstance(x, Region) and x.buffer in bufs:
+                return Region(multi[x.buffer], (stage,) + x.starts, (E.const(1),) + x.extents)
+            if isinstance(x, E.Load) and x.buffer in bufs:
+                return E.Load(multi[x.buffer], (stage,) + x.indices, x.loc)
+            return None
+
+        return rewrite(stmt, fn)
+
+    def issue(it: E.Expr, stage: E.Expr) -> list[Stmt]:
+        out = []
+        for p in producers:
+            c = substitute(p, {k: start + it}) if not (isinstance(it, E.Var) and it is k) else p
+            c = dataclasses.replace(c, annotations=tuple(c.annotations) + (("async", True),))
+            out.append(staged(c, stage))
+        return out
+
+    pro: list[Stmt] = []
+    for s in range(stages - 1):
+        pro.append(If(E.binary("<", E.const(s), n), Seq(tuple(issue(E.const(s), E.const(s)))), None, loop.loc))
+        pro.append(AsyncCommit())
+    it = E.Var(k.name + "_i", k.dtype)
+    nxt = it + (stages - 1)
+    rest = [s for s in body if not any(s is p for p in producers)]
+    cur_stage = it % stages
+    new_body = [AsyncWait(stages - 2), Barrier(),
+                If(E.binary("<", nxt, n), Seq(tuple(issue(nxt, nxt % stages))), None, loop.loc),
+                AsyncCommit()]
+    for s in rest:
+        new_body.append(staged(substitute(s, {k: start + it}), cur_stage))
+    main = For(it, n, "serial", Seq(tuple(new_body)), None, (("pipelined", stages),), loop.loc)
+    return Seq(tuple(pro) + (main, AsyncWait(0)))

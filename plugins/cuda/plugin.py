@@ -1,0 +1,106 @@
+"""CUDA backend hookimpls (nothing else lives here; heavy imports happen inside the hooks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...hookspecs import hookimpl
+from . import target as _target
+
+
+@hookimpl
+def tlx_targets() -> list[Any]:
+    return _target.target_infos()
+
+
+@hookimpl
+def tlx_detect() -> list[Any]:
+    try:
+        return _target.detect()
+    except Exception:
+        return []
+
+
+@hookimpl
+def tlx_status() -> list[tuple[str, bool, str]]:
+    import importlib.util
+    import shutil
+
+    has_nvrtc = importlib.util.find_spec("nvidia") is not None
+    has_nvcc = shutil.which("nvcc") is not None or bool(_nvcc_knob())
+    if not (has_nvrtc or has_nvcc):
+        return [("cuda", False, "no CUDA compiler: install nvidia-cuda-nvrtc or put nvcc on PATH")]
+    if not _target.has_device():
+        return [("cuda", False, "kernels compile here (NVRTC/nvcc) but no NVIDIA GPU was found to run them")]
+    return [("cuda", True, "")]
+
+
+def _nvcc_knob() -> str:
+    from ...knobs import compile as compile_knobs
+
+    return compile_knobs.nvcc
+
+
+@hookimpl
+def tlx_resolve_target(name: str, arch: str | None) -> Any:
+    return _target.resolve(name, arch)
+
+
+@hookimpl
+def tlx_pipeline(target: Any) -> Any:
+    if target.backend != "cuda":
+        return None
+    from .passes import stages
+
+    return stages(target)
+
+
+@hookimpl
+def tlx_infer_layout(target: Any, op: Any, ctx: Any) -> Any:
+    return None
+
+
+@hookimpl
+def tlx_lower_op(target: Any, op: Any, ctx: Any) -> Any:
+    if target.backend != "cuda":
+        return None
+    from .lower import lower_op
+
+    return lower_op(op, ctx)
+
+
+@hookimpl
+def tlx_codegen(target: Any, func: Any, ctx: Any) -> Any:
+    if target.backend != "cuda":
+        return None
+    from .codegen import generate
+
+    return generate(func, ctx)
+
+
+@hookimpl
+def tlx_compile(target: Any, func: Any, source: str, ctx: Any) -> Any:
+    if target.backend != "cuda":
+        return None
+    from .compile import compile_cuda
+
+    meta = ctx.data["cuda.meta"]
+    return compile_cuda(source, target.arch or _target.DEFAULT_ARCH, kernel_name=meta.kernel_name)
+
+
+@hookimpl
+def tlx_load(target: Any, func: Any, binary: Any, ctx: Any) -> Any:
+    if target.backend != "cuda":
+        return None
+    from .runtime import load
+
+    return load(binary, ctx.data["cuda.meta"])
+
+
+@hookimpl
+def tlx_profiler(target: Any) -> Any:
+    if target.backend != "cuda":
+        return None
+    from . import profiler
+
+    return getattr(profiler, "timer", None) or getattr(profiler, "do_bench", None)

@@ -1,0 +1,32 @@
+import tilelang_x as tilelang
+import tilelang_x.language as T
+
+
+@tilelang.jit(out_idx=[-1])
+def leaky_add(M, N, block_M=32, block_N=32, slope=0.1, dtype=T.float32):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            for i, j in T.Parallel(block_M, block_N):
+                y = by * block_M + i
+                x = bx * block_N + j
+                if y < M and x < N:
+                    s = A[y, x] + B[y, x]
+                    C[y, x] = T.if_then_else(s > 0, s, s * slope)
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def vector_add(block=256, dtype=T.float32):
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype), C: T.Tensor((n,), dtype)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                idx = bx * block + i
+                if idx < n:
+                    C[idx] = A[idx] + B[idx]
+
+    return main

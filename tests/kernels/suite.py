@@ -1,0 +1,124 @@
+"""Every suite case: how to make its inputs, run it and compute the torch reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from . import attention, elementwise, gemm, reductions
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    run: Callable[[str], tuple[torch.Tensor, torch.Tensor]]  # device -> (actual, expected)
+    atol: float = 1e-2
+    rtol: float = 1e-2
+
+
+def _randn(*shape: int, dtype: torch.dtype, device: str, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype=dtype, device=device)
+
+
+def _gemm(M: int, N: int, K: int, dtype: torch.dtype = torch.float16, out: torch.dtype = torch.float16,
+          trans_B: bool = False, relu: bool = False, **tiles: int) -> Callable:
+    from tilelang_x.core_ir.dtypes import as_dtype
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(M, K, dtype=dtype, device=device, seed=1)
+        b = _randn(*((N, K) if trans_B else (K, N)), dtype=dtype, device=device, seed=2)
+        kernel = gemm.matmul(M, N, K, in_dtype=as_dtype(dtype), out_dtype=as_dtype(out), trans_B=trans_B,
+                             relu=relu, **tiles)
+        ref = a.float() @ (b.float().T if trans_B else b.float())
+        if relu:
+            ref = ref.relu()
+        return kernel(a, b), ref.to(out)
+
+    return run
+
+
+def _gemm_eager(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(256, 192, dtype=torch.float16, device=device, seed=3)
+    b = _randn(192, 128, dtype=torch.float16, device=device, seed=4)
+    return gemm.matmul_relu(a, b, block_M=64, block_N=64), (a.float() @ b.float()).relu().half()
+
+
+def _leaky_add(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(100, 70, dtype=torch.float32, device=device, seed=5)
+    b = _randn(100, 70, dtype=torch.float32, device=device, seed=6)
+    s = a + b
+    return elementwise.leaky_add(100, 70)(a, b), torch.where(s > 0, s, s * 0.1)
+
+
+def _vector_add(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    kernel = elementwise.vector_add()
+    outs, refs = [], []
+    for n in (1000, 77, 4096):
+        a = _randn(n, dtype=torch.float32, device=device, seed=n)
+        b = _randn(n, dtype=torch.float32, device=device, seed=n + 1)
+        outs.append(kernel(a, b))
+        refs.append(a + b)
+    return torch.cat(outs), torch.cat(refs)
+
+
+def _softmax(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(64, 256, dtype=torch.float16, device=device, seed=7)
+    return reductions.softmax(64, 256)(x), torch.softmax(x.float(), dim=1).half()
+
+
+def _rms_norm(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(64, 512, dtype=torch.float32, device=device, seed=8)
+    w = _randn(512, dtype=torch.float32, device=device, seed=9)
+    ref = a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    return reductions.rms_norm(64, 512)(a, w), ref
+
+
+def _cumsum(reverse: bool) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        x = _randn(32, 128, dtype=torch.float32, device=device, seed=10)
+        ref = x.flip(1).cumsum(1).flip(1) if reverse else x.cumsum(1)
+        return reductions.cumsum(32, 128, reverse=reverse)(x), ref
+
+    return run
+
+
+def _column_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(200, 100, dtype=torch.float32, device=device, seed=11)
+    s = torch.zeros(100, dtype=torch.float32, device=device)
+    reductions.column_sum(200, 100)(x, s)
+    return s, x.sum(0)
+
+
+def _attention(causal: bool) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        shape = (1, 2, 256, 64)
+        q, k, v = (_randn(*shape, dtype=torch.float16, device=device, seed=20 + i) for i in range(3))
+        kernel = attention.flash_attention(*shape, is_causal=causal)
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+        return kernel(q, k, v), ref.half()
+
+    return run
+
+
+CASES: list[Case] = [
+    Case("gemm_fp16_256", _gemm(256, 256, 256)),
+    Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
+    Case("gemm_transpose_B", _gemm(256, 128, 128, trans_B=True, block_M=64, block_N=64)),
+    Case("gemm_bf16_fp32_accum", _gemm(128, 256, 128, dtype=torch.bfloat16, out=torch.float32,
+                                        block_M=64, block_N=64), atol=2e-2),
+    Case("gemm_relu_epilogue", _gemm(128, 128, 256, relu=True, block_M=64, block_N=64)),
+    Case("gemm_eager_relu", _gemm_eager),
+    Case("leaky_add_if_then_else", _leaky_add, atol=1e-5, rtol=1e-5),
+    Case("vector_add_dynamic", _vector_add, atol=1e-6, rtol=1e-6),
+    Case("softmax_rows", _softmax, atol=2e-3),
+    Case("rms_norm", _rms_norm, atol=1e-4, rtol=1e-4),
+    Case("cumsum", _cumsum(False), atol=1e-4, rtol=1e-4),
+    Case("cumsum_reverse", _cumsum(True), atol=1e-4, rtol=1e-4),
+    Case("column_sum_atomic_add", _column_sum, atol=1e-4, rtol=1e-4),
+    Case("flash_attention", _attention(False)),
+    Case("flash_attention_causal", _attention(True)),
+]

@@ -1,0 +1,58 @@
+extern "C" __global__ void __launch_bounds__(128) main_kernel(const float* __restrict__ X, float* __restrict__ S) {
+  extern __shared__ __align__(1024) unsigned char tlx_smem[];
+  const tlx_u32 tlx_smem_base = tlx_smem_addr(tlx_smem);
+  const int tx = threadIdx.x;
+  const int bx = blockIdx.x;
+  const int by = blockIdx.y;
+  float* red_ws_5 = (float*)(tlx_smem + 0);
+  const tlx_u32 red_ws_5_s = tlx_smem_base + 0;
+  float tile[8];
+  float partial[4];
+  {  // parallel
+    #pragma unroll
+    for (int v_1 = 0; v_1 < 8; ++v_1) {
+      tile[(((v_1 / 4) % 2) * 4) + (v_1 % 4)] = ((((by * 32) + ((((v_1 / 4) % 2) * 16) + ((tx / 8) % 16))) < 200) && (((bx * 32) + (((tx % 8) * 4) + (v_1 % 4))) < 100)) ? X[(((by * 32) + ((((v_1 / 4) % 2) * 16) + ((tx / 8) % 16))) * 100) + ((bx * 32) + (((tx % 8) * 4) + (v_1 % 4)))] : 0.0f;
+    }
+  }
+  {  // reduce
+    float red_2[4];
+    #pragma unroll
+    for (int u_3 = 0; u_3 < 4; ++u_3) {
+      red_2[u_3] = 0.0f;
+    }
+    #pragma unroll
+    for (int v_4 = 0; v_4 < 8; ++v_4) {
+      red_2[v_4 % 4] = red_2[v_4 % 4] + tile[v_4];
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int u_6 = 0; u_6 < 4; ++u_6) {
+      red_ws_5[0 + ((u_6 * 128) + tx)] = red_2[u_6];
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int u_6 = 0; u_6 < 4; ++u_6) {
+      float acc_8[1];
+      acc_8[0] = 0.0f;
+      #pragma unroll
+      for (int k_7 = 0; k_7 < 16; ++k_7) {
+        acc_8[0] = acc_8[0] + red_ws_5[0 + (((u_6 * 128) + (tx - (((tx / 8) % 16) * 8))) + (k_7 * 8))];
+      }
+      red_2[u_6] = acc_8[0];
+    }
+    #pragma unroll
+    for (int u_3 = 0; u_3 < 4; ++u_3) {
+      partial[u_3] = red_2[u_3];
+    }
+  }
+  {  // parallel
+    #pragma unroll
+    for (int v_9 = 0; v_9 < 4; ++v_9) {
+      if (((bx * 32) + (((tx % 8) * 4) + (v_9 % 4))) < 100) {
+        if (((tx / 8) % 16) == 0) {
+          atomicAdd(&S[(bx * 32) + (((tx % 8) * 4) + (v_9 % 4))], partial[v_9 % 4]);
+        }
+      }
+    }
+  }
+}

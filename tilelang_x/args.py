@@ -1,0 +1,482 @@
+"""Binding call arguments to a kernel's parameters.
+
+An ``ArgBinder`` is built once per compiled kernel from its ``PrimFunc``: for each parameter it
+precomputes what to check (dtype, rank, static dims, dynamic dims to bind, device, contiguity),
+so a call does little more than read each tensor's attributes. Every mistake raises
+``ArgumentError`` naming the kernel's definition (``file:line``), the parameter and what to change.
+
+Tensors may be torch tensors (any device) or numpy arrays (CPU only); torch is never imported
+here unless a torch tensor was passed or an output must be allocated as one.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from .core_ir import expr as E
+from .core_ir.buffer import Buffer
+from .core_ir.dtypes import DType, as_dtype
+from .core_ir.errors import ArgumentError, TileLangError
+from .core_ir.stmt import PrimFunc
+
+__all__ = ["ArgBinder", "ParamSpec", "eval_dim", "torch_dtype", "numpy_dtype", "normalize_out_idx"]
+
+# dtype objects of torch / numpy seen so far -> DType (None: not representable in the IR)
+_DTYPE_CACHE: dict[Any, DType | None] = {}
+_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn", "bool": "bool"}
+
+
+def arg_dtype(dtype: Any) -> DType | None:
+    """The IR dtype of a torch / numpy dtype object (``None`` when the IR has no such dtype)."""
+    try:
+        return _DTYPE_CACHE[dtype]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable
+        return _lookup_dtype(dtype)
+    found = _lookup_dtype(dtype)
+    _DTYPE_CACHE[dtype] = found
+    return found
+
+
+def _lookup_dtype(dtype: Any) -> DType | None:
+    try:
+        return as_dtype(dtype)
+    except TileLangError:
+        return None
+
+
+def torch_dtype(dtype: DType) -> Any:
+    """The torch dtype for an IR dtype."""
+    import torch
+
+    found = getattr(torch, _TORCH_NAMES.get(dtype.name, dtype.name), None)
+    if found is None:
+        raise ArgumentError(f"torch has no dtype for {dtype}")
+    return found
+
+
+def numpy_dtype(dtype: DType) -> Any:
+    """The numpy dtype for an IR dtype, or ``None`` (bfloat16, float8 have none)."""
+    import numpy as np
+
+    if dtype.name in ("bfloat16", "float8_e4m3", "float8_e5m2"):
+        return None
+    return np.dtype(dtype.name)
+
+
+def eval_dim(e: Any, dims: dict[E.Var, int]) -> int | None:
+    """The integer value of a shape expression with ``dims`` bound, or ``None`` if it cannot be
+    computed (an unbound variable or an unsupported operation)."""
+    value = E.as_int(e)
+    if value is not None:
+        return value
+    if isinstance(e, E.Var):
+        return dims.get(e)
+    if isinstance(e, E.Cast):
+        return eval_dim(e.a, dims)
+    if isinstance(e, E.UnaryOp) and e.op == "neg":
+        a = eval_dim(e.a, dims)
+        return None if a is None else -a
+    if isinstance(e, E.BinOp):
+        a, b = eval_dim(e.a, dims), eval_dim(e.b, dims)
+        if a is None or b is None:
+            return None
+        op = e.op
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op in ("//", "/", "%") and b == 0:
+            return None
+        if op == "//":
+            return a // b
+        if op == "/":
+            q = abs(a) // abs(b)
+            return q if (a >= 0) == (b >= 0) else -q
+        if op == "%":
+            return a % b
+        if op == "min":
+            return min(a, b)
+        if op == "max":
+            return max(a, b)
+    return None
+
+
+def normalize_out_idx(func: PrimFunc, out_idx: Any) -> tuple[int, ...]:
+    """``out_idx`` (an int, a sequence, or ``None`` for the function's own) as sorted,
+    non-negative parameter indices; negative indices count from the end."""
+    if out_idx is None:
+        out_idx = func.out_idx
+    if isinstance(out_idx, int):
+        out_idx = (out_idx,)
+    n = len(func.params)
+    result = []
+    for i in out_idx:
+        if not isinstance(i, int) or isinstance(i, bool) or not -n <= i < n:
+            raise TileLangError(
+                f"out_idx {i!r} is out of range for kernel `{func.name}` with {n} parameters",
+                loc=func.loc,
+                hint=f"use indices in [-{n}, {n - 1}]; -1 is the last parameter",
+            )
+        j = i % n
+        if not isinstance(func.params[j], Buffer):
+            raise TileLangError(
+                f"out_idx {i} names the scalar parameter `{func.params[j].name}` of `{func.name}`",
+                loc=func.loc,
+                hint="only tensor parameters can be outputs",
+            )
+        if j not in result:
+            result.append(j)
+    return tuple(sorted(result))
+
+
+@dataclass
+class ParamSpec:
+    """What one parameter expects."""
+
+    index: int
+    name: str
+    param: Buffer | E.Var
+    dtype: DType
+    is_output: bool
+    shape: tuple[Any, ...] = ()  # per dim: int, Var or another Expr
+    contiguous: bool = True
+
+    @property
+    def is_tensor(self) -> bool:
+        return isinstance(self.param, Buffer)
+
+    def describe(self) -> str:
+        if not self.is_tensor:
+            return f"{self.dtype} scalar"
+        return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+
+def _param_spec(index: int, param: Buffer | E.Var, is_output: bool) -> ParamSpec:
+    if isinstance(param, Buffer):
+        shape = tuple(E.as_int(d) if E.as_int(d) is not None else d for d in param.shape)
+        return ParamSpec(index, param.name, param, param.dtype, is_output, shape, param.strides is None)
+    return ParamSpec(index, param.name, param, param.dtype, is_output)
+
+
+class ArgBinder:
+    """Checks a call's arguments against a kernel's parameters and allocates its outputs."""
+
+    def __init__(
+        self, func: PrimFunc, out_idx: tuple[int, ...], device_type: str = "cpu", target_name: str = ""
+    ) -> None:
+        self.func = func
+        self.out_idx = out_idx
+        self.device_type = device_type
+        self.target_name = target_name or device_type
+        self.specs = [_param_spec(i, p, i in out_idx) for i, p in enumerate(func.params)]
+        self.inputs = [s for s in self.specs if not s.is_output]
+        self.outputs = [s for s in self.specs if s.is_output]
+        self._fast: Any = None  # generated on the first call with torch loaded (see fast_path)
+        self._fast_ready = False
+
+    # ---- errors ---------------------------------------------------------------------------
+    def error(self, spec: ParamSpec | None, message: str, hint: str | None = None) -> ArgumentError:
+        where = f"kernel `{self.func.name}`"
+        if spec is not None:
+            where += f", parameter `{spec.name}` ({spec.describe()})"
+        return ArgumentError(f"{where}: {message}", loc=self.func.loc, hint=hint)
+
+    def _count_error(self, got: int) -> ArgumentError:
+        names = ", ".join(s.name for s in self.inputs) or "nothing"
+        message = f"takes {len(self.inputs)} input(s) ({names}) but got {got}"
+        hint = f"pass {names} in this order"
+        if self.outputs:
+            outs = ", ".join(s.name for s in self.outputs)
+            hint += (
+                f"; the output(s) {outs} are allocated and returned, or pass all "
+                f"{len(self.specs)} parameters to write into tensors of your own"
+            )
+        return self.error(None, message, hint)
+
+    # ---- binding --------------------------------------------------------------------------
+    def bind(self, args: tuple[Any, ...]) -> tuple[list[Any], dict[str, int], Any]:
+        """Check ``args`` and return ``(one value per parameter, dims, outputs)``: ``dims`` maps
+        the name of each dynamic dimension (and integer scalar parameter) to its value; the
+        outputs are what the call returns (``None`` when the caller passed every parameter)."""
+        if not self._fast_ready:
+            self._fast = fast_path(self)
+            self._fast_ready = self._fast is not None or "torch" in sys.modules
+        if self._fast is not None:
+            bound = self._fast(args)
+            if bound is not None:
+                return bound
+        if len(args) == len(self.inputs):
+            given = self.inputs
+            allocate = True
+        elif len(args) == len(self.specs) and self.outputs:
+            given = self.specs
+            allocate = False
+        else:
+            raise self._count_error(len(args))
+        dims: dict[E.Var, int] = {}
+        values: list[Any] = [None] * len(self.specs)
+        like = None  # the first tensor argument: outputs follow its kind and device
+        for spec, arg in zip(given, args):
+            if spec.is_tensor:
+                self._check_tensor(spec, arg, dims)
+                if like is None:
+                    like = arg
+            else:
+                arg = self._check_scalar(spec, arg, dims)
+            values[spec.index] = arg
+        if dims:
+            self._check_derived_dims(given, args, dims)
+        named = {var.name: value for var, value in dims.items()} if dims else {}
+        if not allocate:
+            return values, named, None
+        outs = [self._allocate(spec, dims, like) for spec in self.outputs]
+        for spec, out in zip(self.outputs, outs):
+            values[spec.index] = out
+        result = None if not outs else outs[0] if len(outs) == 1 else tuple(outs)
+        return values, named, result
+
+    def _check_tensor(self, spec: ParamSpec, arg: Any, dims: dict[E.Var, int]) -> None:
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(arg, torch.Tensor):
+            is_torch = True
+            shape = tuple(arg.shape)
+            device = arg.device.type
+        elif type(arg).__module__ == "numpy" and type(arg).__name__ == "ndarray":
+            is_torch = False
+            shape = arg.shape
+            device = "cpu"
+        else:
+            raise self.error(
+                spec,
+                f"expected a tensor, got {type(arg).__name__}",
+                hint="pass a torch tensor"
+                + (" or a numpy array" if self.device_type == "cpu" else f" on the {self.device_type} device"),
+            )
+        dtype = arg_dtype(arg.dtype)
+        if dtype != spec.dtype:
+            target = f"torch.{torch_name(spec.dtype)}" if is_torch else f"numpy.{spec.dtype}"
+            how = f".to({target})" if is_torch else f".astype({target})"
+            raise self.error(spec, f"expected dtype {spec.dtype}, got {arg.dtype}", hint=f"convert it with `{how}`")
+        if len(shape) != len(spec.shape):
+            raise self.error(
+                spec,
+                f"expected a {len(spec.shape)}-d tensor, got {len(shape)}-d of shape {list(shape)}",
+                hint="reshape it, or check the order of the arguments",
+            )
+        for axis, (want, got) in enumerate(zip(spec.shape, shape)):
+            if isinstance(want, int):
+                if want != got:
+                    raise self.error(
+                        spec,
+                        f"dimension {axis} must be {want}, got {got} (shape {list(shape)})",
+                        hint="the kernel was compiled for static shapes; pass a tensor of that shape "
+                        "or compile it for this one",
+                    )
+            elif isinstance(want, E.Var):
+                bound = dims.get(want)
+                if bound is None:
+                    dims[want] = int(got)
+                elif bound != got:
+                    raise self.error(
+                        spec,
+                        f"dimension {axis} is `{want.name}` = {got}, but another argument set "
+                        f"`{want.name}` = {bound} (shape {list(shape)})",
+                        hint=f"every tensor must agree on `{want.name}`",
+                    )
+        if device != self.device_type:
+            hint = ".cpu()" if self.device_type == "cpu" else f".to('{self.device_type}')"
+            raise self.error(
+                spec,
+                f"is on device {device!r}, but target {self.target_name} runs kernels on {self.device_type!r}",
+                hint=f"move it with `{hint}`, or compile the kernel for a target on {device!r}",
+            )
+        if spec.contiguous:
+            ok = arg.is_contiguous() if is_torch else arg.flags.c_contiguous
+            if not ok:
+                how = ".contiguous()" if is_torch else "numpy.ascontiguousarray(...)"
+                raise self.error(spec, "is not contiguous (row-major)", hint=f"pass `{how}`")
+
+    def _check_scalar(self, spec: ParamSpec, arg: Any, dims: dict[E.Var, int]) -> Any:
+        dtype = spec.dtype
+        value = arg.item() if hasattr(arg, "item") and getattr(arg, "ndim", 0) == 0 else arg
+        if dtype.is_int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.error(spec, f"expected an integer, got {type(arg).__name__} {arg!r}")
+        elif dtype.is_bool:
+            if not isinstance(value, (bool, int)):
+                raise self.error(spec, f"expected a bool, got {type(arg).__name__} {arg!r}")
+            value = bool(value)
+        elif dtype.is_float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.error(spec, f"expected a number, got {type(arg).__name__} {arg!r}")
+            value = float(value)
+        var = spec.param
+        assert isinstance(var, E.Var)
+        if dtype.is_int:
+            bound = dims.get(var)
+            if bound is not None and bound != value:
+                raise self.error(
+                    spec, f"is {value}, but a tensor dimension `{var.name}` is {bound}",
+                    hint="pass the value that matches the tensors' shapes",
+                )
+            dims[var] = value
+        return value
+
+    def _check_derived_dims(self, given: list[ParamSpec], args: tuple[Any, ...], dims: dict[E.Var, int]) -> None:
+        for spec, arg in zip(given, args):
+            if not spec.is_tensor:
+                continue
+            for axis, want in enumerate(spec.shape):
+                if isinstance(want, (int, E.Var)):
+                    continue
+                value = eval_dim(want, dims)
+                if value is not None and value != arg.shape[axis]:
+                    raise self.error(
+                        spec,
+                        f"dimension {axis} must be {want} = {value}, got {arg.shape[axis]}",
+                        hint="check the shapes of the arguments against the kernel's signature",
+                    )
+
+    def output_shape(self, spec: ParamSpec, dims: dict[E.Var, int]) -> tuple[int, ...]:
+        """The concrete shape of output ``spec`` given the bound dims."""
+        shape = []
+        for axis, d in enumerate(spec.shape):
+            value = eval_dim(d, dims)
+            if value is None:
+                raise self.error(
+                    spec,
+                    f"cannot allocate this output: dimension {axis} (`{d}`) is not set by any input",
+                    hint="give it a static size, make it follow an input tensor's dimension, or pass "
+                    "the output tensor yourself",
+                )
+            shape.append(value)
+        return tuple(shape)
+
+    def _allocate(self, spec: ParamSpec, dims: dict[E.Var, int], like: Any) -> Any:
+        shape = self.output_shape(spec, dims)
+        torch = sys.modules.get("torch")
+        use_numpy = like is not None and not (torch is not None and isinstance(like, torch.Tensor))
+        if use_numpy:
+            import numpy as np
+
+            np_dtype = numpy_dtype(spec.dtype)
+            if np_dtype is None:
+                raise self.error(
+                    spec, f"numpy has no {spec.dtype} dtype for this output", hint="pass torch tensors instead"
+                )
+            return np.empty(shape, dtype=np_dtype)
+        import torch
+
+        device = like.device if like is not None else torch.device(self.device_type)
+        return torch.empty(shape, dtype=torch_dtype(spec.dtype), device=device)
+
+
+def torch_name(dtype: DType) -> str:
+    return _TORCH_NAMES.get(dtype.name, dtype.name)
+
+
+# ---- the fast path ------------------------------------------------------------------------------
+def fast_path(binder: ArgBinder) -> Any:
+    """A function generated for ``binder``'s signature that binds plain torch tensors (the common
+    case) in a few attribute reads, or ``None`` when the signature has no such fast path (torch
+    not loaded, a device other than cpu/cuda, shapes derived from other dims). It returns ``None``
+    for any argument it does not accept outright; ``bind`` then runs the full checks, which raise
+    the precise error."""
+    torch = sys.modules.get("torch")
+    if torch is None or binder.device_type not in ("cpu", "cuda"):
+        return None
+    names: dict[E.Var, str] = {}
+    for spec in binder.specs:
+        dims = spec.shape if spec.is_tensor else (spec.param,) if spec.dtype.is_int else ()
+        for d in dims:
+            if isinstance(d, E.Var):
+                names.setdefault(d, f"d{len(names)}")
+            elif not isinstance(d, int):
+                return None
+    if len({v.name for v in names}) != len(names):
+        return None  # two variables share a name: the dims mapping would be ambiguous
+    env: dict[str, Any] = {"Tensor": torch.Tensor, "empty": torch.empty}
+    device_check = "not {x}.is_cpu" if binder.device_type == "cpu" else "not {x}.is_cuda"
+
+    def checks(given: list[ParamSpec], bound: set[E.Var]) -> list[str] | None:
+        out = []
+        for spec in given:
+            x = f"a{spec.index}"
+            if not spec.is_tensor:
+                var = spec.param
+                if spec.dtype.is_int:
+                    out.append(f"if type({x}) is not int: return None")
+                    if var in bound:
+                        out.append(f"if {x} != {names[var]}: return None")
+                    else:
+                        out.append(f"{names[var]} = {x}")
+                        bound.add(var)
+                elif spec.dtype.is_float:
+                    out.append(f"if type({x}) is int: {x} = float({x})")
+                    out.append(f"elif type({x}) is not float: return None")
+                else:
+                    out.append(f"if type({x}) is not bool: return None")
+                continue
+            env[f"DT{spec.index}"] = torch_dtype(spec.dtype)
+            out.append(f"if type({x}) is not Tensor or {x}.dtype is not DT{spec.index}: return None")
+            if all(isinstance(d, int) for d in spec.shape):
+                out.append(f"if {x}.shape != {tuple(spec.shape)!r}: return None")
+            else:
+                out.append(f"s = {x}.shape")
+                out.append(f"if len(s) != {len(spec.shape)}: return None")
+                for axis, d in enumerate(spec.shape):
+                    if isinstance(d, int):
+                        out.append(f"if s[{axis}] != {d}: return None")
+                    elif d in bound:
+                        out.append(f"if s[{axis}] != {names[d]}: return None")
+                    else:
+                        out.append(f"{names[d]} = s[{axis}]")
+                        bound.add(d)
+            out.append(f"if {device_check.format(x=x)}: return None")
+            if spec.contiguous:
+                out.append(f"if not {x}.is_contiguous(): return None")
+        return out
+
+    def dims_dict() -> str:
+        return "{" + ", ".join(f"{v.name!r}: {n}" for v, n in names.items()) + "}"
+
+    params = [f"a{s.index}" for s in binder.specs]
+    body = ["n = len(args)"]
+    bound: set[E.Var] = set()
+    in_checks = checks(binder.inputs, bound)
+    first_tensor = next((f"a{s.index}" for s in binder.inputs if s.is_tensor), None)
+    alloc = []
+    for spec in binder.outputs:
+        if first_tensor is None or any(isinstance(d, E.Var) and d not in bound for d in spec.shape):
+            alloc = None
+            break
+        env[f"DT{spec.index}"] = torch_dtype(spec.dtype)
+        shape = ", ".join(str(d) if isinstance(d, int) else names[d] for d in spec.shape)
+        alloc.append(f"a{spec.index} = empty(({shape},), dtype=DT{spec.index}, device={first_tensor}.device)")
+    if alloc is not None and in_checks is not None:
+        outs = [f"a{s.index}" for s in binder.outputs]
+        result = "None" if not outs else outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ",)"
+        unpack = ", ".join(f"a{s.index}" for s in binder.inputs)
+        body.append(f"if n == {len(binder.inputs)}:")
+        block = [f"{unpack}, = args" if unpack else "pass", *in_checks, *alloc]
+        block.append(f"return [{', '.join(params)}], {dims_dict()}, {result}")
+        body += ["    " + line for line in block]
+    if binder.outputs:
+        all_checks = checks(binder.specs, set())
+        if all_checks is not None:
+            body.append(f"if n == {len(binder.specs)}:")
+            block = [f"{', '.join(params)}, = args", *all_checks]
+            block.append(f"return [{', '.join(params)}], {dims_dict()}, None")
+            body += ["    " + line for line in block]
+    body.append("return None")
+    source = "def fast(args):\n" + "".join(f"    {line}\n" for line in body)
+    exec(compile(source, f"<tilelang_x binder for {binder.func.name}>", "exec"), env)
+    fast = env["fast"]
+    fast.source = source
+    return fast
