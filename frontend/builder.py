@@ -12,13 +12,14 @@ bound by annotations, the outputs declared with ``T.empty``, the ``T.const`` nam
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core_ir import expr as E
 from ..core_ir.buffer import Buffer, pop_store_handler, push_store_handler
-from ..core_ir.errors import TileLangSyntaxError
+from ..core_ir.errors import TileLangError, TileLangSyntaxError
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Seq, Stmt, Store
 
@@ -222,3 +223,20 @@ def tracing(builder: Builder) -> Iterator[Builder]:
     finally:
         pop_store_handler()
         _active.pop()
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def user_errors(fn: F) -> F:
+    """Re-raise a ``TileLangError`` from an entry point without the frontend's frames: the
+    message already names the user's file:line, the internal stack would only hide it."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TileLangError as err:
+            raise err.with_traceback(None) from None
+
+    return wrapper  # type: ignore[return-value]

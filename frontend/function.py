@@ -183,6 +183,7 @@ def normalize_out_idx(func: PrimFunc, out_idx: Any) -> tuple[int, ...]:
     return tuple(sorted(result))
 
 
+@bld.user_errors
 def prim_func(fn: Callable[..., Any] | None = None, *, private: bool = False, **_: Any) -> Any:
     """``@T.prim_func``: trace the function into a ``PrimFunc`` right away."""
     if fn is None:

@@ -206,12 +206,14 @@ class JITFunc:
 
     mode = style
 
+    @bld.user_errors
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.style == "classic":
             return self.compile(*args, **kwargs)
         entry, tensors = self._eager_entry(args, kwargs, need_tensors=True)
         return self._run(entry, tensors)
 
+    @bld.user_errors
     def compile(self, *args: Any, **kwargs: Any) -> Any:
         """The compiled kernel for these arguments, without running it.
 
@@ -228,6 +230,7 @@ class JITFunc:
         entry, _ = self._eager_entry(args, kwargs, need_tensors=False)
         return self._entry_kernel(entry, target)
 
+    @bld.user_errors
     def get_ir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         """The tile-level ``PrimFunc`` these arguments produce (nothing is compiled)."""
         if self.style == "classic":
@@ -493,6 +496,7 @@ def jit(
 lazy_jit = jit
 
 
+@bld.user_errors
 def compile(
     func: PrimFunc,
     out_idx: int | Sequence[int] | None = None,

@@ -109,9 +109,11 @@ def _normalize(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+def _describe(exc: BaseException, limit: int = 400) -> str:
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _warn_once(key: str, message: str) -> None:

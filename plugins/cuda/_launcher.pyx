@@ -85,7 +85,12 @@ cdef class Launcher:
     cdef Py_ssize_t* index
     cdef Py_ssize_t* buf_args  # positions in args of the buffer parameters
     cdef int nbuf
-    cdef bint check_contiguous
+    cdef bint check_args
+    cdef unsigned int last_grid[3]
+    cdef CUstream last_stream
+    cdef dict dim_pos
+    cdef object dim_position
+    cdef Py_ssize_t ndims
     cdef unsigned int gx, gy, gz, bx, by, bz, smem
     cdef bint static_grid
     cdef object grid_fn
@@ -110,7 +115,7 @@ cdef class Launcher:
         self.index = NULL
         self.buf_args = NULL
 
-    def __init__(self, kernel, plan, helper, bint check_contiguous=True):
+    def __init__(self, kernel, plan, helper, bint check_args=True):
         """``kernel``: runtime.LoadedKernel; ``plan``: runtime._Plan; ``helper``: runtime._Helper."""
         cdef list codes = plan.codes, from_dims = plan.from_dims, index = plan.index, buf_args = plan.buf_args
         grid_static = plan.grid_static
@@ -138,7 +143,12 @@ cdef class Launcher:
             self.index[i] = index[i]
         for i in range(self.nbuf):
             self.buf_args[i] = buf_args[i]
-        self.check_contiguous = check_contiguous
+        self.check_args = check_args
+        self.last_stream = NULL
+        self.last_grid[0] = self.last_grid[1] = self.last_grid[2] = 0
+        self.dim_pos = helper.positions
+        self.dim_position = helper.dim_position
+        self.ndims = len(kernel.meta.dims)
         block = meta.block
         self.bx, self.by, self.bz = block[0], block[1], block[2]
         self.smem = meta.smem_bytes
@@ -171,6 +181,41 @@ cdef class Launcher:
         self.cur_dev = dev
         return 0
 
+    cdef list _dims_from_dict(self, dict dims):
+        cdef list out = [None] * self.ndims
+        cdef Py_ssize_t p
+        for k, v in dims.items():
+            pos = self.dim_pos.get(k)
+            if pos is None:
+                pos = self.dim_position(k)
+            p = pos
+            if p >= 0:
+                out[p] = v
+        return out
+
+    def _launch_repeat(self, int n):
+        """Launch ``n`` more times with the last call's arguments, grid and stream, straight from C
+        (no Python work): the driver's own cost per launch, for benchmarks."""
+        cdef int i
+        cdef CUcontext cur = NULL
+        cdef CUcontext popped = NULL
+        cdef CUresult res = 0
+        if self.cur_fn == NULL:
+            raise RuntimeError("call the launcher once first")
+        _cuCtxGetCurrent(&cur)
+        if cur != self.cur_ctx:
+            _cuCtxPushCurrent(self.cur_ctx)
+        with nogil:
+            for i in range(n):
+                res = _cuLaunchKernel(self.cur_fn, self.last_grid[0], self.last_grid[1], self.last_grid[2],
+                                      self.bx, self.by, self.bz, self.smem, self.last_stream, self.ptrs, NULL)
+                if res != 0:
+                    break
+        if cur != self.cur_ctx:
+            _cuCtxPopCurrent(&popped)
+        if res != 0:
+            self.launch_error(res, self.cur_dev, tuple(self.last_grid))
+
     def __call__(self, args, dims=()):
         cdef int i, code, dev = -1, d
         cdef CUstream stream
@@ -185,32 +230,31 @@ cdef class Launcher:
             raise RuntimeError("tilelang_x CUDA launcher used before bind_driver()")
         if dims is None or not dims:
             dims = ()
+        elif type(dims) is dict:
+            dims = self._dims_from_dict(<dict>dims)
         elif type(dims) is not tuple and type(dims) is not list:
             dims = self.dims_list(dims)
-        # Buffers: device, contiguity, data pointer.
-        try:
-            for i in range(self.nbuf):
-                t = args[self.buf_args[i]]
-                d = t.get_device()
-                if i == 0:
-                    dev = d
-                if d != dev or d < 0 or (self.check_contiguous and not t.is_contiguous()):
-                    self.diagnose(args, dims)
-        except (AttributeError, TypeError, IndexError):
-            self.diagnose(args, dims)
-            raise
-        if self.nbuf == 0:
-            dev = self.default_device()
+        cdef bint bad = False
+        cdef bint check = self.check_args
         try:
             for i in range(self.n):
+                code = self.codes[i]
+                if code == C_PTR:
+                    t = args[self.index[i]]
+                    if dev < 0 or check:
+                        d = t.get_device()
+                        if dev < 0:
+                            dev = d
+                        if d < 0 or d != dev or (check and not t.is_contiguous()):
+                            bad = True
+                            break
+                    self.slots[i] = <uint64_t>t.data_ptr()
+                    continue
                 if self.from_dims[i]:
                     a = dims[self.index[i]]
                 else:
                     a = args[self.index[i]]
-                code = self.codes[i]
-                if code == C_PTR:
-                    self.slots[i] = <uint64_t>a.data_ptr()
-                elif code == C_I32:
+                if code == C_I32:
                     (<int32_t*>&self.slots[i])[0] = <int32_t>(<int64_t>a)
                 elif code == C_I64:
                     self.slots[i] = <uint64_t>(<int64_t>a)
@@ -233,6 +277,11 @@ cdef class Launcher:
         except (TypeError, ValueError, OverflowError, AttributeError, IndexError):
             self.diagnose(args, dims)
             raise
+        if bad:
+            self.diagnose(args, dims)
+            raise RuntimeError("invalid kernel arguments")  # diagnose always raises first
+        if self.nbuf == 0:
+            dev = self.default_device()
         if self.static_grid:
             gx, gy, gz = self.gx, self.gy, self.gz
         else:
@@ -248,6 +297,10 @@ cdef class Launcher:
             _cuCtxPushCurrent(self.cur_ctx)
         res = _cuLaunchKernel(self.cur_fn, gx, gy, gz, self.bx, self.by, self.bz, self.smem, stream,
                               self.ptrs, NULL)
+        self.last_grid[0] = gx
+        self.last_grid[1] = gy
+        self.last_grid[2] = gz
+        self.last_stream = stream
         if cur != self.cur_ctx:
             _cuCtxPopCurrent(&popped)
         if res != 0:

@@ -240,18 +240,23 @@ class _Helper:
         self.get_stream = _stream_getter()
         self.default_device = _current_device
         self.half_bits = half_bits
-        self._positions: dict[Any, int] = {}  # dims key (name or Var) -> position in meta.dims
+        self.positions: dict[Any, int] = {}  # dims key (name or Var) -> position in meta.dims, -1: unused
+
+    def dim_position(self, key: Any) -> int:
+        """Where dims key ``key`` (a name or a shape ``Var``) goes in ``meta.dims`` (-1: not used)."""
+        name = getattr(key, "name", key)
+        pos = self.positions[key] = self.meta.dims.index(name) if name in self.meta.dims else -1
+        return pos
 
     def dims_list(self, dims: Mapping[Any, int]) -> list[Any]:
         """``dims`` keyed by name or by shape ``Var`` (what the kernel object passes), as a list
         ordered like ``meta.dims`` (``None`` where a dim is missing; the launch then rejects it)."""
-        pos = self._positions
+        pos = self.positions
         out: list[Any] = [None] * len(self.meta.dims)
         for k, v in dims.items():
             i = pos.get(k)
             if i is None:
-                name = getattr(k, "name", k)
-                i = pos[k] = self.meta.dims.index(name) if name in self.meta.dims else -1
+                i = self.dim_position(k)
             if i >= 0:
                 out[i] = v
         return out
@@ -360,8 +365,9 @@ def _conv(code: int) -> Callable[[Any], int]:
 class CtypesLauncher:
     """``launcher(args, dims=())`` through ``ctypes`` (used when the compiled launcher is absent)."""
 
-    def __init__(self, kernel: LoadedKernel, plan: _Plan) -> None:
+    def __init__(self, kernel: LoadedKernel, plan: _Plan, check_args: bool = True) -> None:
         lib = driver.libcuda()
+        self._check = check_args
         self.kernel = kernel
         self.meta = kernel.meta
         n = len(plan.codes)
@@ -393,11 +399,13 @@ class CtypesLauncher:
         dev = -1
         try:
             for j, i in enumerate(self._bufs):
+                if j and not self._check:
+                    break
                 t = args[i]
                 d = t.get_device()
                 if j == 0:
                     dev = d
-                if d != dev or d < 0 or not t.is_contiguous():
+                if d != dev or d < 0 or (self._check and not t.is_contiguous()):
                     self._errors.diagnose(args, dims)
             slots = self._slots
             for i, from_dims, idx, conv in self._items:
@@ -472,14 +480,17 @@ def launcher_kind() -> str:
     return "ctypes"
 
 
-def load(binary: CudaBinary, meta: KernelMeta) -> Callable[..., None]:
+def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True) -> Callable[..., None]:
     """A launcher ``launcher(args, dims=())`` for ``binary`` with launch metadata ``meta``.
 
     Nothing touches the GPU until the first call (which loads the module on the tensors' device).
+    ``check_args=False`` skips the per-call checks that every tensor is a contiguous CUDA tensor on
+    one device (the first tensor's device is used): for callers that checked already, such as
+    ``JITKernel``'s argument binder.
     """
     driver.libcuda()
     kernel = LoadedKernel(binary, meta)
     plan = _Plan(meta)
     if launcher_kind() == "cython":
-        return _EXT.Launcher(kernel, plan, _Helper(kernel))
-    return CtypesLauncher(kernel, plan)
+        return _EXT.Launcher(kernel, plan, _Helper(kernel), check_args)
+    return CtypesLauncher(kernel, plan, check_args)

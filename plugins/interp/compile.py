@@ -318,15 +318,13 @@ class Compiler:
 
             def call_narrow(env: list) -> Any:
                 args = [np.asarray(a, dtype=f32) if is_vec(a) else f32(a) for a in (g(env) for g in fargs)]
-                r = f(*args)
+                r = _scalarize(f(*args))
                 return r if out_dt.is_bool else conv(r, out_dt)
 
             return call_narrow
         if len(fargs) == 1:
             (fa,) = fargs
-            if e.name in ("exp10", "sigmoid", "round"):
-                return lambda env: _scalarize(f(np.asarray(fa(env))))
-            if e.name == "erf":
+            if e.name in ("exp10", "sigmoid", "round", "erf"):
                 return lambda env: _scalarize(f(np.asarray(fa(env))))
             return lambda env: f(fa(env))
         return lambda env: f(*[g(env) for g in fargs])
@@ -628,7 +626,7 @@ class Compiler:
     def _print(self, s: Print) -> Fn:
         value = s.value
         prefix = f"{s.loc}: " if s.loc is not None else ""
-        msg = f"{s.msg} " if s.msg else ""
+        msg = f"{s.msg}: " if s.msg else ""
 
         def show(env: list) -> None:
             frame = env[FRAME]

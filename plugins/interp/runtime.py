@@ -164,6 +164,8 @@ def _clip(
 ) -> tuple[tuple[slice, ...], tuple[slice, ...] | None, bool]:
     """Slices of the part of a region inside ``shape``: (in the buffer, in the region, whether
     the whole region is inside). The second is ``None`` when nothing is inside."""
+    if len(starts) != len(shape):
+        raise TileLangError(f"a region of rank {len(starts)} on a buffer of rank {len(shape)}")
     src: list[slice] = []
     dst: list[slice] = []
     inside = True
@@ -177,8 +179,6 @@ def _clip(
             hi = lo
         src.append(slice(lo, hi))
         dst.append(slice(lo - s, hi - s))
-    if len(starts) != len(shape):
-        raise TileLangError(f"region of rank {len(starts)} on a buffer of rank {len(shape)}")
     return tuple(src), (None if empty else tuple(dst)), inside
 
 

@@ -27,7 +27,8 @@ def _kernel_modules() -> dict[str, types.ModuleType]:
         stub.jit = jit
         sys.modules["tilelang_x.jit"] = stub
         tilelang_x.__dict__["jit"] = jit
-    return {n: importlib.import_module(f"tests.kernels.{n}") for n in ("gemm", "elementwise", "reductions", "attention")}
+    names = ("gemm", "elementwise", "reductions", "attention")
+    return {n: importlib.import_module(f"tests.kernels.{n}") for n in names}
 
 
 def _prim(obj: object) -> PrimFunc:

@@ -15,7 +15,7 @@ from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import OutOfBoundsError, TileLangError
 from tilelang_x.core_ir.source import SourceLoc
-from tilelang_x.core_ir.stmt import Alloc, For, If, Kernel, PrimFunc, Print, Seq, Store, While
+from tilelang_x.core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Print, Seq, Store, While
 from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce
 from tilelang_x.plugins.interp import plugin
 from tilelang_x.target import Target
@@ -106,7 +106,9 @@ def gemm_kernel(M, N, K, BM, BN, BK, in_dt, acc_dt, out_dt, trans_A=False, trans
             return [Copy(a_reg, full(As)), Copy(b_reg, full(Bs)),
                     Gemm(full(As), full(Bs), full(Cf), trans_A=trans_A, trans_B=trans_B)]
 
-        stmts = [Alloc(As), Alloc(Bs), Alloc(Cf), Fill(full(Cf), c(0)),
+        stmts = [Alloc(As), Alloc(Bs), Alloc(Cf),
+                 Annotate("swizzle", (10, "row", True)), Annotate("layout", ((As, None),)),
+                 Fill(full(Cf), c(0)),
                  loop(math.ceil(K / BK), step, "pipelined")]
         if relu:
             stmts.append(par(BM, BN, body=lambda i, j: st(Cf, (i, j), E.binary("max", Cf[i, j], 0))))
@@ -518,6 +520,22 @@ def test_bf16_arithmetic_matches_torch():
     run(f, x, y, o, fo)
     assert torch.equal(o, x * y + x)
     assert torch.equal(fo, torch.exp(x.float()).to(torch.bfloat16).float())
+
+
+def test_scalar_code_in_narrow_dtypes_matches_torch():
+    X = Buffer("X", (64,), D.bfloat16)
+    Y = Buffer("Y", (64,), D.bfloat16)
+    Z = Buffer("Z", (64,), D.float8_e5m2)
+    f = kernel("s", (X, Y, Z), (1,), lambda bx: [loop(64, lambda k: [
+        st(Y, k, X[k] * X[k] - E.cast(1.5, D.bfloat16)),
+        st(Z, k, E.cast(X[k], D.float8_e5m2) * E.cast(3.0, D.float8_e5m2)),
+    ])])
+    x = torch.randn(64).to(torch.bfloat16)
+    y, z = torch.zeros(64, dtype=torch.bfloat16), torch.zeros(64, dtype=torch.float8_e5m2)
+    run(f, x, y, z)
+    assert torch.equal(y, x * x - 1.5)
+    ref = (x.to(torch.float8_e5m2).float() * 3.0).to(torch.float8_e5m2)
+    assert torch.equal(z.float(), ref.float())
 
 
 # ---- errors and printing -----------------------------------------------------------------------

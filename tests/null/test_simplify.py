@@ -3,6 +3,7 @@ sound interval and modular analysis, and the canonical forms backends rely on.""
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -92,6 +93,13 @@ def _index_exprs(children: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
         st.tuples(children, _pow2, children).map(
             lambda t: BinOp("^", BinOp("%", t[0], _int(t[1]), I32), BinOp("%", t[2], _int(t[1]), I32), I32)),
         st.tuples(children, children).map(lambda t: BinOp("min", t[0], t[1], I32)),
+        st.tuples(children, _pow2, st.integers(-9, 9)).map(
+            lambda t: BinOp("+", BinOp("*", t[0], _int(t[1]), I32), _int(t[2]), I32)),
+        st.tuples(children, st.sampled_from([2, 4, -4, 3])).map(lambda t: BinOp("/", t[0], _int(t[1]), I32)),
+        st.tuples(children, st.sampled_from([dtypes.int8, dtypes.int64, dtypes.int16])).map(
+            lambda t: Cast(Cast(t[0], t[1]), I32)),
+        st.tuples(children, st.sampled_from([x, z])).map(
+            lambda t: BinOp("/", t[0], BinOp("+", t[1], _int(1), I32), I32)),
     )
 
 
@@ -108,6 +116,25 @@ bool_exprs = st.one_of(
 ).flatmap(lambda c: st.sampled_from([c, UnaryOp("not", c, B)]))
 
 
+F64 = dtypes.float64
+fa, fb = Var("fa", F64), Var("fb", F64)
+flag = Var("flag", B)
+_fconst = st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, 0.1, 1e308, float("inf"), float("nan")]).map(
+    lambda v: Const(v, F64))
+float_exprs = st.recursive(
+    st.one_of(st.sampled_from([fa, fb]), _fconst, int_exprs.map(lambda e: Cast(e, F64))),
+    lambda ch: st.one_of(
+        st.tuples(st.sampled_from(["+", "-", "*", "/", "min", "max"]), ch, ch).map(
+            lambda t: BinOp(t[0], t[1], t[2], F64)),
+        ch.map(lambda a: UnaryOp("neg", a, F64)),
+        st.tuples(ch, ch).map(lambda t: Select(BinOp("<", t[0], t[1], B), t[0], t[1], F64)),
+        st.tuples(ch, ch).map(lambda t: Select(flag, t[0], t[1], F64)),
+    ),
+    max_leaves=8,
+)
+FLOATS = [0.0, -0.0, 1.5, -3.25, float("inf"), float("nan"), 7.0]
+
+
 def _assignments(seed: int, n: int = 24) -> list[dict[Var, int]]:
     rng = random.Random(seed)
     out = []
@@ -116,6 +143,7 @@ def _assignments(seed: int, n: int = 24) -> list[dict[Var, int]]:
             out.append({v: SAMPLE[v][k] for v in VARS})
         else:
             out.append({v: rng.randint(*SAMPLE[v]) for v in VARS})
+        out[-1].update({fa: rng.choice(FLOATS), fb: rng.choice(FLOATS), flag: rng.random() < 0.5})
     return out
 
 
@@ -211,6 +239,25 @@ def test_divisible_is_sound(e: Expr, k: int, seed: int) -> None:
         v = _value(e, env)
         if v is not None:
             assert v % k == 0, f"{e} = {v} claimed divisible by {k}"
+
+
+def _same_float(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@PROPS
+@given(float_exprs, st.integers(0, 10**6))
+def test_float_rewrites_are_bit_exact(e: Expr, seed: int) -> None:
+    s = simplify(e, BOUNDS)
+    for env in _assignments(seed, 12):
+        try:
+            want = evaluate(e, env)
+        except (ZeroDivisionError, OverflowError, ValueError):
+            continue
+        got = evaluate(s, env)
+        assert _same_float(float(got), float(want)), f"{e} -> {s} at {env}: {got} != {want}"
 
 
 # ---- canonical forms ------------------------------------------------------------------------
