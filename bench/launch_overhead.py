@@ -74,14 +74,30 @@ def handwritten(kind: str, calls: int) -> dict[str, Any]:
     dynamic([a, b, c], [n])
     torch.cuda.synchronize()
     assert torch.equal(c, a + b), "the hand-written vector add is wrong"
+    unchecked = runtime.load(binary, KernelMeta("vector_add", params, (256, 1, 1), dims=("n",),
+                                                grid_static=(4, 1, 1)), check_args=False)
     dims_list, dims_map = [n], {"n": n}
     args = [a, b, c]
-    return {
+    out = {
         "launcher_type": type(dynamic).__name__,
         "dynamic_grid_dims_list": host_us(lambda: dynamic(args, dims_list), calls),
         "dynamic_grid_dims_mapping": host_us(lambda: dynamic(args, dims_map), calls),
         "static_grid": host_us(lambda: static(args, dims_list), calls),
+        "static_grid_check_args_false": host_us(lambda: unchecked(args, dims_list), calls),
     }
+    if hasattr(static, "_launch_repeat"):
+        # the floor: cuLaunchKernel alone, called from C in a loop with the same arguments
+        out["driver_cuLaunchKernel_only"] = host_us(lambda: static._launch_repeat(100), calls // 100, batch=1)
+        out["driver_cuLaunchKernel_only"] = {k: round(v / 100, 3) for k, v in out["driver_cuLaunchKernel_only"].items()}
+    # the Python-side pieces of a call
+    get_stream = runtime._stream_getter()
+    out["parts"] = {
+        "get_stream": host_us(lambda: get_stream(0), calls),
+        "3x_data_ptr": host_us(lambda: (a.data_ptr(), b.data_ptr(), c.data_ptr()), calls),
+        "3x_get_device_is_contiguous": host_us(lambda: (a.get_device(), a.is_contiguous(), b.get_device(),
+                                                       b.is_contiguous(), c.get_device(), c.is_contiguous()), calls),
+    }
+    return out
 
 
 def tile_kernels(calls: int) -> dict[str, Any]:

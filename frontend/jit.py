@@ -56,7 +56,9 @@ def is_tensor(value: Any) -> bool:
     """A torch tensor, numpy array or anything else with ``shape`` and ``dtype``."""
     if isinstance(value, (bool, int, float, str, Buffer, E.Expr)) or value is None:
         return False
-    return hasattr(value, "shape") and hasattr(value, "dtype") and not E.is_py_scalar(value)
+    if type(value).__module__ == "numpy":
+        return type(value).__name__ == "ndarray"  # not a numpy scalar
+    return hasattr(value, "shape") and hasattr(value, "dtype")
 
 
 def _options(pass_configs: Any, compile_flags: Any, verbose: bool) -> dict[str, Any]:

@@ -480,17 +480,38 @@ def launcher_kind() -> str:
     return "ctypes"
 
 
+class _DeferredLauncher:
+    """Stands in when no CUDA driver was found at load time (compiling on a machine without a GPU):
+    the first call builds the real launcher, or raises ``CudaNotAvailableError``."""
+
+    def __init__(self, binary: CudaBinary, meta: KernelMeta, check_args: bool) -> None:
+        self.binary, self.meta, self.check_args = binary, meta, check_args
+        self._real: Callable[..., None] | None = None
+
+    def __call__(self, args: Sequence[Any], dims: Any = ()) -> None:
+        if self._real is None:
+            self._real = load(self.binary, self.meta, check_args=self.check_args)
+            if isinstance(self._real, _DeferredLauncher):
+                self._real = None
+                driver.libcuda()  # raises the error that says what is missing
+        self._real(args, dims)  # type: ignore[misc]
+
+
 def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True) -> Callable[..., None]:
     """A launcher ``launcher(args, dims=())`` for ``binary`` with launch metadata ``meta``.
 
-    Nothing touches the GPU until the first call (which loads the module on the tensors' device).
-    ``check_args=False`` skips the per-call checks that every tensor is a contiguous CUDA tensor on
-    one device (the first tensor's device is used): for callers that checked already, such as
-    ``JITKernel``'s argument binder.
+    Nothing touches the GPU until the first call (which loads the module on the tensors' device);
+    on a machine without a CUDA driver this still succeeds, and the call raises
+    ``CudaNotAvailableError``. ``check_args=False`` skips the per-call checks that every tensor
+    is a contiguous CUDA tensor on one device (the first tensor's device is used): for callers
+    that checked already, such as ``JITKernel``'s argument binder.
     """
-    driver.libcuda()
-    kernel = LoadedKernel(binary, meta)
+    kernel = LoadedKernel(binary, meta)  # validates that the names agree
     plan = _Plan(meta)
+    try:
+        driver.libcuda()
+    except driver.CudaNotAvailableError:
+        return _DeferredLauncher(binary, meta, check_args)
     if launcher_kind() == "cython":
         return _EXT.Launcher(kernel, plan, _Helper(kernel), check_args)
     return CtypesLauncher(kernel, plan, check_args)

@@ -190,6 +190,7 @@ class Program:
         self.compiler = compiler
         self.body = body
         self.written = compiler.written_params()
+        self._by_name = {var.name: slot for var, slot in compiler.shape_var_slots()}
 
     def run(self, args: Sequence[Any], dims: dict[Any, int] | None = None) -> None:
         """Execute with one value per parameter: numpy arrays in storage dtypes for buffers (see
@@ -202,9 +203,7 @@ class Program:
         comp = self.compiler
         frame = Frame(self, comp.nslots)
         env = frame.env
-        by_name: dict[str, int] = {}
-        for var, slot in comp.shape_var_slots():
-            by_name[var.name] = slot
+        by_name = self._by_name
         for key, value in (dims or {}).items():
             slot = comp.var_slot_if_known(key) if isinstance(key, E.Var) else None
             if slot is None:  # a variable of another copy of the function: match by name

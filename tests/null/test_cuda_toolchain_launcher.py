@@ -295,3 +295,29 @@ def test_missing_libcuda_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(driver, "_LIB", None)
     with pytest.raises(driver.CudaNotAvailableError, match="libcuda.so.1"):
         driver.libcuda()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unchecked_launcher_reads_only_the_first_device(make, kind, monkeypatch):
+    launcher, fake, kernel = make(_meta(), kind)
+    plan, helper = runtime._Plan(launcher.meta), runtime._Helper(kernel)
+    helper.get_stream = lambda dev: 0x77 + dev
+    if kind == "cython":
+        unchecked = _launcher.Launcher(kernel, plan, helper, False)
+    else:
+        monkeypatch.setattr(runtime, "_Helper", lambda k: helper)
+        unchecked = runtime.CtypesLauncher(kernel, plan, check_args=False)
+    args = list(ARGS)
+    args[1] = FakeTensor(0xB000, contiguous=False)
+    unchecked(args, [1])
+    assert struct.unpack("<Q", fake.launches[-1]["values"][1])[0] == 0xB000
+
+
+@pytest.mark.skipif(_launcher is None, reason="compiled launcher not built")
+def test_launch_repeat(make):
+    launcher, fake, _ = make(_meta(), "cython")
+    with pytest.raises(RuntimeError, match="once first"):
+        launcher._launch_repeat(3)
+    launcher(ARGS, [300])
+    launcher._launch_repeat(3)
+    assert len(fake.launches) == 4 and all(r["grid"] == (3, 2, 1) for r in fake.launches)
