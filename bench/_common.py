@@ -24,9 +24,16 @@ def parse_args(description: str, extra: Callable[[argparse.ArgumentParser], None
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing")
     p.add_argument("--rep", type=int, default=50, help="timed calls (the median is reported)")
     p.add_argument("--quick", action="store_true", help="fewer shapes and configs (a smoke run)")
+    p.add_argument("--timeout", type=float, default=0, help="seconds after which to dump stacks and exit "
+                   "(a hung kernel); the results so far are already in --out")
     if extra is not None:
         extra(p)
-    return p.parse_args()
+    args = p.parse_args()
+    if args.timeout > 0:
+        import faulthandler
+
+        faulthandler.dump_traceback_later(args.timeout, exit=True)
+    return args
 
 
 def device_info() -> dict[str, Any]:
@@ -76,6 +83,14 @@ def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:
 def rel_err(actual: Any, expected: Any) -> float:
     a, e = actual.double(), expected.double()
     return float((a - e).norm() / e.norm().clamp_min(1e-30))
+
+
+def checkpoint(result: dict[str, Any], out: str) -> None:
+    """Write the partial result to ``out`` (quietly), so a run that is killed keeps what it measured."""
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            json.dump({**result, "partial": True}, f, indent=2)
 
 
 def emit(result: dict[str, Any], out: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import attempt, device_info, emit, median_ms, parse_args, rel_err
+from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, rel_err
 
 # (block_M, block_N, num_stages, threads)
 CONFIGS = [(128, 128, 2, 256), (128, 64, 2, 256), (128, 64, 2, 128), (64, 64, 1, 128)]
@@ -87,11 +87,13 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     s = 1024 if args.quick else 4096
-    results = []
+    results: list[dict[str, Any]] = []
+    doc = {"bench": "attention", "info": device_info(), "results": results}
     for causal in (False, True):
         row, err = attempt(lambda causal=causal: bench_case(4, 32, s, 128, causal, args))
         results.append(row if err is None else {"causal": causal, "error": err})
-    emit({"bench": "attention", "info": device_info(), "results": results}, args.out)
+        checkpoint(doc, args.out)
+    emit(doc, args.out)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Cold compile time per kernel (disk cache disabled, in-memory cache cleared), split by phase.
 
-For each kernel: ``total_s`` is the wall time of the ``@tilelang.jit`` call that builds it;
-``frontend_s`` = total - the compile driver's stages (tracing the Python function into IR);
+For each kernel: ``frontend_s`` is tracing the ``@tilelang.jit`` factory into IR (``get_ir``);
+``total_s`` = frontend + the compile driver (``compile_prim_func``);
 ``lowering_s`` = the core and CUDA stages (specialize, simplify, verify, layout inference,
 lowering...); ``codegen_s``; ``compile_s`` (NVRTC or nvcc; both are measured when both are
 installed); ``load_s`` (building the launcher); ``first_call_ms`` = the first launch, which loads
@@ -20,8 +20,8 @@ from typing import Any
 from _common import attempt, device_info, emit, parse_args
 
 
-def kernels() -> list[tuple[str, Callable[[], Any], Callable[[], tuple[Any, ...]]]]:
-    """``(name, build the kernel, make its inputs)``."""
+def kernels() -> list[tuple[str, Any, tuple[Any, ...], dict[str, Any], Callable[[], tuple[Any, ...]]]]:
+    """``(name, jitted factory, its args, its kwargs, make the kernel's inputs)``."""
     import torch
 
     from tests.kernels import attention, elementwise, gemm, reductions
@@ -33,72 +33,55 @@ def kernels() -> list[tuple[str, Callable[[], Any], Callable[[], tuple[Any, ...]
     def attn_inputs() -> tuple[Any, ...]:
         return tuple(torch.randn(4, 32, 4096, 128, device="cuda", dtype=torch.float16) for _ in range(3))
 
+    attn_cfg = {"block_M": 128, "block_N": 64, "num_stages": 2, "threads": 256}
     return [
-        ("gemm_fp16_4096_128x256x64", lambda: gemm.matmul(4096, 4096, 4096, block_M=128, block_N=256, block_K=64,
-                                                          num_stages=3, threads=256), gemm_inputs),
-        ("gemm_fp16_4096_128x128x32", lambda: gemm.matmul(4096, 4096, 4096), gemm_inputs),
-        ("flash_attention_fwd", lambda: attention.flash_attention(4, 32, 4096, 128, False, block_M=128, block_N=64,
-                                                                  num_stages=2, threads=256), attn_inputs),
-        ("flash_attention_fwd_causal", lambda: attention.flash_attention(4, 32, 4096, 128, True, block_M=128,
-                                                                         block_N=64, num_stages=2, threads=256),
-         attn_inputs),
-        ("softmax_rows", lambda: reductions.softmax(64, 256),
+        ("gemm_fp16_4096_128x256x64", gemm.matmul, (4096, 4096, 4096),
+         {"block_M": 128, "block_N": 256, "block_K": 64, "num_stages": 3, "threads": 256}, gemm_inputs),
+        ("gemm_fp16_4096_128x128x32", gemm.matmul, (4096, 4096, 4096), {}, gemm_inputs),
+        ("flash_attention_fwd", attention.flash_attention, (4, 32, 4096, 128, False), attn_cfg, attn_inputs),
+        ("flash_attention_fwd_causal", attention.flash_attention, (4, 32, 4096, 128, True), attn_cfg, attn_inputs),
+        ("softmax_rows", reductions.softmax, (64, 256), {},
          lambda: (torch.randn(64, 256, device="cuda", dtype=torch.float16),)),
-        ("rms_norm", lambda: reductions.rms_norm(64, 512),
+        ("rms_norm", reductions.rms_norm, (64, 512), {},
          lambda: (torch.randn(64, 512, device="cuda"), torch.randn(512, device="cuda"))),
-        ("vector_add", lambda: elementwise.vector_add(),
+        ("vector_add", elementwise.vector_add, (), {},
          lambda: (torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda"))),
     ]
 
 
-_KEPT: list[Any] = []  # every kernel built, so a cached one is recognised
-
-
-def _clear_caches() -> None:
-    """Forget compiled kernels: the compile driver's cache and any cache of the jit wrappers."""
-    from tests.kernels import attention, elementwise, gemm, reductions
-    from tilelang_x import compiler
-
-    compiler.clear_cache()
-    for module in (attention, elementwise, gemm, reductions):
-        for obj in vars(module).values():
-            for name in ("cache_clear", "clear_cache"):
-                fn = getattr(obj, name, None)
-                if callable(fn) and not isinstance(obj, type):
-                    fn()
-
-
-def measure(build: Callable[[], Any], inputs: Callable[[], tuple[Any, ...]]) -> dict[str, Any]:
+def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+            inputs: Callable[[], tuple[Any, ...]]) -> dict[str, Any]:
+    """Trace (``get_ir``) then compile (``compile_prim_func``, in-memory cache cleared), timing both."""
     import torch
 
-    _clear_caches()
+    from tilelang_x import compiler
+
     t0 = time.perf_counter()
-    kernel = build()
-    total = time.perf_counter() - t0
-    if any(k is kernel for k in _KEPT):
-        return {"error": "the jit wrapper returned a cached kernel; these times would be stale"}
-    _KEPT.append(kernel)
+    func = jitted.get_ir(*args, **kwargs)
+    t1 = time.perf_counter()
+    compiler.clear_cache()
+    kernel = compiler.compile_prim_func(func, options=dict(getattr(jitted, "options", {}) or {}))
+    t2 = time.perf_counter()
     times = dict(getattr(kernel, "stage_times", {}) or {})
     phases = {k: times.pop(k, 0.0) for k in ("codegen", "compile", "load")}
-    lowering = sum(times.values())
-    driver_total = lowering + sum(phases.values())
     row: dict[str, Any] = {
-        "total_s": round(total, 4),
-        "frontend_s": round(max(0.0, total - driver_total), 4),
-        "lowering_s": round(lowering, 4),
+        "total_s": round(t2 - t0, 4),
+        "frontend_s": round(t1 - t0, 4),
+        "lowering_s": round(sum(times.values()), 4),
         "codegen_s": round(phases["codegen"], 4),
         "compile_s": round(phases["compile"], 4),
         "load_s": round(phases["load"], 4),
+        "driver_other_s": round(max(0.0, (t2 - t1) - sum(times.values()) - sum(phases.values())), 4),
         "stages_s": {k: round(v, 4) for k, v in times.items()},
     }
-    args = inputs()
+    data = inputs()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    kernel(*args)
+    kernel(*data)
     torch.cuda.synchronize()
     first = time.perf_counter() - t0
     t0 = time.perf_counter()
-    kernel(*args)
+    kernel(*data)
     torch.cuda.synchronize()
     steady = time.perf_counter() - t0
     row["first_call_ms"] = round((first - steady) * 1e3, 3)
@@ -122,10 +105,10 @@ def main() -> None:
     with knobs.scope(cache_disable=True, target_default="cuda"):
         for comp in compilers:
             with knobs.scope(compile_use_nvrtc=(comp == "nvrtc")):
-                warm, err = attempt(lambda: measure(table[-1][1], table[-1][2]))
+                warm, err = attempt(lambda: measure(*table[-1][1:]))
                 per: dict[str, Any] = {"process_warmup": warm if err is None else {"error": err}}
-                for name, build, inputs in table:
-                    row, err = attempt(lambda build=build, inputs=inputs: measure(build, inputs))
+                for name, *rest in table:
+                    row, err = attempt(lambda rest=rest: measure(*rest))
                     per[name] = row if err is None else {"error": err}
             results[comp] = per
     emit({"bench": "compile_time", "info": device_info(), "target_total_s": 0.5, "results": results}, args.out)

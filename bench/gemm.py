@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import attempt, device_info, emit, median_ms, parse_args, rel_err
+from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, rel_err
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (8192, 28672, 4096)]
 
@@ -78,12 +78,14 @@ def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     shapes = SHAPES[:1] if args.quick else SHAPES
     dtypes = ["float16"] if args.quick else ["float16", "bfloat16"]
-    results = []
+    results: list[dict[str, Any]] = []
+    doc = {"bench": "gemm", "info": device_info(), "results": results}
     for dtype_name in dtypes:
         for m, n, k in shapes:
             row, err = attempt(lambda m=m, n=n, k=k, d=dtype_name: bench_shape(m, n, k, d, args))
             results.append(row if err is None else {"dtype": dtype_name, "M": m, "N": n, "K": k, "error": err})
-    emit({"bench": "gemm", "info": device_info(), "results": results}, args.out)
+            checkpoint(doc, args.out)
+    emit(doc, args.out)
 
 
 if __name__ == "__main__":

@@ -87,8 +87,17 @@ def handwritten(kind: str, calls: int) -> dict[str, Any]:
     }
     if hasattr(static, "_launch_repeat"):
         # the floor: cuLaunchKernel alone, called from C in a loop with the same arguments
-        out["driver_cuLaunchKernel_only"] = host_us(lambda: static._launch_repeat(100), calls // 100, batch=1)
-        out["driver_cuLaunchKernel_only"] = {k: round(v / 100, 3) for k, v in out["driver_cuLaunchKernel_only"].items()}
+        floor = host_us(lambda: static._launch_repeat(100), calls // 100, batch=1)
+        out["driver_cuLaunchKernel_only"] = {k: round(v / 100, 3) for k, v in floor.items()}
+    # the same on a stream of our own instead of torch's default (legacy) stream
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        out["static_grid_side_stream"] = host_us(lambda: static(args, dims_list), calls)
+        if hasattr(static, "_launch_repeat"):
+            static(args, dims_list)
+            floor = host_us(lambda: static._launch_repeat(100), calls // 100, batch=1)
+            out["driver_cuLaunchKernel_only_side_stream"] = {k: round(v / 100, 3) for k, v in floor.items()}
+    torch.cuda.synchronize()
     # the Python-side pieces of a call
     get_stream = runtime._stream_getter()
     out["parts"] = {

@@ -196,7 +196,9 @@ class Const(Expr):
     dtype: DType = dtypes.int32
 
     def structural_key(self) -> tuple:
-        return ("const", self.value, self.dtype.name)
+        # float.hex tells 0.0 from -0.0 (which compare equal) and makes nan equal to itself
+        value = self.value.hex() if isinstance(self.value, float) else self.value
+        return ("const", value, self.dtype.name)
 
     def __bool__(self) -> bool:
         return bool(self.value)

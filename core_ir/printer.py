@@ -17,6 +17,7 @@ _PREC = {
     "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10, "%": 10,
     "**": 12,
 }
+_UNARY_PREC = {"not": 3, "neg": 11, "~": 11}
 
 
 class _Names:
@@ -55,17 +56,29 @@ class _Printer:
                 return "True" if e.value else "False"
             if e.dtype.is_float:
                 text = repr(float(e.value))
-                return text if e.dtype.name == "float32" else f"T.{e.dtype.name}({text})"
-            return str(e.value) if e.dtype.name == "int32" else f"T.{e.dtype.name}({e.value})"
+                if e.dtype.name != "float32":
+                    return f"T.{e.dtype.name}({text})"
+            elif e.dtype.name == "int32":
+                text = str(e.value)
+            else:
+                return f"T.{e.dtype.name}({e.value})"
+            # a negative literal reads as a unary minus: `(-3) ** x`
+            return f"({text})" if text.startswith("-") and parent_prec > _UNARY_PREC["neg"] else text
         if isinstance(e, E.BinOp):
             if e.op in ("min", "max"):
                 return f"T.{e.op}({self.expr(e.a)}, {self.expr(e.b)})"
             prec = _PREC[e.op]
-            text = f"{self.expr(e.a, prec)} {e.op} {self.expr(e.b, prec + 1)}"
+            # Python chains comparisons (`a < b == c`) and `**` groups to the right, so those
+            # need parentheses on the other side than the left-associative operators
+            left = prec + 1 if prec == _PREC["=="] or e.op == "**" else prec
+            right = prec if e.op == "**" else prec + 1
+            text = f"{self.expr(e.a, left)} {e.op} {self.expr(e.b, right)}"
             return f"({text})" if prec < parent_prec else text
         if isinstance(e, E.UnaryOp):
             sym = {"neg": "-", "not": "not ", "~": "~"}[e.op]
-            return f"{sym}{self.expr(e.a, 11)}"
+            prec = _UNARY_PREC[e.op]
+            text = f"{sym}{self.expr(e.a, prec)}"
+            return f"({text})" if prec < parent_prec else text
         if isinstance(e, E.Select):
             return f"T.if_then_else({self.expr(e.cond)}, {self.expr(e.t)}, {self.expr(e.f)})"
         if isinstance(e, E.Cast):

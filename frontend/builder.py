@@ -13,6 +13,7 @@ bound by annotations, the outputs declared with ``T.empty``, the ``T.const`` nam
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -188,18 +189,27 @@ class Builder:
         return seq(self.frames[0].stmts)
 
 
-_active: list[Builder] = []
+class _Traces(threading.local):
+    """The builders of the traces in progress, per thread (an autotuner may trace in parallel)."""
+
+    def __init__(self) -> None:
+        self.stack: list[Builder] = []
+
+
+_traces = _Traces()
 
 
 def current() -> Builder | None:
     """The builder of the trace in progress, if any."""
-    return _active[-1] if _active else None
+    stack = _traces.stack
+    return stack[-1] if stack else None
 
 
 def require(what: str) -> Builder:
     """The active builder, or a located error saying ``what`` needs a kernel trace."""
-    if _active:
-        return _active[-1]
+    stack = _traces.stack
+    if stack:
+        return stack[-1]
     raise TileLangSyntaxError(
         f"{what} can only be used while a kernel is traced",
         loc=caller_loc(),
@@ -213,16 +223,22 @@ def require_kernel(what: str) -> Builder:
     return b
 
 
+def _store(buffer: Buffer, indices: tuple[E.Expr, ...], value: E.Expr) -> None:
+    # The core keeps one stack of store handlers for all threads; every entry the frontend
+    # pushes is this function, which stores through the calling thread's own builder.
+    require(f"a store to `{buffer.name}`").store(buffer, indices, value)
+
+
 @contextmanager
 def tracing(builder: Builder) -> Iterator[Builder]:
-    """Make ``builder`` the active one (and its store handler the current one)."""
-    _active.append(builder)
-    push_store_handler(builder.store)
+    """Make ``builder`` the active one (and install the store handler) for the calling thread."""
+    _traces.stack.append(builder)
+    push_store_handler(_store)
     try:
         yield builder
     finally:
         pop_store_handler()
-        _active.pop()
+        _traces.stack.pop()
 
 
 F = TypeVar("F", bound=Callable[..., Any])

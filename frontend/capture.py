@@ -128,6 +128,16 @@ def get_source(fn: Callable[..., Any]) -> Source:
 
 # ---- the rewriter ----------------------------------------------------------------------------
 
+def _at(new: Any, old: ast.AST) -> Any:
+    """Place ``new`` at the first line of ``old``, as a one-line span: Python reports a method
+    call at the end line of its callee, so a span reaching further down would name a later line
+    in tracebacks and in ``caller_loc()``."""
+    new.lineno = new.end_lineno = old.lineno  # type: ignore[attr-defined]
+    new.col_offset = old.col_offset  # type: ignore[attr-defined]
+    new.end_col_offset = old.col_offset + 1
+    return new
+
+
 def _rt(attr: str) -> ast.expr:
     return ast.Attribute(value=ast.Name(id=RT, ctx=ast.Load()), attr=attr, ctx=ast.Load())
 
@@ -199,7 +209,7 @@ class _Rewriter(ast.NodeTransformer):
         from them through ``fix_missing_locations``)."""
         for n in nodes:
             if getattr(n, "lineno", None) is None:
-                ast.copy_location(n, at)
+                _at(n, at)
         return nodes
 
     # ---- functions --------------------------------------------------------------------------
@@ -240,9 +250,11 @@ class _Rewriter(ast.NodeTransformer):
                 out.extend(r)
             else:
                 out.append(r)
-        return out or [ast.copy_location(ast.Pass(), stmts[0])]
+        return out or [_at(ast.Pass(), stmts[0])]
 
     def visit_Yield(self, node: ast.AST) -> Any:
+        if self.depth > 1:  # a generator helper defined inside the kernel is fine
+            return self.generic_visit(node)
         raise self.error(node, "a kernel function cannot be a generator (`yield`)",
                          "remove the `yield`; kernel code runs once, at trace time")
 
@@ -257,7 +269,7 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Return(self, node: ast.Return) -> Any:
         self.generic_visit(node)
         if self.depth == 1:
-            node.value = ast.copy_location(_rtcall("ret", node.value or _const(None)), node)
+            node.value = _at(_rtcall("ret", node.value or _const(None)), node)
         return node
 
     # ---- control flow -----------------------------------------------------------------------
@@ -287,7 +299,7 @@ class _Rewriter(ast.NodeTransformer):
         node.orelse = self.body(node.orelse) if node.orelse else []
         it = node.iter
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords:
-            it = ast.copy_location(_call(_rt("range_"), _name("range"), *it.args), it)
+            it = _at(_call(_rt("range_"), _name("range"), *it.args), it)
         assign = ast.Assign(targets=[_name(loop, store=True)],
                             value=_rtcall("loop", it, _const(_target_names(node.target)), _const(bool(node.orelse))))
         node.iter = _name(loop)
@@ -323,7 +335,7 @@ class _Rewriter(ast.NodeTransformer):
             item.context_expr = self.visit(item.context_expr)
             names = _target_names(item.optional_vars) if item.optional_vars is not None else None
             if names is not None:
-                item.context_expr = ast.copy_location(_rtcall("named", item.context_expr, _const(names)),
+                item.context_expr = _at(_rtcall("named", item.context_expr, _const(names)),
                                                       item.context_expr)
         node.body = self.body(node.body)
         return node
@@ -353,7 +365,7 @@ class _Rewriter(ast.NodeTransformer):
             return self.located(stmts, node)
         names = _target_names(target)
         if isinstance(names, tuple):
-            node.value = ast.copy_location(_rtcall("name_all", node.value, _const(names)), node.value)
+            node.value = _at(_rtcall("name_all", node.value, _const(names)), node.value)
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> Any:
@@ -391,28 +403,31 @@ class _Rewriter(ast.NodeTransformer):
     def visit_BoolOp(self, node: ast.BoolOp) -> Any:
         values = [self.visit(v) for v in node.values]
         fn = "and_" if isinstance(node.op, ast.And) else "or_"
-        new = _rtcall(fn, values[0], *[ast.copy_location(_lambda(v), v) for v in values[1:]])
-        return ast.copy_location(new, node)
+        new = _rtcall(fn, values[0], *[_at(_lambda(v), v) for v in values[1:]])
+        return _at(new, node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         node.operand = self.visit(node.operand)
         if isinstance(node.op, ast.Not):
-            return ast.copy_location(_rtcall("not_", node.operand), node)
+            return _at(_rtcall("not_", node.operand), node)
         return node
 
     def visit_Compare(self, node: ast.Compare) -> Any:
         node.left = self.visit(node.left)
         node.comparators = [self.visit(c) for c in node.comparators]
         if len(node.ops) == 1:
+            if isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+                # `v == 1` on a T.alloc_var must compare its value, not the buffer's identity
+                return _at(_rtcall("cmp", _const(_CMP[type(node.ops[0])]), node.left, node.comparators[0]), node)
             return node
         ops = ast.Tuple(elts=[_const(_CMP[type(o)]) for o in node.ops], ctx=ast.Load())
-        new = _rtcall("chain", node.left, ops, *[ast.copy_location(_lambda(c), c) for c in node.comparators])
-        return ast.copy_location(new, node)
+        new = _rtcall("chain", node.left, ops, *[_at(_lambda(c), c) for c in node.comparators])
+        return _at(new, node)
 
     def visit_IfExp(self, node: ast.IfExp) -> Any:
         test, body, orelse = self.visit(node.test), self.visit(node.body), self.visit(node.orelse)
-        new = _rtcall("ifexp", test, ast.copy_location(_lambda(body), body), ast.copy_location(_lambda(orelse), orelse))
-        return ast.copy_location(new, node)
+        new = _rtcall("ifexp", test, _at(_lambda(body), body), _at(_lambda(orelse), orelse))
+        return _at(new, node)
 
 
 def _rewrite(fn: Callable[..., Any]) -> types.CodeType:
@@ -431,7 +446,7 @@ def _rewrite(fn: Callable[..., Any]) -> types.CodeType:
     )
     if "type_params" in ast.FunctionDef._fields:
         wrapper.type_params = []
-    ast.copy_location(wrapper, fdef)
+    _at(wrapper, fdef)
     module = ast.Module(body=[wrapper], type_ignores=[])
     ast.fix_missing_locations(module)
     try:

@@ -79,7 +79,8 @@ def param_value(name: str, ann: Any, loc: SourceLoc | None) -> Buffer | E.Var | 
     if ann is inspect.Parameter.empty:
         return None
     if isinstance(ann, TensorSpec):
-        return Buffer(name, ann.shape, ann.dtype, ann.scope, ann.loc or loc, ann.strides)
+        where = ann.loc if ann.loc is not None and not ann.loc.file.startswith("<") else loc
+        return Buffer(name, ann.shape, ann.dtype, ann.scope, where, ann.strides)
     if isinstance(ann, DType):
         return E.Var(name, ann, loc)
     if isinstance(ann, type) and ann in (int, float, bool):

@@ -21,7 +21,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..core_ir import expr as E
@@ -98,17 +98,34 @@ def _decorator_name(node: ast.expr) -> str:
     return ""
 
 
+_LANGUAGE_MODULES = ("tilelang_x.language", "tilelang_x.frontend.language")
+
+
 class _StyleScan(ast.NodeVisitor):
-    def __init__(self) -> None:
+    """Looks for the marks of each style: a nested ``@T.prim_func`` (classic), or ``T.Kernel``,
+    ``T.const``, ``T.empty`` and ``A: T.Tensor(...)`` in the function's own body (eager)."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self.namespace = namespace
         self.prim_func = False
         self.eager = False
         self.depth = 0
 
+    def is_language(self, node: ast.expr, names: tuple[str, ...]) -> bool:
+        """``node`` is ``<T>.<one of names>`` (optionally called or indexed), ``T`` the language."""
+        if isinstance(node, (ast.Call, ast.Subscript)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        if not (isinstance(node, ast.Attribute) and node.attr in names and isinstance(node.value, ast.Name)):
+            return False
+        module = self.namespace.get(node.value.id)
+        if module is None:
+            return node.value.id == "T"
+        return getattr(module, "__name__", "") in _LANGUAGE_MODULES
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        if self.depth > 0 and any(_decorator_name(d) == "prim_func" for d in node.decorator_list):
-            self.prim_func = True
-            return
         if self.depth > 0:
+            if any(_decorator_name(d) == "prim_func" for d in node.decorator_list):
+                self.prim_func = True
             return
         self.depth += 1
         self.generic_visit(node)
@@ -117,17 +134,17 @@ class _StyleScan(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
     def visit_With(self, node: ast.With) -> None:
-        if any(_decorator_name(i.context_expr) == "Kernel" for i in node.items):
+        if any(self.is_language(i.context_expr, ("Kernel",)) for i in node.items):
             self.eager = True
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
-        if isinstance(node.func, ast.Attribute) and node.func.attr in ("const", "empty"):
+        if self.is_language(node, ("const", "empty")):
             self.eager = True
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is None:
+        if node.value is None and self.is_language(node.annotation, ("Tensor", "Buffer", "StridedTensor")):
             self.eager = True
         self.generic_visit(node)
 
@@ -138,7 +155,7 @@ def detect_style(fn: Callable[..., Any]) -> str:
         tree = get_source(fn).tree
     except TileLangError:
         return "classic"
-    scan = _StyleScan()
+    scan = _StyleScan(fn.__globals__)
     scan.visit(tree)
     if scan.prim_func:
         return "classic"
@@ -165,7 +182,6 @@ class _Entry:
     inputs: list[str]
     ret: Any
     kernel: Any = None
-    checks: list[tuple[str, Buffer]] = field(default_factory=list)
 
 
 class JITFunc:
@@ -196,6 +212,7 @@ class JITFunc:
         self._kernels: dict[Any, Any] = {}
         self._probes: dict[Any, _Probe] = {}
         self._entries: dict[Any, _Entry] = {}
+        self._fast: dict[Any, tuple[_Entry, list[str]]] = {}
         functools.update_wrapper(self, fn)
 
     # ---- public API -------------------------------------------------------------------------
@@ -212,7 +229,24 @@ class JITFunc:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.style == "classic":
             return self.compile(*args, **kwargs)
+        fast = None
+        if not kwargs:
+            # positional calls repeat: key them by shapes and dtypes, skipping the binding work
+            try:
+                fast = (_target(self.target),) + tuple(
+                    (a.shape, a.dtype) if is_tensor(a) else ("=", _freeze(a)) for a in args)
+                hit = self._fast.get(fast)
+            except TypeError:
+                fast = hit = None
+            if hit is not None:
+                return self._run(hit[0], dict(zip(hit[1], args)))
         entry, tensors = self._eager_entry(args, kwargs, need_tensors=True)
+        if fast is not None:
+            if len(self._fast) > 1024:
+                self._fast.clear()
+            names = list(self._signature().parameters)[: len(args)]
+            if all(n in tensors or not is_tensor(a) for n, a in zip(names, args)):
+                self._fast[fast] = (entry, names)
         return self._run(entry, tensors)
 
     @bld.user_errors
@@ -390,7 +424,6 @@ class JITFunc:
     def _build(self, scalars: dict[str, Any], values: dict[str, int], tensors: dict[str, Any]) -> _Entry:
         b = bld.Builder(self.fn.__name__, "eager", values)
         func, ret = build_prim_func(self.fn, b, scalars)
-        n_in = len(func.params) - len(b.outputs)
         inputs = [s.name for s in b.slots]
         for slot in b.slots:
             value = slot.value
@@ -411,9 +444,9 @@ class JITFunc:
                     f"`{self.fn.__name__}`: argument `{slot.name}` has {len(tensor.shape)} dimensions but is "
                     f"annotated with {value.ndim}", loc=value.loc,
                 )
-        return _Entry(func, inputs, self._ret_spec(ret, func, b, n_in))
+        return _Entry(func, inputs, self._ret_spec(ret, func, b))
 
-    def _ret_spec(self, ret: Any, func: PrimFunc, b: bld.Builder, n_in: int) -> Any:
+    def _ret_spec(self, ret: Any, func: PrimFunc, b: bld.Builder) -> Any:
         outputs = {id(buf): k for k, buf in enumerate(b.outputs)}
         inputs = {id(s.value): s.name for s in b.slots}
 

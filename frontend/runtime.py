@@ -17,7 +17,7 @@ from ..core_ir import dtypes
 from ..core_ir import expr as E
 from ..core_ir.buffer import Buffer
 from ..core_ir.dtypes import DType
-from ..core_ir.errors import TileLangSyntaxError
+from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import caller_loc
 from ..core_ir.stmt import If, While
 from . import builder as B
@@ -400,13 +400,22 @@ class Runtime:
         return not x
 
     @staticmethod
+    def cmp(op: str, a: Any, b: Any) -> Any:
+        """``a == b`` / ``a != b``, reading a ``T.alloc_var`` as its value."""
+        if type(a) is Buffer and a.scope == "var":
+            a = a.as_expr()
+        if type(b) is Buffer and b.scope == "var":
+            b = b.as_expr()
+        return _COMPARE[op](a, b)
+
+    @staticmethod
     def chain(left: Any, ops: tuple[str, ...], *rights: Callable[[], Any]) -> Any:
         sym: Any = None
         last: Any = True
         cur = left
         for op, thunk in zip(ops, rights):
             right = thunk()
-            r = _COMPARE[op](cur, right)
+            r = Runtime.cmp(op, cur, right)
             if is_symbolic(r):
                 sym = r if sym is None else E.binary("and", sym, r)
             elif not r:
@@ -419,7 +428,16 @@ class Runtime:
     @staticmethod
     def ifexp(cond: Any, then: Callable[[], Any], other: Callable[[], Any]) -> Any:
         if is_symbolic(cond):
-            return E.select(cond, then(), other())
+            t, f = then(), other()
+            for v in (t, f):
+                if not _is_value(v):
+                    raise TileLangTypeError(
+                        f"`x if c else y` on the symbolic condition `{E.convert(cond)}` needs scalar values, "
+                        f"got {type(v).__name__} {v!r}",
+                        loc=caller_loc(),
+                        hint="only scalars can be selected at run time; for buffers, branch with an `if` statement",
+                    )
+            return E.select(cond, t, f)
         return then() if cond else other()
 
 

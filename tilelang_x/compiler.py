@@ -1,29 +1,50 @@
 """The compile driver: tile-level ``PrimFunc`` → ``JITKernel`` for one target.
 
 ``compile_prim_func`` resolves the target, runs the core stages (``specialize``, ``simplify``,
-``verify``) and the backend's stages (``tlx_pipeline``) through one stage runner, so
-``TILELANG_X_DUMP=stage,...`` (or ``options["dump"]``) can dump the IR after any of them, then
+``verify``) and the backend's stages (``tlx_pipeline``) through one stage runner, then
 ``tlx_codegen`` → ``tlx_compile`` → ``tlx_load``. Kernels are cached in memory, keyed by the
-function's text, ``out_idx``, the target and the options.
+function's text, ``out_idx``, the target and the options; the expensive part of a compile (the
+device toolchain) is cached on disk by the backend itself through ``tilelang_x.cache``.
+
+Dumps: ``TILELANG_X_DUMP=stage,...`` (``knobs.compile.dump``) or ``options["dump"]`` writes the IR
+after each named stage to ``TILELANG_X_DUMP_DIR`` / ``options["dump_dir"]``, one file per stage,
+``<kernel>.<NN>.<stage>.txt``. Besides the stages, ``input`` is the IR as the frontend built it
+and ``codegen`` the generated source; ``all`` means every one. An unknown name is an error that
+lists the names this target has.
+
+A third-party plugin whose hook raises something other than a ``TileLangError`` while a kernel
+compiles is named in a ``PluginWarning``, left out, and the kernel is compiled again without it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 import threading
 import time
+import types
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from . import knobs, registry
 from .args import normalize_out_idx
 from .core_ir.errors import BackendNotImplementedError, TileLangError
-from .core_ir.stages import StageContext, run_stages
+from .core_ir.stages import StageContext, dump_path, run_stages
 from .core_ir.stmt import PrimFunc
 from .kernel import JITKernel
 from .target import Target
 
-__all__ = ["compile_prim_func", "clear_cache", "cache_size"]
+__all__ = ["compile_prim_func", "clear_cache", "cache_size", "dump_stage_names"]
+
+logger = logging.getLogger(__name__)
+
+#: The pseudo-stages a dump can name besides the real ones: the IR as built, the generated source.
+INPUT_STAGE = "input"
+CODEGEN_STAGE = "codegen"
+#: File extension of the ``codegen`` dump per backend (``.txt`` otherwise).
+_SOURCE_SUFFIX = {"cuda": ".cu", "hip": ".hip", "metal": ".metal", "ascend": ".cpp"}
 
 _cache: dict[tuple[Any, ...], JITKernel] = {}
 _cache_lock = threading.Lock()
@@ -41,13 +62,57 @@ def _core_stages() -> list[tuple[str, Any]]:
 
 def _dump_request(options: dict[str, Any]) -> tuple[list[str], str]:
     dump = options.get("dump", knobs.compile.dump)
-    if isinstance(dump, str):
-        names = [n.strip() for n in dump.split(",") if n.strip()]
+    if dump is None or dump is False:
+        names: list[str] = []
     elif dump is True:
         names = ["all"]
+    elif isinstance(dump, str):
+        names = [n.strip() for n in dump.split(",") if n.strip()]
+    elif isinstance(dump, (list, tuple, set, frozenset)) and all(isinstance(n, str) for n in dump):
+        names = [n.strip() for n in dump if n.strip()]
     else:
-        names = list(dump or ())
-    return names, str(options.get("dump_dir", knobs.compile.dump_dir))
+        raise TileLangError(
+            f"dump must be a stage name, a comma-separated string, a list of names, True or 'all'; got {dump!r}",
+            hint="e.g. options={'dump': 'all'} or TILELANG_X_DUMP=input,codegen",
+        )
+    dump_dir = options.get("dump_dir") or knobs.compile.dump_dir
+    return names, os.path.abspath(os.path.expanduser(str(dump_dir)))
+
+
+def dump_stage_names(target: str | Target | None = None) -> list[str]:
+    """The names ``dump`` accepts for ``target``, in order: ``input``, the core stages, the
+    backend's stages, ``codegen`` (``all`` means every one)."""
+    tgt = registry.resolve_target(target)
+    stages = _core_stages() + list(registry.hook().tlx_pipeline(target=tgt) or ())
+    return [INPUT_STAGE, *(name for name, _ in stages), CODEGEN_STAGE]
+
+
+def _check_dump(names: list[str], known: list[str], tgt: Target, dump_dir: str) -> None:
+    unknown = [n for n in names if n != "all" and n not in known]
+    if unknown:
+        raise TileLangError(
+            f"unknown stage name{'s' if len(unknown) > 1 else ''} for dumping: {', '.join(unknown)}",
+            hint=f"stages for target {tgt}: {', '.join(known)} (or 'all'); set them with TILELANG_X_DUMP "
+            "or options['dump']",
+        )
+    try:
+        os.makedirs(dump_dir, exist_ok=True)
+    except OSError as exc:
+        raise TileLangError(
+            f"cannot write IR dumps to {dump_dir}: {exc.strerror or exc}",
+            hint="choose another folder with TILELANG_X_DUMP_DIR (knobs.compile.dump_dir) or options['dump_dir']",
+        ) from None
+
+
+def _write_dump(path: str, text: str) -> None:
+    try:
+        with open(path, "w") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise TileLangError(
+            f"cannot write the IR dump {path}: {exc.strerror or exc}",
+            hint="choose another folder with TILELANG_X_DUMP_DIR (knobs.compile.dump_dir) or options['dump_dir']",
+        ) from None
 
 
 def _freeze(value: Any) -> Any:
@@ -82,8 +147,9 @@ def compile_prim_func(
 
     ``out_idx`` (default: the function's own) names the parameters the kernel allocates and
     returns; negative indices count from the end. ``options`` go to every stage through
-    ``StageContext.options``; ``options["dump"]`` (a list of stage names or ``"all"``) and
-    ``options["dump_dir"]`` override the ``TILELANG_X_DUMP`` knobs.
+    ``StageContext.options``, except two that the driver takes: ``options["dump"]`` (stage names
+    as a list or a comma-separated string, ``True`` or ``"all"``; see ``dump_stage_names``) and
+    ``options["dump_dir"]``, which override ``TILELANG_X_DUMP`` / ``TILELANG_X_DUMP_DIR``.
     """
     if not isinstance(func, PrimFunc):
         raise TypeError(f"compile_prim_func expects a PrimFunc, got {type(func).__name__}")
@@ -92,7 +158,10 @@ def compile_prim_func(
     outs = normalize_out_idx(func, out_idx)
     if outs != func.out_idx:
         func = dataclasses.replace(func, out_idx=outs)
-    dump, dump_dir = _dump_request(opts)
+    try:
+        dump, dump_dir = _dump_request(opts)
+    except TileLangError as err:
+        raise err.with_loc(func.loc) from None
     opts.pop("dump", None)
     opts.pop("dump_dir", None)
     key = None if dump else (func.script(), outs, tgt, _freeze(opts))
@@ -101,11 +170,25 @@ def compile_prim_func(
             cached = _cache.get(key)
         if cached is not None:
             return cached
-    kernel = _compile(func, tgt, outs, opts, dump, dump_dir)
+    kernel = _compile_isolated(func, tgt, outs, opts, dump, dump_dir)
     if key is not None:
         with _cache_lock:
             kernel = _cache.setdefault(key, kernel)
     return kernel
+
+
+def _compile_isolated(
+    func: PrimFunc, tgt: Target, outs: tuple[int, ...], opts: dict[str, Any], dump: list[str], dump_dir: str
+) -> JITKernel:
+    """``_compile``, leaving out (and naming) any third-party plugin that crashes on the way."""
+    while True:
+        try:
+            return _compile(func, tgt, outs, opts, dump, dump_dir)
+        except TileLangError:
+            raise
+        except Exception as exc:
+            if not _disable_culprit(exc):
+                raise
 
 
 def _compile(
@@ -115,9 +198,20 @@ def _compile(
     ctx = StageContext(tgt, opts)
     try:
         stages = _core_stages() + list(hooks.tlx_pipeline(target=tgt) or ())
-        lowered = run_stages(func, stages, ctx, dump, dump_dir)
+        stages = [(INPUT_STAGE, lambda f, c: f), *stages]
+        names = [name for name, _ in stages]
+        if dump:
+            _check_dump(dump, [*names, CODEGEN_STAGE], tgt, dump_dir)
+        lowered = run_stages(func, stages, ctx, [n for n in dump if n != CODEGEN_STAGE], dump_dir if dump else None)
+        ctx.timings.pop(INPUT_STAGE, None)
         times = ctx.timings
         source = _timed(times, "codegen", hooks.tlx_codegen, target=tgt, func=lowered, ctx=ctx)
+        if dump and ("all" in dump or CODEGEN_STAGE in dump):
+            path = dump_path(dump_dir, len(stages), CODEGEN_STAGE, lowered.name)
+            path = path[: -len(".txt")] + _SOURCE_SUFFIX.get(tgt.backend, ".txt")
+            _write_dump(path, source if source is not None else lowered.script())
+        if dump:
+            logger.info("IR dumps of `%s` for %s written to %s", func.name, tgt, dump_dir)
         binary = _timed(times, "compile", hooks.tlx_compile, target=tgt, func=lowered, source=source, ctx=ctx)
         launcher = _timed(times, "load", hooks.tlx_load, target=tgt, func=lowered, binary=binary, ctx=ctx)
     except TileLangError as err:
@@ -131,6 +225,61 @@ def _compile(
     if source is None:
         source = lowered.script()
     return JITKernel(func, tgt, source, launcher, outs, lowered_func=lowered, stage_times=times)
+
+
+# ---- isolating a crashing third-party plugin -------------------------------------------------
+def _hook_functions() -> dict[types.CodeType, tuple[str, str]]:
+    """The code object of every third-party hookimpl -> (plugin name, hook name)."""
+    records = {r.name: r for r in registry.plugins()}
+    pm = registry.plugin_manager()
+    found: dict[types.CodeType, tuple[str, str]] = {}
+    for name in pm.hook.__dict__:
+        caller = getattr(pm.hook, name, None)
+        if caller is None or not hasattr(caller, "get_hookimpls"):
+            continue
+        for impl in caller.get_hookimpls():
+            record = records.get(impl.plugin_name)
+            if record is None or record.builtin:
+                continue
+            code = getattr(impl.function, "__code__", None)
+            if code is not None:
+                found[code] = (impl.plugin_name, name)
+    return found
+
+
+def _disable_culprit(exc: BaseException) -> bool:
+    """If a third-party hookimpl is on ``exc``'s traceback, mark its plugin failed (a
+    ``PluginWarning`` naming it) and return True, so the caller can compile again without it."""
+    functions = _hook_functions()
+    if not functions:
+        return False
+    culprit = None
+    tb = exc.__traceback__
+    while tb is not None:
+        hit = functions.get(tb.tb_frame.f_code)
+        if hit is not None:
+            culprit = hit  # keep the innermost one
+        tb = tb.tb_next
+    if culprit is None:
+        return False
+    plugin, hook_name = culprit
+    record = {r.name: r for r in registry.plugins()}.get(plugin)
+    if record is None or not record.ok:
+        return False
+    with warnings.catch_warnings():
+        # the registry warns from its own frame: point the warning at the user's call instead
+        warnings.simplefilter("ignore", registry.PluginWarning)
+        registry._mark_failed(record, f"{hook_name} raised {registry._describe(exc)} while compiling a kernel")
+    origin = f" from {record.dist} {record.version}" if record.dist else ""
+    warnings.warn(
+        f"tilelang-x plugin {plugin!r} ({record.module}{origin}) failed: {hook_name} raised "
+        f"{registry._describe(exc)}; it is left out and the kernel is compiled without it "
+        "(see `python -m tilelang_x info`)",
+        registry.PluginWarning,
+        stacklevel=4,
+    )
+    logger.debug("plugin %s failed while compiling", plugin, exc_info=exc)
+    return True
 
 
 def clear_cache() -> None:

@@ -86,6 +86,16 @@ class _Runtime(_Namespace):
     launcher = _Knob("LAUNCHER", "auto", str, "CUDA launcher: auto (compiled extension if built), cython, ctypes.")
 
 
+class _Autotune(_Namespace):
+    workers = _Knob("AUTOTUNE_WORKERS", 0, int,
+                    "Processes that compile autotuning candidates; 0: min(CPUs, 8), but in-process for the "
+                    "interpreter; 1: always in-process.")
+    disable_cache = _Knob("AUTOTUNE_DISABLE_CACHE", False, bool,
+                          "Do not read or write remembered autotuning results (<cache dir>/autotune).")
+    progress = _Knob("AUTOTUNE_PROGRESS", True, bool, "Show a progress bar (tqdm) while tuning, on a terminal.")
+    print = _Knob("PRINT_AUTOTUNING", False, bool, "Print each tuning's candidates, times and winner to stderr.")
+
+
 class _Testing(_Namespace):
     accept = _Knob("ACCEPT", False, bool, "Rewrite golden files instead of comparing against them.")
 
@@ -94,9 +104,11 @@ target = _Target()
 compile = _Compile()
 cache = _Cache()
 runtime = _Runtime()
+autotune = _Autotune()
 testing = _Testing()
 
-_NAMESPACES = {"target": target, "compile": compile, "cache": cache, "runtime": runtime, "testing": testing}
+_NAMESPACES = {"target": target, "compile": compile, "cache": cache, "runtime": runtime, "autotune": autotune,
+               "testing": testing}
 
 
 def all_knobs() -> dict[str, _Knob]:

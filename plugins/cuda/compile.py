@@ -16,7 +16,8 @@ Options (all optional): ``fast_math`` (bool), ``lineinfo`` (bool), ``include_dir
 ``flags`` (extra raw flags for whichever compiler runs).
 
 The cache key is the sha256 of the source, the arch, the options, the compiler and its version,
-the tilelang-x version and the plugin's headers; entries live under ``<cache dir>/cuda/``.
+the tilelang-x version and the plugin's headers; entries live in the on-disk kernel cache
+(``tilelang_x.cache``, namespace ``cuda``: ``<cache dir>/cuda/``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -246,8 +246,21 @@ def nvcc_version(nvcc: str) -> str:
     return _NVCC_VERSIONS[key]
 
 
+_INCLUDE_DIRS: dict[tuple[str, str], list[str]] = {}
+
+
 def cuda_include_dirs() -> list[str]:
-    """Folders holding the toolkit's headers (``cuda_fp16.h``...), for NVRTC, which has none built in."""
+    """Folders holding the toolkit's headers (``cuda_fp16.h``...), for NVRTC, which has none built in
+    (searched once per ``TILELANG_X_CUDA_HOME`` / ``TILELANG_X_NVCC`` value)."""
+    knobs = _knobs()
+    key = (knobs.compile.cuda_home, knobs.compile.nvcc)
+    found = _INCLUDE_DIRS.get(key)
+    if found is None:
+        found = _INCLUDE_DIRS[key] = _search_include_dirs()
+    return list(found)
+
+
+def _search_include_dirs() -> list[str]:
     dirs: list[str] = []
     nvcc = find_nvcc()
     homes = _cuda_homes()
@@ -278,9 +291,11 @@ def toolchain_status() -> tuple[bool, str]:
 
 
 # --- the cache ------------------------------------------------------------------------------------
+# Entries live in the generic on-disk store (``tilelang_x.cache``), namespace ``cuda``: one file per
+# key holding the cubin, its checksum and how it was made.
 
-_MAGIC = b"TLXCUBIN1\n"
 _HEADERS_HASH: str | None = None
+_CUBIN = "kernel.cubin"
 
 
 def _headers_hash() -> str:
@@ -296,90 +311,49 @@ def _headers_hash() -> str:
     return _HEADERS_HASH
 
 
-def _package_version() -> str:
-    try:
-        from importlib.metadata import version
+def _store() -> Any:
+    from tilelang_x import cache
 
-        return version("tilelang-x")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
-        return "0+unknown"
+    return cache.Store("cuda", suffix=".cubin")
 
 
 def cache_key(source: str, arch: str, options: dict[str, Any], compiler: str) -> str:
-    """The sha256 naming a cubin in the cache."""
-    h = hashlib.sha256()
-    for part in (
-        source,
-        arch,
-        json.dumps(options, sort_keys=True, default=str),
-        compiler,
-        _package_version(),
-        _headers_hash(),
-    ):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
+    """The sha256 naming a cubin in the cache: the source, the arch, the options, the compiler and
+    its version, the plugin's headers (and, through ``tilelang_x.cache.make_key``, the package
+    version)."""
+    from tilelang_x import cache
+
+    return cache.make_key("cuda", source, arch, json.dumps(options, sort_keys=True, default=str), compiler,
+                          _headers_hash())
 
 
 def cache_dir() -> str:
     """``<knobs.cache.dir>/cuda``."""
-    return os.path.join(_knobs().cache.dir, "cuda")
-
-
-def _entry_path(key: str) -> str:
-    return os.path.join(cache_dir(), key[:2], key + ".cubin")
+    return _store().folder
 
 
 def _cache_read(key: str) -> CudaBinary | None:
-    path = _entry_path(key)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+    store = _store()
+    entry = store.get_entry(key)
+    if entry is None:
         return None
-    try:
-        if not data.startswith(_MAGIC):
-            raise ValueError("bad magic")
-        pos = len(_MAGIC)
-        (hlen,) = struct.unpack_from("<I", data, pos)
-        pos += 4
-        header = json.loads(data[pos:pos + hlen].decode())
-        cubin = data[pos + hlen:]
-        if hashlib.sha256(cubin).hexdigest() != header["sha256"] or not cubin.startswith(b"\x7fELF"):
-            raise ValueError("checksum mismatch")
-        return CudaBinary(
-            cubin=cubin, arch=header["arch"], kernel_name=header["kernel_name"], log=header.get("log", ""),
-            compiler=header.get("compiler", ""), seconds=0.0, cached=True,
-        )
-    except (ValueError, KeyError, struct.error, UnicodeDecodeError):
-        try:  # a damaged entry (interrupted copy, disk error): drop it and rebuild
-            os.remove(path)
-        except OSError:
-            pass
+    cubin = entry.files.get(_CUBIN, b"")
+    meta = entry.meta
+    if not cubin.startswith(b"\x7fELF") or not isinstance(meta.get("arch"), str) \
+            or not isinstance(meta.get("kernel_name"), str):
+        store.invalidate(key, "not a cubin entry")
         return None
+    return CudaBinary(
+        cubin=cubin, arch=meta["arch"], kernel_name=meta["kernel_name"], log=str(meta.get("log", "")),
+        compiler=str(meta.get("compiler", "")), seconds=0.0, cached=True,
+    )
 
 
 def _cache_write(key: str, binary: CudaBinary) -> None:
-    path = _entry_path(key)
-    header = json.dumps({
-        "arch": binary.arch, "kernel_name": binary.kernel_name, "log": binary.log,
-        "compiler": binary.compiler, "sha256": hashlib.sha256(binary.cubin).hexdigest(),
-    }).encode()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".cubin")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + struct.pack("<I", len(header)) + header + binary.cubin)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError:
-        pass  # a read-only or full cache folder must not fail the compile
+    # never raises: a read-only or full cache folder is warned about once by the store
+    _store().put(key, {_CUBIN: binary.cubin}, meta={
+        "arch": binary.arch, "kernel_name": binary.kernel_name, "log": binary.log, "compiler": binary.compiler,
+    })
 
 
 # --- compiling ------------------------------------------------------------------------------------
@@ -389,7 +363,7 @@ def _keep_source(source: str, kernel_name: str, key: str, suffix: str = ".cu") -
     """Write ``source`` where the user can read it after a failed compile; returns the path."""
     name = f"{kernel_name}_{key[:12]}{suffix}"
     knobs = _knobs()
-    folder = os.path.join(cache_dir(), "failed") if not knobs.cache.disable else ""
+    folder = _store().kept_dir() if not knobs.cache.disable else ""
     try:
         if folder:
             os.makedirs(folder, exist_ok=True)

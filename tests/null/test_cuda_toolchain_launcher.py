@@ -321,3 +321,23 @@ def test_launch_repeat(make):
     launcher(ARGS, [300])
     launcher._launch_repeat(3)
     assert len(fake.launches) == 4 and all(r["grid"] == (3, 2, 1) for r in fake.launches)
+
+
+def test_load_without_a_driver_defers_the_error(monkeypatch):
+    from tilelang_x.plugins.cuda.compile import CudaBinary
+
+    def missing() -> None:
+        raise driver.CudaNotAvailableError("the CUDA driver library libcuda.so.1 was not found")
+
+    monkeypatch.setattr(driver, "libcuda", missing)
+    meta = _meta()
+    launcher = runtime.load(CudaBinary(b"\x7fELF", "sm_90a", "k"), meta)
+    with pytest.raises(driver.CudaNotAvailableError, match="libcuda.so.1"):
+        launcher(ARGS, [1])
+
+
+def test_cubin_and_metadata_must_name_the_same_kernel():
+    from tilelang_x.plugins.cuda.compile import CudaBinary
+
+    with pytest.raises(ArgumentError, match="launch metadata names 'k'"):
+        runtime.load(CudaBinary(b"\x7fELF", "sm_90a", "other"), _meta())

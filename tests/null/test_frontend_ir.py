@@ -1,3 +1,5 @@
+# Kernel code is written as users write it (unused block and loop variables included).
+# ruff: noqa: F841, F842, B007, E741
 """The frontend's IR for both programming styles: structure, folding, loops, variables."""
 
 from __future__ import annotations
@@ -632,3 +634,85 @@ def test_flash_attention_script_round_trip(causal):
     text = f.script()
     assert text.count("T.gemm(") == 2 and "T.Pipelined" in text
     assert ("T.if_then_else" in text) == causal
+
+
+class Op:
+    """A kernel factory written as a method: the kernel closes over `self` and `M`."""
+
+    value = 3.0
+
+    def build(self, M):
+        @T.prim_func
+        def main(A: T.Tensor((M,), T.float32)):
+            """A docstring
+that is less indented than the function (source capture must still parse it).
+            """
+
+            @T.macro
+            def put(i, v):
+                A[i] = v
+
+            with T.Kernel(1, threads=[32, 2]) as bx:
+                put(0, self.value)
+                k = T.alloc_var(T.int32, 0)
+                while k != 4:
+                    if k == 2:
+                        A[1] = 2.0
+                    k += 1
+
+        return main
+
+
+def test_method_closure_nested_macro_and_var_comparisons():
+    f = Op().build(8)
+    (kernel,) = nodes(f, Kernel)
+    assert kernel.threads == (32, 2)
+    first = nodes(f, Store)[0]
+    assert first.buffer.name == "A" and first.value.value == 3.0
+    (loop,) = nodes(f, While)
+    assert loop.cond.op == "!=" and isinstance(loop.cond.a, E.Load)  # the var's value, not its identity
+    (branch,) = nodes(f, If)
+    assert branch.cond.op == "==" and isinstance(branch.cond.a, E.Load)
+    assert f.params[0].loc is not None and f.params[0].loc.file == __file__
+
+
+def test_generic_reduce_spellings():
+    @T.prim_func
+    def main(A: T.Tensor((4, 8), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            s = T.alloc_fragment((4, 8), T.float32)
+            r = T.alloc_fragment((4,), T.float32)
+            T.reduce(s, r, "absmax", 1, False)
+            T.reduce("min", s, r, dim=-1)
+            T.reduce_abssum(s, r, 1)
+
+    assert [(x.kind, x.dim, x.clear) for x in nodes(main, Reduce)] == [
+        ("absmax", 1, False), ("min", 1, True), ("abssum", 1, True)]
+
+
+def test_prim_func_parameters_typed_in_the_body():
+    @T.prim_func
+    def main(A, n, B):
+        A: T.Tensor((16,), T.float32)
+        n: T.int32
+        B: T.Tensor((16,), T.float32)
+        with T.Kernel(1, threads=16) as bx:
+            for i in T.Parallel(16):
+                if i < n:
+                    B[i] = A[i]
+
+    a, n, b = main.params
+    assert (a.name, b.name) == ("A", "B") and isinstance(n, E.Var) and n.dtype == T.int32
+    (branch,) = nodes(main, If)
+    assert branch.cond.b is n
+
+
+def test_traces_in_parallel_threads_stay_apart():
+    from concurrent.futures import ThreadPoolExecutor
+
+    sizes = [64 * (k + 1) for k in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        funcs = list(pool.map(lambda m: matmul.get_ir(m, 128, 64), sizes))
+    for m, f in zip(sizes, funcs):
+        assert ints(f.params[0].shape) == [m, 64]
+        assert len(nodes(f, Copy)) == 3 and len(nodes(f, Kernel)) == 1

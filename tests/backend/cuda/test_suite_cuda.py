@@ -8,7 +8,7 @@ from tilelang_x import knobs
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_suite_case_matches_torch(case, launcher_kind):
+def test_suite_case_matches_torch(case):
     with knobs.scope(target_default="cuda"):
         actual, expected = case.run("cuda")
     torch.cuda.synchronize()

@@ -1,0 +1,287 @@
+"""The IR verifier: checks that a ``PrimFunc`` is well formed before any backend sees it.
+
+It catches what a frontend or a pass can get wrong and a backend would otherwise turn into a
+confusing failure or wrong code: variables used outside the scope that binds them, buffers used
+outside theirs, stores to global memory or tile ops outside a kernel, nested kernels, index
+counts that do not match a buffer, tile-op operands of the wrong rank, non-boolean conditions
+and unknown memory scopes. Each problem raises ``VerificationError`` at the statement's location.
+
+Scopes: parameters (buffers and scalar vars) and the variables in parameter shapes and strides
+are visible everywhere; a loop variable inside its loop; block variables inside their kernel; a
+buffer declared by ``Alloc`` from that statement to the end of the enclosing ``Seq``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from .buffer import Buffer, Region, known_scope
+from .errors import ShapeMismatchError, VerificationError
+from .expr import Expr, Load, Var
+from .source import SourceLoc
+from .stmt import LOOP_KINDS, Alloc, Annotate, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from .tileops import CumSum, Gemm, Reduce, TileOp, squeeze
+
+__all__ = ["verify"]
+
+
+def verify(func: PrimFunc) -> None:
+    """Raise ``VerificationError`` (with the source location) if ``func`` is ill formed."""
+    _Verifier(func).run()
+
+
+class _Verifier:
+    def __init__(self, func: PrimFunc) -> None:
+        self.func = func
+        self.vars: dict[int, Var] = {}  # id -> bound variable
+        self.bufs: dict[int, Buffer] = {}  # id -> visible buffer
+        self.params: set[int] = set()
+        self.in_kernel = False
+        self.loc: SourceLoc | None = func.loc
+
+    def fail(self, message: str, loc: SourceLoc | None = None, hint: str | None = None) -> None:
+        raise VerificationError(f"in kernel `{self.func.name}`: {message}", loc=loc or self.loc, hint=hint)
+
+    # ---- entry ------------------------------------------------------------------------------
+    def run(self) -> None:
+        f = self.func
+        for p in f.params:
+            if isinstance(p, Var):
+                self.vars[id(p)] = p
+        for p in f.params:
+            if isinstance(p, Buffer):
+                self.bufs[id(p)] = p
+                self.params.add(id(p))
+                for e in p.shape + (p.strides or ()):
+                    for v in _vars_in(e):
+                        self.vars[id(v)] = v
+            elif not isinstance(p, Var):
+                self.fail(f"parameter {p!r} is neither a buffer nor a scalar variable")
+        for i in f.out_idx:
+            if not -len(f.params) <= i < len(f.params) or not isinstance(f.params[i], Buffer):
+                self.fail(f"out_idx {i} does not name a tensor parameter")
+        self.stmt(f.body)
+
+    # ---- expressions ------------------------------------------------------------------------
+    def expr(self, e: Any) -> None:
+        if not isinstance(e, Expr):
+            return
+        stack = [e]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Var):
+                if id(node) not in self.vars:
+                    self.fail(
+                        f"variable `{node.name}` is used outside the scope that defines it",
+                        hint="loop and block variables exist only inside their loop or T.Kernel",
+                    )
+                continue
+            if isinstance(node, Load):
+                self.access(node.buffer, node.indices, node.loc)
+            stack.extend(node.children())
+
+    def access(self, buf: Buffer, indices: tuple[Expr, ...], loc: SourceLoc | None = None) -> None:
+        self.visible(buf, loc)
+        if len(indices) != buf.ndim:
+            self.fail(f"`{buf.name}` has {buf.ndim} dimension(s) but is indexed with {len(indices)}", loc)
+        for i in indices:
+            if not i.dtype.is_int:
+                self.fail(f"index `{i}` of `{buf.name}` has dtype {i.dtype}, not an integer type", loc)
+
+    def visible(self, buf: Buffer, loc: SourceLoc | None = None) -> None:
+        if id(buf) in self.bufs:
+            return
+        if buf.scope == "global":
+            self.fail(f"global buffer `{buf.name}` is not a parameter of the kernel", loc,
+                      hint="pass it as an argument (or create it with T.empty) instead")
+        self.fail(f"buffer `{buf.name}` ({buf.scope}) is used outside the scope of its allocation", loc,
+                  hint="a T.alloc_* buffer exists from its allocation to the end of the enclosing block")
+
+    def region(self, r: Region, what: str) -> None:
+        buf = r.buffer
+        self.visible(buf)
+        if len(r.starts) != buf.ndim or len(r.extents) != buf.ndim:
+            self.fail(f"{what}: region of `{buf.name}` has {len(r.starts)} start(s) and {len(r.extents)} "
+                      f"extent(s) for a {buf.ndim}-d buffer")
+        for e in r.starts + r.extents:
+            self.expr(e)
+
+    # ---- statements -------------------------------------------------------------------------
+    def bind(self, v: Var, what: str) -> None:
+        if id(v) in self.vars:
+            self.fail(f"{what} `{v.name}` is bound again inside its own scope")
+        if not v.dtype.is_int:
+            self.fail(f"{what} `{v.name}` has dtype {v.dtype}, not an integer type")
+        self.vars[id(v)] = v
+
+    def stmt(self, s: Stmt) -> None:
+        saved = self.loc
+        self.loc = getattr(s, "loc", None) or saved
+        try:
+            self._stmt(s)
+        finally:
+            self.loc = saved
+
+    def _stmt(self, s: Stmt) -> None:
+        if isinstance(s, Seq):
+            added: list[int] = []
+            try:
+                for c in s.stmts:
+                    self.stmt(c)
+                    if isinstance(c, Alloc):
+                        self.bufs[id(c.buffer)] = c.buffer
+                        added.append(id(c.buffer))
+            finally:
+                for key in added:
+                    self.bufs.pop(key, None)
+        elif isinstance(s, For):
+            if s.kind not in LOOP_KINDS:
+                self.fail(f"unknown loop kind {s.kind!r}", hint=f"one of {', '.join(LOOP_KINDS)}")
+            for e in (s.start, s.extent):
+                if e is not None:
+                    self.expr(e)
+                    if not e.dtype.is_int:
+                        self.fail(f"loop bound `{e}` has dtype {e.dtype}, not an integer type")
+            self.bind(s.var, "loop variable")
+            try:
+                self.stmt(s.body)
+            finally:
+                del self.vars[id(s.var)]
+        elif isinstance(s, Kernel):
+            self.kernel(s)
+        elif isinstance(s, If | While):
+            self.expr(s.cond)
+            if not s.cond.dtype.is_bool:
+                self.fail(f"condition `{s.cond}` has dtype {s.cond.dtype}, not bool",
+                          hint="compare explicitly, e.g. `x != 0`")
+            if isinstance(s, If):
+                self.stmt(s.then)
+                if s.otherwise is not None:
+                    self.stmt(s.otherwise)
+            else:
+                self.stmt(s.body)
+        elif isinstance(s, Store):
+            self.access(s.buffer, s.indices)
+            if s.buffer.scope == "global" and not self.in_kernel:
+                self.fail(f"store to global buffer `{s.buffer.name}` outside a T.Kernel",
+                          hint="global memory is written by the kernel's threads: move it into the T.Kernel body")
+            for i in s.indices:
+                self.expr(i)
+            self.expr(s.value)
+        elif isinstance(s, Alloc):
+            self.alloc(s)
+        elif isinstance(s, TileOp):
+            self.tile_op(s)
+        elif isinstance(s, Print):
+            if isinstance(s.value, Buffer):
+                self.visible(s.value)
+            elif isinstance(s.value, Region):
+                self.region(s.value, "T.print")
+            else:
+                self.expr(s.value)
+        elif isinstance(s, Annotate):
+            for item in _flatten(s.data):
+                if isinstance(item, Buffer):
+                    self.visible(item)
+                else:
+                    self.expr(item)
+        else:
+            self.generic(s)
+
+    def kernel(self, k: Kernel) -> None:
+        if self.in_kernel:
+            self.fail("T.Kernel inside another T.Kernel", hint="kernels cannot be nested; launch them one after another")
+        if len(k.grid) != len(k.block_vars):
+            self.fail(f"T.Kernel has {len(k.grid)} grid dimension(s) but {len(k.block_vars)} block variable(s)")
+        if not k.threads or any(not isinstance(t, int) or t <= 0 for t in k.threads):
+            self.fail(f"T.Kernel threads must be positive integers, got {k.threads}")
+        for g in k.grid:
+            self.expr(g)
+        for v in k.block_vars:
+            self.bind(v, "block variable")
+        self.in_kernel = True
+        try:
+            self.stmt(k.body)
+        finally:
+            self.in_kernel = False
+            for v in k.block_vars:
+                self.vars.pop(id(v), None)
+
+    def alloc(self, a: Alloc) -> None:
+        b = a.buffer
+        if not known_scope(b.scope):
+            self.fail(f"buffer `{b.name}` is allocated in unknown memory scope {b.scope!r}",
+                      hint="use shared, fragment, local or var (or a scope a backend plugin registers)")
+        if b.scope == "global":
+            self.fail(f"buffer `{b.name}`: global memory cannot be allocated inside a kernel",
+                      hint="make it a parameter (or create it with T.empty)")
+        if not self.in_kernel:
+            self.fail(f"buffer `{b.name}` ({b.scope}) is allocated outside a T.Kernel",
+                      hint="T.alloc_* belongs inside the `with T.Kernel(...)` body")
+        if id(b) in self.bufs:
+            self.fail(f"buffer `{b.name}` is allocated twice")
+        for e in b.shape:
+            self.expr(e)
+        if a.init is not None:
+            self.expr(a.init)
+
+    def tile_op(self, op: TileOp) -> None:
+        what = f"T.{op.name}"
+        if not self.in_kernel:
+            self.fail(f"{what} outside a T.Kernel", hint="tile operations run on a kernel's threads")
+        for f in dataclasses.fields(op):
+            value = getattr(op, f.name)
+            if isinstance(value, Region):
+                self.region(value, what)
+            elif isinstance(value, Expr):
+                self.expr(value)
+        if isinstance(op, Gemm):
+            for label, r in (("A", op.A), ("B", op.B), ("C", op.C)):
+                if len(squeeze(r.extents)) != 2:
+                    self.fail(f"{what} operand {label} (`{r.buffer.name}`) is not a 2-d tile: "
+                              f"extents [{', '.join(str(e) for e in r.extents)}]")
+        elif isinstance(op, Reduce | CumSum):
+            if not 0 <= op.dim < len(op.src.extents):
+                self.fail(f"{what}: dim {op.dim} is out of range for the {len(op.src.extents)}-d source "
+                          f"`{op.src.buffer.name}`")
+        try:
+            op.check()
+        except ShapeMismatchError as err:
+            raise VerificationError(err.message, loc=err.loc or self.loc, hint=err.hint) from err
+
+    def generic(self, s: Any) -> None:
+        """A statement kind this module does not know (a plugin's): check what it holds."""
+        if not dataclasses.is_dataclass(s):
+            return
+        for f in dataclasses.fields(s):
+            if f.name == "loc":
+                continue
+            for item in _flatten(getattr(s, f.name)):
+                if isinstance(item, Stmt):
+                    self.stmt(item)
+                elif isinstance(item, Region):
+                    self.region(item, type(s).__name__)
+                elif isinstance(item, Buffer):
+                    self.visible(item)
+                else:
+                    self.expr(item)
+
+
+def _vars_in(e: Expr) -> Iterator[Var]:
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Var):
+            yield node
+        else:
+            stack.extend(node.children())
+
+
+def _flatten(value: Any) -> Iterator[Any]:
+    if isinstance(value, tuple | list):
+        for v in value:
+            yield from _flatten(v)
+    else:
+        yield value
