@@ -80,8 +80,12 @@ def specialize(func: PrimFunc, ctx: StageContext) -> PrimFunc:
 
 def substitute_func(func: PrimFunc, mapping: dict[Var, Expr]) -> PrimFunc:
     """``func`` with variables replaced everywhere, including inside buffer shapes and strides
-    (a buffer whose shape changes is replaced by a new buffer of the same name at every use)."""
-    return _Rebinder(mapping).visit(func)
+    (a buffer whose shape changes is replaced by a new buffer of the same name at every use).
+    Scalar parameters stay in the parameter list."""
+    r = _Rebinder(mapping)
+    # scalar parameters stay: the caller still passes them (their uses are replaced)
+    params = tuple(r.buffer(p) if isinstance(p, Buffer) else p for p in func.params)
+    return dataclasses.replace(func, params=params, body=r.visit(func.body))
 
 
 class _Rebinder:

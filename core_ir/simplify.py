@@ -12,8 +12,8 @@ what they contain (never by object identity), so the text of a simplified expres
 in every run; variables that share a name are told apart by their order of first appearance.
 Positive terms come first, the constant last: ``bx * 128 + i - n + 3``.
 
-Comparisons of integers become ``lhs < rhs`` / ``==`` / ``!=`` with common terms cancelled, or a
-constant when the bounds decide them. Floating-point expressions only get exact rewrites: constant
+Comparisons of integers become ``lhs < rhs``, ``lhs <= rhs``, ``==`` or ``!=`` with common terms
+cancelled and common factors divided out, or a constant when the bounds decide them. Floating-point expressions only get exact rewrites: constant
 folding with rounding to the dtype (float16/32/64) and identities such as ``x * 1``.
 """
 
@@ -731,12 +731,13 @@ class _Ctx:
             if d.terms[first] < 0:  # orient so that `i == n` and `n == i` print alike
                 d = d.scale(-1)
             return self.cmp_build(op, d)
-        if op == "<=":  # d <= 0 iff d - 1 < 0 over the integers
-            d = d.add_const(-1)
         g = d.content()
-        if g > 1:  # g*D + k < 0  iff  D + floor(k / g) < 0
-            d = _Poly(d.dtype, {m: k // g for m, k in d.terms.items()}, d.const // g)
-        return self.cmp_build("<", d)
+        if g > 1:
+            if op == "<":  # g*D + k < 0  iff  D + floor(k / g) < 0
+                d = _Poly(d.dtype, {m: k // g for m, k in d.terms.items()}, d.const // g)
+            else:  # g*D + k <= 0  iff  D + ceil(k / g) <= 0
+                d = _Poly(d.dtype, {m: k // g for m, k in d.terms.items()}, -((-d.const) // g))
+        return self.cmp_build(op, d)
 
     def cmp_build(self, op: str, d: _Poly) -> Expr:
         """``d op 0`` written as ``positive part op negative part``."""

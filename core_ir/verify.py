@@ -192,7 +192,8 @@ class _Verifier:
 
     def kernel(self, k: Kernel) -> None:
         if self.in_kernel:
-            self.fail("T.Kernel inside another T.Kernel", hint="kernels cannot be nested; launch them one after another")
+            self.fail("T.Kernel inside another T.Kernel",
+                      hint="kernels cannot be nested; launch them one after another")
         if len(k.grid) != len(k.block_vars):
             self.fail(f"T.Kernel has {len(k.grid)} grid dimension(s) but {len(k.block_vars)} block variable(s)")
         if not k.threads or any(not isinstance(t, int) or t <= 0 for t in k.threads):

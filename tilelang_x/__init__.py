@@ -20,6 +20,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "jit": ("tilelang_x.jit", "jit"),
     "language": ("tilelang_x.language", None),
     "compile": ("tilelang_x.jit", "compile"),
+    "autotune": ("tilelang_x.autotuner", "autotune"),
+    "autotuner": ("tilelang_x.autotuner", None),
     "compile_prim_func": ("tilelang_x.compiler", "compile_prim_func"),
     "JITKernel": ("tilelang_x.kernel", "JITKernel"),
     "Profiler": ("tilelang_x.profiler", "Profiler"),

@@ -23,22 +23,14 @@ def tlx_detect() -> list[Any]:
 
 @hookimpl
 def tlx_status() -> list[tuple[str, bool, str]]:
-    import importlib.util
-    import shutil
+    from .compile import toolchain_status
 
-    has_nvrtc = importlib.util.find_spec("nvidia") is not None
-    has_nvcc = shutil.which("nvcc") is not None or bool(_nvcc_knob())
-    if not (has_nvrtc or has_nvcc):
-        return [("cuda", False, "no CUDA compiler: install nvidia-cuda-nvrtc or put nvcc on PATH")]
+    has_compiler, description = toolchain_status()
+    if not has_compiler:
+        return [("cuda", False, description)]
     if not _target.has_device():
         return [("cuda", False, "kernels compile here (NVRTC/nvcc) but no NVIDIA GPU was found to run them")]
     return [("cuda", True, "")]
-
-
-def _nvcc_knob() -> str:
-    from ...knobs import compile as compile_knobs
-
-    return compile_knobs.nvcc
 
 
 @hookimpl
@@ -94,7 +86,8 @@ def tlx_load(target: Any, func: Any, binary: Any, ctx: Any) -> Any:
         return None
     from .runtime import load
 
-    return load(binary, ctx.data["cuda.meta"])
+    # JITKernel has already checked devices and contiguity: skip the launcher's own checks.
+    return load(binary, ctx.data["cuda.meta"], check_args=False)
 
 
 @hookimpl
@@ -103,4 +96,4 @@ def tlx_profiler(target: Any) -> Any:
         return None
     from . import profiler
 
-    return getattr(profiler, "timer", None) or getattr(profiler, "do_bench", None)
+    return profiler.timer
