@@ -13,8 +13,9 @@ in every run; variables that share a name are told apart by their order of first
 Positive terms come first, the constant last: ``bx * 128 + i - n + 3``.
 
 Comparisons of integers become ``lhs < rhs``, ``lhs <= rhs``, ``==`` or ``!=`` with common terms
-cancelled and common factors divided out, or a constant when the bounds decide them. Floating-point expressions only get exact rewrites: constant
-folding with rounding to the dtype (float16/32/64) and identities such as ``x * 1``.
+cancelled and common factors divided out, or a constant when the bounds decide them.
+Floating-point expressions only get exact rewrites: constant folding with rounding to the dtype
+(float16/32/64) and identities such as ``x * 1``.
 """
 
 from __future__ import annotations
