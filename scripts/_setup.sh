@@ -12,6 +12,10 @@ TORCH_PIN="torch==2.13.0"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+# The example third-party plugin: a distribution of its own, installed by scripts/test as a vendor's is.
+CONTRIB_PLUGIN="$ROOT/contrib/tilelang_x_gemm_counter"
+CONTRIB_DIST="tilelang-x-gemm-counter"
+
 _packaging_hash() {
   "$PY" - "$ROOT" <<'PY'
 import hashlib, pathlib, sys
@@ -61,5 +65,52 @@ setup_venv() {
     echo "$want" > "$stamp"
     [ -n "$extras" ] && echo "$want" > "$VENV/.tilelang-x-installed"
   fi
+  return 0
+}
+
+_tree_hash() {
+  # a hash of the source files under $1 (build outputs left out)
+  "$PY" - "$1" <<'PY'
+import hashlib, pathlib, sys
+root = pathlib.Path(sys.argv[1])
+h = hashlib.sha256()
+for p in sorted(root.rglob("*")):
+    rel = p.relative_to(root)
+    if p.is_file() and not {"build", "__pycache__"} & set(rel.parts) and not any(
+            part.endswith(".egg-info") for part in rel.parts):
+        h.update(str(rel).encode() + b"\0" + p.read_bytes())
+print(h.hexdigest())
+PY
+}
+
+# setup_contrib_plugin: pip-install contrib/tilelang_x_gemm_counter (its own distribution) into the
+# venv, as `pip install ./contrib/tilelang_x_gemm_counter` would. Offline: it is built with the venv's
+# setuptools (--no-build-isolation --no-deps --no-index), from a copy so that the checkout stays clean.
+# Idempotent: skipped while the installed copy matches the source (a stamp holds the source's hash).
+setup_contrib_plugin() {
+  local want stamp tmp
+  want="$(_tree_hash "$CONTRIB_PLUGIN")"
+  stamp="$VENV/.tilelang-x-gemm-counter-installed"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
+      && "$PY" -c "import importlib.metadata as m; m.distribution('$CONTRIB_DIST')" >/dev/null 2>&1; then
+    return 0
+  fi
+  local flags=(--quiet --no-deps --disable-pip-version-check)
+  if "$PY" -c 'import setuptools' >/dev/null 2>&1; then
+    flags+=(--no-build-isolation --no-index)
+  else
+    log "setuptools is not in $VENV: pip builds $CONTRIB_DIST in an isolated environment (needs the index)"
+  fi
+  log "installing the example plugin $CONTRIB_DIST from contrib/ (pip, a distribution of its own)"
+  tmp="$(mktemp -d)"
+  cp -R "$CONTRIB_PLUGIN" "$tmp/src"
+  rm -rf "$tmp/src/build" "$tmp"/src/src/*.egg-info
+  if ! "$PY" -m pip install "${flags[@]}" "$tmp/src"; then
+    rm -rf "$tmp"
+    log "could not install $CONTRIB_DIST"
+    return 1
+  fi
+  rm -rf "$tmp"
+  echo "$want" > "$stamp"
   return 0
 }

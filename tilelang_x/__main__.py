@@ -100,7 +100,7 @@ def _knobs_set() -> dict[str, str]:
 
     out = {}
     for dotted, knob in knobs.all_knobs().items():
-        # reading os.environ for TILELANG_X_* stays in knobs.py: ask each knob its value
+        # only knobs.py reads the environment: ask each knob its value
         namespace, _, name = dotted.partition(".")
         try:
             value = getattr(getattr(knobs, namespace), name)

@@ -17,18 +17,22 @@ How one tuning runs:
 
 1. The on-disk store (``<cache dir>/autotune/<key>.json``) is asked first. The key hashes the
    kernel (qualified name, source, closure), the static arguments and tensor shapes/dtypes, the
-   target, the detected devices, the python/torch/tilelang-x/plugin versions, the toolchain knobs,
-   the profile settings (reference program included) and the configs. A hit compiles only the
-   remembered winner and benchmarks nothing (``result.from_cache``).
+   target, the detected devices, the python/torch/tilelang-x/plugin versions, the device toolchain
+   (its knobs, name and version), the profile settings (reference program included) and the
+   configs. A hit compiles only the remembered winner and benchmarks nothing
+   (``result.from_cache``). An unreadable record is ignored and rewritten; an unwritable folder
+   is warned about (``AutotuneCacheWarning``) and tuning goes on.
 2. Compile phase. Compiled kernels cannot cross a process boundary (a launcher holds native
    handles), so worker processes ("spawn" pool, kept for later tunings) import the kernel by
    module and qualified name, trace it and run the compile stages up to ``tlx_compile`` -- no
    ``tlx_load``, so no device context in the workers. They report failures and compile times,
    and leave the binaries in the backends' on-disk caches (the CUDA plugin's cubin cache); the
    parent then compiles the survivors in-process, where the toolchain step is a cache hit, so
-   the slow part (nvcc/NVRTC) runs in parallel. The interpreter (millisecond compiles), a disabled
-   disk cache, ``TILELANG_X_AUTOTUNE_WORKERS=1`` and kernels that cannot be imported by name
-   (defined inside a function, or in an unguarded ``__main__``) compile in-process; so does a
+   the slow part (nvcc/NVRTC) runs in parallel. ``TILELANG_X_AUTOTUNE_WORKERS`` sets the number
+   (default min(CPUs, 8)). The interpreter (millisecond compiles, unless workers are asked for
+   explicitly), a disabled disk cache, one worker, kernels that cannot be imported by name
+   (defined inside a function) and a main script that does not start the tuning under
+   ``if __name__ == "__main__":`` (spawned workers re-import it) compile in-process; so does a
    candidate whose worker could not run.
 3. Bench phase, in-process, one candidate at a time: inputs from the kernel's profiler (or the
    tensors passed in the eager style, ``supply_prog``, ``set_autotune_inputs``), the reference
@@ -104,7 +108,8 @@ class AutotuneCacheWarning(UserWarning):
 @dataclass
 class Candidate:
     """One configuration tried. ``status``: ``ok``, ``compile_error``, ``run_error``, ``mismatch``,
-    ``timeout`` (``pending`` before it is tried). ``latency`` in ms, ``compile_time`` in s."""
+    ``timeout`` (``pending`` before it is tried). ``latency`` in ms, ``compile_time`` in s;
+    ``in_worker``: the compile time was measured in a worker process."""
 
     index: int
     config: dict[str, Any]
@@ -112,6 +117,7 @@ class Candidate:
     latency: float | None = None
     compile_time: float | None = None
     reason: str | None = None
+    in_worker: bool = False
 
     @property
     def ok(self) -> bool:
@@ -333,11 +339,28 @@ def _versions(target: Any) -> dict[str, Any]:
         info["devices"] = sorted(d.name for d in registry.detected_devices() if d.target.backend == backend)
     except Exception as exc:  # noqa: BLE001 - a broken registry only weakens the key
         info["registry"] = repr(exc)
-    # knobs that pick a toolchain or change what is compiled
-    info["knobs"] = {f"{ns}.{name}": str(getattr(obj, name))
-                     for ns, obj in (("compile", knobs.compile), ("runtime", knobs.runtime))
-                     for name in obj.knobs() if not name.startswith("dump")}
+    # knobs that pick a toolchain or change what is compiled, and the toolchain they pick
+    chosen = tuple((f"{ns}.{name}", str(getattr(obj, name)))
+                   for ns, obj in (("compile", knobs.compile), ("runtime", knobs.runtime))
+                   for name in obj.knobs() if not name.startswith("dump"))
+    info["knobs"] = dict(chosen)
+    info["toolchain"] = _toolchain(getattr(target, "backend", str(target)), chosen)
     return info
+
+
+@functools.lru_cache(maxsize=16)
+def _toolchain(backend: str, knob_values: tuple[tuple[str, str], ...]) -> list[str]:
+    """Name and version of the device toolchains for ``backend`` (what ``tilelang_x info`` lists;
+    asked once per process and knob setting)."""
+    if backend == "interp":
+        return []
+    try:
+        from .__main__ import collect_toolchains
+
+        return sorted(f"{t['name']} {t['version']} {t['path']}" for t in collect_toolchains()
+                      if t.get("backend") == backend and t.get("found"))
+    except Exception as exc:  # noqa: BLE001 - only weakens the key
+        return [repr(exc)]
 
 
 # ---- the on-disk store ---------------------------------------------------------------------------
@@ -357,8 +380,8 @@ class _Store:
             text = path.read_text()
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            logger.warning("cannot read autotune record %s: %s", path, exc)
+        except OSError as exc:  # an unusable folder; save() warns about it
+            logger.debug("cannot read autotune record %s: %s", path, exc)
             return None
         try:
             data = json.loads(text)
@@ -894,14 +917,22 @@ class AutoTuner:
             tasks[id(cand)] = task
         if not tasks:
             return cands
-        try:
-            pool = _get_pool(workers)
-            futures = {pool.submit(_worker_compile, tasks[id(c)]): c for c in cands if id(c) in tasks}
-        except Exception as exc:  # noqa: BLE001 - no processes here: compile in-process
-            logger.warning("autotune: cannot start worker processes (%s); compiling in-process", _reason(exc))
-            return cands
+        futures: dict[Any, Candidate] = {}
+        for attempt in range(2):
+            try:
+                pool = _get_pool(workers)
+                futures = {pool.submit(_worker_compile, tasks[id(c)]): c for c in cands if id(c) in tasks}
+                break
+            except Exception as exc:  # noqa: BLE001 - e.g. a pool broken earlier: try a fresh one once
+                shutdown_workers(kill=True)
+                if attempt:
+                    logger.warning("autotune: cannot start worker processes (%s); compiling in-process",
+                                   _reason(exc))
+                    return cands
         bar = _bar(len(futures), f"compile {jit.fn.__name__}")
-        grace = None if timeout is None else timeout + max(5.0, 0.25 * timeout)
+        # a worker enforces the timeout itself; the parent kills it only when that failed (stuck in
+        # native code). "running" includes the one task queued ahead, hence twice the timeout.
+        grace = None if timeout is None else 2 * timeout + 5.0
         started: dict[Any, float] = {}
         pending = set(futures)
         broken = False
@@ -915,14 +946,14 @@ class AutoTuner:
                         status, seconds, reason = fut.result()
                     except Exception as exc:  # noqa: BLE001 - a dead worker: retry in-process
                         logger.debug("autotune: worker failed on config #%d: %s", cand.index, _reason(exc))
-                        broken = broken or isinstance(exc, cf.process.BrokenProcessPool)
+                        broken = broken or isinstance(exc, cf.BrokenExecutor)
                         retry.append(cand)
                         continue
                     if status == "setup":
                         logger.debug("autotune: worker cannot load the kernel (%s)", reason)
                         retry.append(cand)
                         continue
-                    cand.compile_time = seconds
+                    cand.compile_time, cand.in_worker = seconds, True
                     if status == "error":
                         cand.status, cand.reason = "compile_error", reason
                     elif status == "timeout":

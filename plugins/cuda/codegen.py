@@ -392,6 +392,11 @@ class _Gen:
         return f"{nm}[{self.offset(b, idx)}]"
 
     def to_storage(self, value: E.Expr, dt: DType) -> str:
+        if dt in (dtypes.float16, dtypes.bfloat16):
+            if isinstance(value, E.Load) and value.buffer.dtype == dt and value.buffer.scope != "var":
+                return self.ref(value.buffer, value.indices)  # a 16-bit move, no float round trip
+            if isinstance(value, E.Cast) and value.dtype == dt and value.a.dtype.is_float:
+                value = value.a  # the store rounds once
         text = self.expr(value, True)
         if dt == dtypes.float16:
             return f"tlx_f2h({text})"
@@ -455,13 +460,13 @@ class _Gen:
             if dt.is_float:
                 return f"floorf({a} / {b})"
             if nonneg(e.a, self.ranges) and nonneg(e.b, self.ranges):
-                return f"({a} / {b})"
+                return _nonneg_divmod(a, b, e.b, dt, "/")
             return f"tlx_floordiv{'64' if dt.bits == 64 else ''}({a}, {b})"
         if e.op == "%":
             if dt.is_float:
                 return f"({a} - floorf({a} / {b}) * {b})"
             if nonneg(e.a, self.ranges) and nonneg(e.b, self.ranges):
-                return f"({a} % {b})"
+                return _nonneg_divmod(a, b, e.b, dt, "%")
             return f"tlx_floormod{'64' if dt.bits == 64 else ''}({a}, {b})"
         if e.op == "**":
             return f"powf({a}, {b})" if dt.bits <= 32 else f"pow({a}, {b})"
@@ -488,10 +493,27 @@ class _Gen:
             one = "1.0f" if dt.bits <= 32 else "1.0"
             ex = "expf" if dt.bits <= 32 else "exp"
             return f"({one} / ({one} + {ex}(-({args[0]}))))"
+        if e.name == "exp2" and dt.bits <= 32:
+            return f"tlx_exp2f({args[0]})"
         fn = FLOAT_FUNCS[e.name]
         if dt.bits == 64 and fn.endswith("f") and fn not in ("isinf",):
             fn = fn[:-1]
         return f"{fn}({', '.join(args)})"
+
+
+def _nonneg_divmod(a: str, b: str, rhs: E.Expr, dt: DType, op: str) -> str:
+    """``a / b`` or ``a % b`` of non-negative 32-bit ints: a shift or mask for a power of two, else
+    unsigned arithmetic (signed division by a constant costs sign fix-ups in SASS)."""
+    c = E.as_int(rhs)
+    if dt.bits == 64 or not dt.is_int:
+        return f"({a} {op} {b})"
+    if c is not None and c > 0 and c & (c - 1) == 0:
+        if op == "/":
+            return a if c == 1 else f"({a} >> {c.bit_length() - 1})"
+        return "0" if c == 1 else f"({a} & {c - 1})"
+    if dt.kind == "uint":
+        return f"({a} {op} {b})"
+    return f"((int)((unsigned)({a}) {op} (unsigned)({b})))"
 
 
 def _widen(gen: _Gen, idx: tuple[E.Expr, ...], b: Buffer) -> str:

@@ -315,15 +315,21 @@ class SharedLayout:
         if self.swizzle == "none":
             return row * cols + col
         ce = 16 // self.elem_bytes
-        chunk = col // ce
-        within = col % ce
+        # The XOR only reads row % 8; when the last row dim is a multiple of 8 (e.g. a pipeline
+        # stage leads), that is its own index % 8, which keeps stage offsets linear.
+        r8 = indices[-2] if len(indices) > 1 and self.shape[-2] % 8 == 0 else row
+        # chunk ^ s (s < 8 chunks, ce a power of two) == col ^ (s * ce): one XOR on the column,
+        # which only touches the bits under `span`; the bits above it are added, so a constant
+        # part of the column (an unrolled k step) folds into the address as an immediate.
         if self.swizzle == "sw128":
-            phys = (chunk // 8) * 8 + E.binary("^", chunk % 8, row % 8)
+            sel, span = r8 % 8, 8 * ce
         elif self.swizzle == "sw64":
-            phys = E.binary("^", chunk, (row // 2) % 4)
+            sel, span = (r8 // 2) % 4, 4 * ce
         else:
-            phys = E.binary("^", chunk, (row // 4) % 2)
-        return row * cols + phys * ce + within
+            sel, span = (r8 // 4) % 2, 2 * ce
+        low = E.binary("^", E.binary("&", col, E.const(span - 1)), sel * ce)
+        high = E.binary("&", col, E.const(-span))
+        return row * cols + high + low
 
 
 def choose_swizzle(shape: tuple[int, ...], elem_bytes: int) -> str:

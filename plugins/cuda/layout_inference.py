@@ -60,9 +60,11 @@ def find_kernel(s: Stmt) -> Kernel | None:
 
 
 def uses_copy_nest(op: Copy) -> bool:
-    """Element-wise lowering (through the loop machinery) unless it is a vector global→shared
-    (or shared→shared) copy handled by ``lower/copy.py``."""
+    """Element-wise lowering (through the loop machinery) unless it is a vector global→shared,
+    shared→shared or same-dtype shared→global copy handled by ``lower/copy.py``."""
     s, d = op.src.buffer.scope, op.dst.buffer.scope
+    if s == "shared" and d == "global":
+        return op.src.buffer.dtype != op.dst.buffer.dtype
     return s == "fragment" or d == "fragment" or d == "global" or s in ("local", "var") or d in ("local", "var")
 
 
@@ -298,6 +300,9 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if kernel is None:
         raise LayoutError("no T.Kernel in the function", loc=func.loc)
     st = _State(kernel.num_threads)
+    gemm_rule = ctx.data.get("cuda.gemm_rule")  # the Hopper path's wgmma rule (wgmma_rule.py)
+    for buf, lay in ctx.data.get("cuda.preset_layouts", {}).items():  # TMA destinations
+        st.set(buf, lay, "its TMA copy", buf.loc)
     nests: list[tuple[int, For]] = []
     reduces: list[Stmt] = []
     inner: set[int] = set()
@@ -307,7 +312,8 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             for buf, lay in n.data:
                 _annotated(st, buf, lay, n.loc)
         elif isinstance(n, Gemm):
-            st.gemm_rule(n)
+            if gemm_rule is None or not gemm_rule(st, n):
+                st.gemm_rule(n)
         elif isinstance(n, (Reduce, CumSum)):
             reduces.append(n)
         elif isinstance(n, For) and n.kind == "parallel" and id(n) not in inner:

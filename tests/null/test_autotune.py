@@ -13,18 +13,18 @@ import torch
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
+from tests.kernels.gemm import matmul, matmul_relu
 from tilelang_x import autotuner, knobs
 from tilelang_x.autotuner import (
-    AutoTuner,
     AutotuneCacheWarning,
     AutotuneConfigError,
     AutotuneError,
+    AutoTuner,
     AutotuneResult,
 )
 from tilelang_x.core_ir.errors import TileLangError
 from tilelang_x.kernel import JITKernel
 from tilelang_x.profiler import Profiler
-from tests.kernels.gemm import matmul, matmul_relu
 
 N = 128
 VALID = [{"block_M": m, "block_N": n, "block_K": k} for m in (32, 64) for n in (64, 128) for k in (32, 64)]
@@ -216,7 +216,10 @@ def test_eager_style_tunes_with_the_given_tensors(cache_dir: Path, monkeypatch: 
 
 
 @tilelang.jit(out_idx=[-1])
-def scale(N, block=32, shift=0, reps=1):
+def scale(N, block=32, shift=0, reps=1, spin=0):
+    for _ in range(spin):  # a slow trace
+        pass
+
     @T.prim_func
     def main(A: T.Tensor((N,), T.float32), B: T.Tensor((N,), T.float32)):
         with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
@@ -330,16 +333,36 @@ def test_rejects_non_functions() -> None:
 
 def test_worker_processes(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(autotuner, "_can_spawn", lambda: True)  # pytest's main script is guarded anyway
+    configs = [{"block": 32}, {"block": 0}, {"spin": 10**10}, {"block": 64}]
     try:
         with knobs.scope(autotune_workers=2):
-            tuned = tuned_matmul(configs={"block_M": [32, 64], "threads": [128, 0]})
-            tuned(N, N, N)
-        assert autotuner._pool is not None  # the candidates went to worker processes
+            tuned = tilelang.autotune(scale, configs=configs, warmup=1, rep=3, timeout=1, ref_prog=lambda a: a * 2)
+            tuned(256)
+        assert autotuner._pool is not None
         result = tuned.get_tuner_result()
-        assert [c.status for c in result.candidates] == ["ok", "compile_error", "ok", "compile_error"]
-        assert "threads=0" in result.candidates[1].reason
+        assert all(c.in_worker for c in result.candidates)  # compiled (or refused) by the workers
+        assert [c.status for c in result.candidates] == ["ok", "compile_error", "timeout", "ok"]
+        assert "ceildiv by zero" in result.candidates[1].reason
+        assert "compile took longer than the 1 s timeout" in result.candidates[2].reason
     finally:
         autotuner.shutdown_workers()
+    assert autotuner._pool is None
+
+
+def test_workers_only_from_a_guarded_main(tmp_path: Path) -> None:
+    import subprocess
+
+    script = tmp_path / "tune.py"
+    script.write_text(
+        "from tilelang_x.autotuner import _can_spawn\n"
+        "print('top', _can_spawn())\n"
+        "def f():\n"
+        "    return _can_spawn()\n"
+        "if __name__ == '__main__':\n"
+        "    print('guarded', f())\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["top", "False", "guarded", "True"]
 
 
 class _FakeTqdm:

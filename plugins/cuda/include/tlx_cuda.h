@@ -19,6 +19,10 @@ TLX_DEV tlx_bf16 tlx_f2b(float f) { tlx_bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : 
 TLX_DEV tlx_u32 tlx_pack_h2(tlx_half lo, tlx_half hi) { return (tlx_u32)lo.x | ((tlx_u32)hi.x << 16); }
 TLX_DEV tlx_u32 tlx_pack_b2(tlx_bf16 lo, tlx_bf16 hi) { return (tlx_u32)lo.x | ((tlx_u32)hi.x << 16); }
 
+// exp2 on the MUFU unit (ex2.approx.ftz: about 2 ulp; results under 2^-126 flush to zero), the
+// softmax idiom's exp2; exp2f adds range fix-ups around the same instruction.
+TLX_DEV float tlx_exp2f(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+
 // ---- integer helpers ------------------------------------------------------------------------------
 TLX_DEV int tlx_floordiv(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 TLX_DEV int tlx_floormod(int a, int b) { int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }

@@ -29,6 +29,10 @@ def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
 
         return lower_fill(op, lc)
     if isinstance(op, Gemm):
+        if getattr(lc.gemm.get(id(op)), "kind", None) == "wgmma":
+            from .gemm_wgmma import lower_wgmma
+
+            return lower_wgmma(op, lc)
         from .gemm import lower_gemm
 
         return lower_gemm(op, lc)

@@ -42,7 +42,7 @@ def _tile_dims(r: Region) -> list[int]:
 def _vector_plan(op: Copy, lc: Any) -> int | None:
     """Elements per vector access (16, 8 or 4 bytes), or ``None`` for the element-wise path."""
     src, dst = op.src, op.dst
-    if src.buffer.dtype != dst.buffer.dtype or src.buffer.strides is not None:
+    if src.buffer.dtype != dst.buffer.dtype or src.buffer.strides is not None or dst.buffer.strides is not None:
         return None
     sd, dd = _tile_dims(src), _tile_dims(dst)
     if not sd or len(sd) != len(dd) or sd[-1] != src.buffer.ndim - 1 or dd[-1] != dst.buffer.ndim - 1:
@@ -62,9 +62,9 @@ def _vector_plan(op: Copy, lc: Any) -> int | None:
         if dst.buffer.ndim > 1 and divisor(dst.buffer.shape[-1]) % vec:
             continue
         # a vector must be wholly in or out of range along the last dim
-        if src.buffer.scope == "global" and not prove_lt(src.starts[-1] + (inner - 1), src.buffer.shape[-1], lc.ranges):
-            if divisor(src.buffer.shape[-1]) % vec:
-                continue
+        if any(r.buffer.scope == "global" and divisor(r.buffer.shape[-1]) % vec
+               and not prove_lt(r.starts[-1] + (inner - 1), r.buffer.shape[-1], lc.ranges) for r in (src, dst)):
+            continue
         return vec
     return None
 
@@ -82,12 +82,7 @@ def _vector_copy(op: Copy, vec: int, lc: Any) -> Stmt:
     iters = (total + threads - 1) // threads
     it = E.Var(lc.fresh("c"))
     flat = it * threads + THREAD if iters > 1 else THREAD
-    coords: list[E.Expr] = []
-    rest = flat
-    for n, s in enumerate(reversed(shape)):
-        coords.append(rest % s if n < len(shape) - 1 else rest)
-        rest = rest // s
-    coords.reverse()
+    coords = _split_flat(it, iters, threads, shape)  # type: ignore[arg-type]
     coords[-1] = coords[-1] * vec
     sidx = _index(src, coords)
     didx = _index(dst, coords)
@@ -98,6 +93,11 @@ def _vector_copy(op: Copy, vec: int, lc: Any) -> Stmt:
         for i, dim in zip(sidx, src.buffer.shape):
             if not _provably_lt(i, dim, ranges, flat, total):
                 pred = E.binary("and", pred, E.binary("<", i, dim))
+    store_pred: E.Expr = E.const(True)  # out-of-range destination vectors are not written
+    if dst.buffer.scope == "global":
+        for i, dim in zip(didx, dst.buffer.shape):
+            if not _provably_lt(i, dim, ranges, flat, total):
+                store_pred = E.binary("and", store_pred, E.binary("<", i, dim))
     is_async = dict(op.annotations).get("async", False) and src.buffer.scope == "global"
     nbytes = vec * src.buffer.dtype.bytes
     if is_async:
@@ -106,11 +106,40 @@ def _vector_copy(op: Copy, vec: int, lc: Any) -> Stmt:
     else:
         call = Intrin(f"tlx_copy{nbytes}", (PtrTo(dst.buffer, didx, "w"), PtrTo(src.buffer, sidx, "r"), pred))
     body: Stmt = Evaluate(call, op.loc)
+    if not (isinstance(store_pred, E.Const) and store_pred.value):
+        body = If(store_pred, body, None, op.loc)
     if total % threads:
         body = If(E.binary("<", flat, total), body, None, op.loc)
     if iters == 1:
         return body
     return For(it, E.const(iters), "unroll", body, None, (), op.loc)
+
+
+def _split_flat(it: E.Var, iters: int, threads: int, shape: list[int]) -> list[E.Expr]:
+    """Tile coordinates of vector ``it * threads + tx`` (row-major ``shape``). While ``threads``
+    is a multiple of the inner extents, those digits come from ``tx`` alone, so the per-iteration
+    part of each coordinate is a constant offset (no division inside the unrolled copy)."""
+    rev: list[E.Expr] = []
+    tx_part: E.Expr = THREAD
+    scale = threads  # flat = it * scale + tx_part, 0 <= tx_part < scale
+    n = 0
+    while iters > 1 and n < len(shape) - 1 and scale % shape[-1 - n] == 0:
+        s = shape[-1 - n]
+        rev.append(tx_part % s)
+        tx_part = tx_part // s
+        scale //= s
+        n += 1
+    if iters <= 1:
+        rest: E.Expr = THREAD
+    elif scale == 1:
+        rest = it  # tx_part is 0 here
+    else:
+        rest = it * scale + tx_part
+    for m in range(n, len(shape)):
+        s = shape[-1 - m]
+        rev.append(rest % s if m < len(shape) - 1 else rest)
+        rest = rest // s
+    return list(reversed(rev))
 
 
 def _provably_lt(i: E.Expr, dim: E.Expr, ranges: dict[E.Var, tuple[int, int]], flat: E.Expr, total: int) -> bool:

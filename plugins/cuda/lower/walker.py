@@ -11,6 +11,7 @@ from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, Seq, Stmt, Store,
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import rewrite
 from ..lir import THREAD, AtomicStore, Block
+from ..analysis import bounds
 from .parallel import lower_nest
 
 
@@ -46,8 +47,12 @@ class _Walker:
             body = self.stmt(s.body)
             return For(s.var, s.extent, s.kind, body, s.start, s.annotations, s.loc)
         if isinstance(s, If):
-            return If(self.fix(s.cond), self.stmt(s.then), None if s.otherwise is None else self.stmt(s.otherwise),
-                      s.loc)
+            saved = dict(lc.ranges)
+            lc.ranges.update(implied_ranges(s.cond, lc.ranges))  # e.g. a pipeline's `k + 2 < n`
+            then = self.stmt(s.then)
+            lc.ranges.clear()
+            lc.ranges.update(saved)
+            return If(self.fix(s.cond), then, None if s.otherwise is None else self.stmt(s.otherwise), s.loc)
         if isinstance(s, While):
             return While(self.fix(s.cond), self.stmt(s.body), s.loc)
         if isinstance(s, TileOp):
@@ -81,6 +86,34 @@ class _Walker:
             return Store(lc.local_of(buf), (slot,), n.value, n.loc)
 
         return rewrite(node, fn)
+
+
+def implied_ranges(cond: E.Expr, ranges: dict[E.Var, tuple[int, int]]) -> dict[E.Var, tuple[int, int]]:
+    """Tighter ranges of loop variables inside ``if (cond)``: from ``v + c < b`` (and ``<=``,
+    conjunctions) with ``b`` bounded above."""
+    out: dict[E.Var, tuple[int, int]] = {}
+    if not isinstance(cond, E.BinOp):
+        return out
+    if cond.op == "and":
+        out.update(implied_ranges(cond.a, ranges))
+        out.update(implied_ranges(cond.b, {**ranges, **out}))
+        return out
+    if cond.op not in ("<", "<="):
+        return out
+    lhs, c = cond.a, 0
+    if isinstance(lhs, E.BinOp) and lhs.op in ("+", "-") and E.as_int(lhs.b) is not None:
+        c = E.as_int(lhs.b) if lhs.op == "+" else -E.as_int(lhs.b)  # type: ignore[operator]
+        lhs = lhs.a
+    if not isinstance(lhs, E.Var) or lhs not in ranges:
+        return out
+    rb = bounds(cond.b, ranges)
+    if rb is None:
+        return out
+    hi = rb[1] - c - (1 if cond.op == "<" else 0)
+    lo, old_hi = ranges[lhs]
+    if hi < old_hi:
+        out[lhs] = (lo, max(hi, lo))
+    return out
 
 
 def whole_slot(lc: Any, buf: Any, indices: tuple[E.Expr, ...], loc: Any) -> E.Expr:

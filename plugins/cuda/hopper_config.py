@@ -1,0 +1,33 @@
+"""Which Hopper features a compilation uses: sm_90a only, each one switched off by TileLang's pass
+configs (``jit(pass_configs={"tl.disable_wgmma": True, ...})``), reaching us as
+``options["pass_configs"]``."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("tilelang_x.cuda.hopper")
+
+
+@dataclass(frozen=True)
+class HopperConfig:
+    wgmma: bool
+    tma: bool
+    warp_specialize: bool
+
+
+def _flag(configs: dict[str, Any], *names: str) -> bool:
+    return any(bool(configs.get(n)) for n in names)
+
+
+def hopper_config(ctx: Any) -> HopperConfig:
+    arch = getattr(getattr(ctx, "target", None), "arch", None)
+    options = getattr(ctx, "options", None) or {}
+    configs = options.get("pass_configs") or {}
+    hopper = arch == "sm_90a"
+    wgmma = hopper and not _flag(configs, "tl.disable_wgmma")
+    tma = hopper and not _flag(configs, "tl.disable_tma_lower", "tl.disable_tma")
+    ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
+    return HopperConfig(wgmma, tma, ws)

@@ -1,0 +1,69 @@
+// tlx_hopper.h -- sm_90a additions to tlx_cuda.h: mbarrier, TMA, wgmma, setmaxnreg, proxy fences.
+// Inlined after tlx_cuda.h into kernels that use the Hopper path. PTX forms: backends.md A4-A7.
+// The wgmma calls themselves (one per shape) are generated next to the kernel (hopper_header.py).
+struct __align__(64) tlx_tmap { unsigned long long v[16]; };
+
+// ---- mbarrier (A4) --------------------------------------------------------------------------------
+TLX_DEV void tlx_mbar_init(tlx_u32 bar, tlx_u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+TLX_DEV void tlx_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+TLX_DEV void tlx_mbar_expect_tx(tlx_u32 bar, tlx_u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+TLX_DEV void tlx_mbar_arrive(tlx_u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+TLX_DEV void tlx_mbar_wait(tlx_u32 bar, tlx_u32 parity) {
+  asm volatile("{\n .reg .pred P;\n TLX_W:\n mbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n"
+               " @!P bra TLX_W;\n}" :: "r"(bar), "r"(parity) : "memory");
+}
+
+// ---- TMA (A5): coordinates innermost first; the map is a __grid_constant__ parameter -------------
+#define TLX_TMA_HEAD "cp.async.bulk.tensor."
+#define TLX_TMA_TAIL ".shared::cluster.global.mbarrier::complete_tx::bytes"
+TLX_DEV void tlx_tma_load_1d(tlx_u32 dst, const tlx_tmap& m, tlx_u32 bar, int c0) {
+  asm volatile(TLX_TMA_HEAD "1d" TLX_TMA_TAIL " [%0], [%1, {%3}], [%2];"
+               :: "r"(dst), "l"((tlx_u64)&m), "r"(bar), "r"(c0) : "memory");
+}
+TLX_DEV void tlx_tma_load_2d(tlx_u32 dst, const tlx_tmap& m, tlx_u32 bar, int c0, int c1) {
+  asm volatile(TLX_TMA_HEAD "2d" TLX_TMA_TAIL " [%0], [%1, {%3, %4}], [%2];"
+               :: "r"(dst), "l"((tlx_u64)&m), "r"(bar), "r"(c0), "r"(c1) : "memory");
+}
+TLX_DEV void tlx_tma_load_3d(tlx_u32 dst, const tlx_tmap& m, tlx_u32 bar, int c0, int c1, int c2) {
+  asm volatile(TLX_TMA_HEAD "3d" TLX_TMA_TAIL " [%0], [%1, {%3, %4, %5}], [%2];"
+               :: "r"(dst), "l"((tlx_u64)&m), "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+TLX_DEV void tlx_tma_load_4d(tlx_u32 dst, const tlx_tmap& m, tlx_u32 bar, int c0, int c1, int c2, int c3) {
+  asm volatile(TLX_TMA_HEAD "4d" TLX_TMA_TAIL " [%0], [%1, {%3, %4, %5, %6}], [%2];"
+               :: "r"(dst), "l"((tlx_u64)&m), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+TLX_DEV void tlx_tma_load_5d(tlx_u32 dst, const tlx_tmap& m, tlx_u32 bar, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile(TLX_TMA_HEAD "5d" TLX_TMA_TAIL " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];"
+               :: "r"(dst), "l"((tlx_u64)&m), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+TLX_DEV void tlx_tma_prefetch(const tlx_tmap& m) {
+  asm volatile("prefetch.tensormap [%0];" :: "l"((tlx_u64)&m) : "memory");
+}
+
+// ---- ordering (A7) --------------------------------------------------------------------------------
+TLX_DEV void tlx_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+TLX_DEV void tlx_named_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+#define TLX_SETMAXNREG_INC(n) asm volatile("setmaxnreg.inc.sync.aligned.u32 " #n ";" ::: "memory")
+#define TLX_SETMAXNREG_DEC(n) asm volatile("setmaxnreg.dec.sync.aligned.u32 " #n ";" ::: "memory")
+
+// ---- wgmma (A6) -----------------------------------------------------------------------------------
+TLX_DEV void tlx_wgmma_arrive() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+TLX_DEV void tlx_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+TLX_DEV void tlx_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+// Keeps the compiler from moving accumulator reads/writes across the asynchronous wgmma.
+TLX_DEV void tlx_fence_regs(float* d, int n) {
+#pragma unroll
+  for (int i = 0; i < n; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+// Shared-memory matrix descriptor: start>>4 | LBO>>4 << 16 | SBO>>4 << 32 | swizzle mode << 62.
+TLX_DEV tlx_u64 tlx_wgmma_desc(tlx_u32 base, tlx_u32 off, tlx_u32 lbo, tlx_u32 sbo, tlx_u32 mode) {
+  const tlx_u32 addr = base + off;
+  return (tlx_u64)((addr & 0x3FFFFu) >> 4) | ((tlx_u64)((lbo >> 4) & 0x3FFFu) << 16) |
+         ((tlx_u64)((sbo >> 4) & 0x3FFFu) << 32) | ((tlx_u64)mode << 62);
+}

@@ -1,0 +1,86 @@
+"""T.gemm on the wgmma path (sm_90a, plan kind ``wgmma``): each warpgroup issues
+``wgmma.mma_async`` m64nNk16 steps over its rows (64 per step) and its N/wgn columns, B (and A,
+unless it is a register fragment) read from shared memory through descriptors of the panel
+layout (layout_hopper.py). Sequence: fence the accumulators, ``wgmma.fence``, all k steps,
+commit, wait for 0 groups, fence the accumulators again (so no access moves across)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer, Region
+from ....core_ir.stmt import Alloc, Seq, Stmt
+from ....core_ir.tileops import Gemm
+from ..hopper_header import wgmma_name
+from ..layout_hopper import DESC_MODE, PanelLayout
+from ..layout_inference import GemmPlan
+from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
+
+
+def _call(fn: str, *args: E.Expr, dtype: Any = dtypes.int32) -> Intrin:
+    return Intrin(fn, tuple(E.const(a) if isinstance(a, int) else a for a in args), dtype)
+
+
+def _desc(r: Region, lay: PanelLayout, k_major: bool, mn0: E.Expr, k0: int) -> Intrin:
+    """Descriptor of the operand sub-tile starting at MN index ``mn0`` and K index ``k0``."""
+    rows, w, eb = lay.shape[-2], lay.panel, lay.elem_bytes
+    panel_bytes = rows * w * eb
+    base = SmemAddr(r.buffer, tuple(r.starts), "r")
+    if k_major:  # rows are M (or N), columns K
+        off = mn0 * (w * eb) + ((k0 // w) * panel_bytes + (k0 % w) * eb)
+        lbo = 16
+    else:  # rows are K, columns M (or N)
+        off = (mn0 // w) * panel_bytes + k0 * w * eb if not isinstance(mn0, E.Const) or mn0.value else \
+            E.const(k0 * w * eb)
+        lbo = panel_bytes
+    return _call("tlx_wgmma_desc", base, off, lbo, 8 * w * eb, DESC_MODE[lay.span], dtype=dtypes.uint64)
+
+
+def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
+    plan: GemmPlan = lc.gemm[id(op)]
+    wgm, wgn = plan.wm, plan.wn
+    a, b = op.A.buffer, op.B.buffer
+    fp8 = a.dtype.bits == 8
+    kstep = 32 if fp8 else 16
+    mi_n, nn, ki_n = plan.m // (64 * wgm), plan.n // wgn, plan.k // kstep
+    c_loc = lc.local_of(op.C.buffer)
+    total = mi_n * nn // 2
+    wg = THREAD // 128
+    m0 = (wg // wgn) * (plan.m // wgm) if wgm > 1 else E.const(0)
+    n0 = (wg % wgn) * nn if wgn > 1 else E.const(0)
+    regs_a = a.scope == "fragment"
+    fn = wgmma_name(nn, a.dtype.name, regs_a, int(op.trans_A), int(not op.trans_B))
+    lay_b: PanelLayout = lc.layouts[b]
+    out: list[Stmt] = []
+    af: Buffer | None = None
+    if regs_a:
+        a_loc = lc.local_of(a)
+        af = Buffer(lc.fresh("a_regs"), (mi_n * ki_n * 4,), U32, "local")
+        out.append(Alloc(af))
+        pack = "tlx_afrag_h" if a.dtype == dtypes.float16 else "tlx_afrag_b"
+        for mi in range(mi_n):
+            for kk in range(ki_n):
+                j = mi * ki_n + kk
+                out.append(Evaluate(_call(pack, PtrTo(af, (E.const(j * 4),), "w"), PtrTo(a_loc, (E.const(j * 8),), "r"))))
+    acc = PtrTo(c_loc, (E.const(0),), "rw")
+    out.append(Evaluate(_call("tlx_fence_regs", acc, total)))
+    out.append(Evaluate(_call("tlx_wgmma_arrive")))
+    for kk in range(ki_n):
+        k0 = kk * kstep
+        desc_b = _desc(op.B, lay_b, op.trans_B, n0, k0)
+        scale = 0 if op.clear_accum and kk == 0 else 1
+        for mi in range(mi_n):
+            d = PtrTo(c_loc, (E.const(mi * nn // 2),), "rw")
+            row0 = m0 + mi * 64 if mi else m0
+            if regs_a:
+                assert af is not None
+                a_arg: E.Expr = PtrTo(af, (E.const((mi * ki_n + kk) * 4),), "r")
+            else:
+                a_arg = _desc(op.A, lc.layouts[a], not op.trans_A, row0, k0)
+            out.append(Evaluate(_call(fn, d, a_arg, desc_b, scale), op.loc))
+    out.append(Evaluate(_call("tlx_wgmma_commit")))
+    out.append(Evaluate(_call("tlx_wgmma_wait0")))
+    out.append(Evaluate(_call("tlx_fence_regs", acc, total)))
+    return Seq(tuple(out))

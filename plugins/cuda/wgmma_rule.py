@@ -1,0 +1,107 @@
+"""The layout rule of T.gemm on the wgmma path (sm_90a): when the gemm fits wgmma, its plan is
+``GemmPlan("wgmma", m, n, k, wgm, wgn)`` (wgm × wgn warpgroups), the accumulator (and a register
+A) get the wgmma fragments and the shared operands the panel layout; otherwise the sm_80 rule
+runs. Installed by ``passes.py`` as ``ctx.data["cuda.gemm_rule"]``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core_ir import dtypes
+from ...core_ir import expr as E
+from ...core_ir.buffer import Buffer, Region
+from ...core_ir.tileops import Gemm
+from .layout import Fragment, local_map
+from .layout_hopper import PanelLayout, panel_layout, wgmma_a_fragment, wgmma_c_fragment
+from .layout_inference import GemmPlan, where
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+_FP8 = (dtypes.float8_e4m3, dtypes.float8_e5m2)
+
+
+def full_tile(r: Region) -> bool:
+    """``r`` covers the last two dims of its buffer whole (leading dims: one index)."""
+    shape = r.buffer.static_shape()
+    if shape is None or len(shape) < 2:
+        return False
+    for d, (s, e) in enumerate(zip(r.starts, r.extents)):
+        if d >= len(shape) - 2:
+            if E.as_int(s) != 0 or E.as_int(e) != shape[d]:
+                return False
+        elif E.as_int(e) != 1:
+            return False
+    return True
+
+
+def _compatible(have: Any, want: Any) -> bool:
+    if have is None:
+        return True
+    if isinstance(have, Fragment) and isinstance(want, Fragment):
+        n = list(range(len(have.dims)))
+        return have.shape == want.shape and local_map(have, n, want) is not None and \
+            local_map(want, n, have) is not None
+    return have == want
+
+
+def choose_warpgroups(m: int, n: int, nwg: int, policy: str, b_panel: int) -> tuple[int, int] | None:
+    cands = []
+    for wgm in range(1, nwg + 1):
+        if nwg % wgm:
+            continue
+        wgn = nwg // wgm
+        nn = n // wgn if n % wgn == 0 else 0
+        if m % (64 * wgm) or not nn or nn % 8 or nn > 256 or (b_panel and nn % b_panel):
+            continue
+        cands.append((wgm, wgn))
+    if not cands:
+        return None
+    if policy == "FullCol":
+        return max(cands, key=lambda c: c[1])
+    return max(cands, key=lambda c: c[0])
+
+
+def wgmma_rule(st: Any, op: Gemm) -> bool:
+    """Plan ``op`` for wgmma and set its layouts in the layout-inference state ``st``; ``False``
+    (nothing changed) when it does not fit."""
+    m, n, k = (E.as_int(x) for x in op.mnk())
+    a, b, c = op.A.buffer, op.B.buffer, op.C.buffer
+    if m is None or n is None or k is None or c.scope != "fragment" or c.dtype != dtypes.float32:
+        return False
+    if a.dtype != b.dtype or b.scope != "shared" or a.scope not in ("shared", "fragment"):
+        return False
+    fp8 = a.dtype in _FP8
+    if a.dtype not in _HALF and not fp8:
+        return False
+    if fp8 and (op.trans_A or not op.trans_B or a.scope != "shared"):
+        return False  # fp8 wgmma reads both operands K-major only
+    if k % (32 if fp8 else 16) or st.threads % 128 or (a.scope == "fragment" and op.trans_A):
+        return False
+    lays: dict[Buffer, PanelLayout] = {}
+    for r in (op.A, op.B):
+        if r.buffer.scope != "shared":
+            continue
+        shape = r.buffer.static_shape()
+        lay = panel_layout(tuple(shape), r.buffer.dtype.bytes) if shape else None
+        if lay is None or not full_tile(r) or not _compatible(st.layouts.get(r.buffer), lay):
+            return False
+        lays[r.buffer] = lay
+    b_panel = 0 if op.trans_B else lays[b].panel
+    if op.trans_A and 64 % lays[a].panel:
+        return False
+    wg = choose_warpgroups(m, n, st.threads // 128, op.policy, b_panel)
+    if wg is None:
+        return False
+    origin = f"T.gemm at {where(op.loc)} (wgmma)"
+    want_c = wgmma_c_fragment(m, n, *wg, origin)
+    if not _compatible(st.layouts.get(c), want_c):
+        return False
+    want_a = wgmma_a_fragment(m, k, *wg, origin) if a.scope == "fragment" else None
+    if want_a is not None and not _compatible(st.layouts.get(a), want_a):
+        return False
+    st.gemm[id(op)] = GemmPlan("wgmma", m, n, k, *wg)
+    st.set(c, want_c, f"{origin} (accumulator)", op.loc)
+    if want_a is not None:
+        st.set(a, want_a, f"{origin} (A operand)", op.loc)
+    for buf, lay in lays.items():
+        st.set(buf, lay, origin, op.loc)
+    return True
