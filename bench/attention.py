@@ -54,9 +54,12 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
             row[f"{key}_error"] = err
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     tried, best = [], None
-    for bm, bn, stages, threads in CONFIGS[:2] if args.quick else CONFIGS:
+    configs = CONFIGS[:2] if args.quick else CONFIGS
+    if args.configs:  # "BMxBNxSTAGESxTHREADS,..."
+        configs = [tuple(int(x) for x in c.split("x")) for c in args.configs.split(",") if c]  # type: ignore[misc]
+    for bm, bn, stages, threads in configs:
         cfg = {"block_M": bm, "block_N": bn, "num_stages": stages, "threads": threads}
-        with knobs.scope(target_default="cuda"):
+        with knobs.scope(target_default=args.target):
             kernel, err = attempt(lambda cfg=cfg: attention.flash_attention(b, h, s, d, causal, **cfg))
         if err is None:
             out, err = attempt(lambda kernel=kernel: kernel(q, k, v))
@@ -84,9 +87,15 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
     return row
 
 
+def _extra(p: Any) -> None:
+    p.add_argument("--seq", type=int, default=0, help="sequence length (default 4096, 1024 with --quick)")
+    p.add_argument("--configs", default="", help="BMxBNxSTAGESxTHREADS,... instead of the default configs")
+    p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
+
+
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    s = 1024 if args.quick else 4096
+    args = parse_args(__doc__.splitlines()[0], _extra)
+    s = args.seq or (1024 if args.quick else 4096)
     results: list[dict[str, Any]] = []
     doc = {"bench": "attention", "info": device_info(), "results": results}
     for causal in (False, True):

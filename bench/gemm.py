@@ -22,9 +22,18 @@ BIG_CONFIGS = [(128, 256, 64, 3, 256), (128, 128, 64, 4, 256), (128, 256, 64, 4,
 SMALL_M_CONFIGS = [(64, 64, 128, 4, 128), (64, 128, 64, 4, 128), (64, 256, 64, 3, 128)]
 
 
-def configs_for(m: int, quick: bool) -> list[tuple[int, ...]]:
+def configs_for(m: int, quick: bool, custom: str = "") -> list[tuple[int, ...]]:
+    if custom:  # "BMxBNxBKxSTAGESxTHREADS,..."
+        return [tuple(int(x) for x in c.split("x")) for c in custom.split(",") if c]
     cands = SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
     return cands[:2] if quick else cands
+
+
+def _extra(p: Any) -> None:
+    p.add_argument("--shapes", default="", help="MxNxK,... instead of the default shapes")
+    p.add_argument("--configs", default="", help="BMxBNxBKxSTAGESxTHREADS,... instead of the default configs")
+    p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
+    p.add_argument("--dtypes", default="", help="float16,bfloat16,... instead of the default dtypes")
 
 
 def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str, Any]:
@@ -44,9 +53,9 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
                            "torch_ms": round(torch_ms, 4), "torch_tflops": round(flops / torch_ms / 1e9, 1)}
     tried = []
     best = None
-    for bm, bn, bk, stages, threads in configs_for(m, args.quick):
+    for bm, bn, bk, stages, threads in configs_for(m, args.quick, args.configs):
         cfg = {"block_M": bm, "block_N": bn, "block_K": bk, "num_stages": stages, "threads": threads}
-        with knobs.scope(target_default="cuda"):
+        with knobs.scope(target_default=args.target):
             kernel, err = attempt(lambda cfg=cfg: gemm.matmul(m, n, k, in_dtype=as_dtype(tdt), out_dtype=as_dtype(tdt),
                                                               **cfg))
         if err is None:
@@ -75,9 +84,13 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
+    args = parse_args(__doc__.splitlines()[0], _extra)
     shapes = SHAPES[:1] if args.quick else SHAPES
+    if args.shapes:
+        shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",") if sh]  # type: ignore[misc]
     dtypes = ["float16"] if args.quick else ["float16", "bfloat16"]
+    if args.dtypes:
+        dtypes = args.dtypes.split(",")
     results: list[dict[str, Any]] = []
     doc = {"bench": "gemm", "info": device_info(), "results": results}
     for dtype_name in dtypes:

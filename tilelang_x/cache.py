@@ -85,8 +85,12 @@ def _warn_unwritable(folder: str, exc: BaseException) -> None:
         if folder in _warned:
             return
         _warned.add(folder)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        why = "it is a file, not a folder"
+    else:
+        why = f"{type(exc).__name__}: {exc}"
     message = (
-        f"tilelang-x cannot write its kernel cache in {folder} ({type(exc).__name__}: {exc}); kernels still "
+        f"tilelang-x cannot write its kernel cache in {folder} ({why}); kernels still "
         f"compile but are not cached. Set {knobs.cache.knobs()['dir'].env} (tilelang_x.knobs.cache.dir) to a "
         f"writable folder, or {knobs.cache.knobs()['disable'].env}=1 (knobs.cache.disable = True) to turn "
         "the cache off."

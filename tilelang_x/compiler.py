@@ -181,14 +181,21 @@ def _compile_isolated(
     func: PrimFunc, tgt: Target, outs: tuple[int, ...], opts: dict[str, Any], dump: list[str], dump_dir: str
 ) -> JITKernel:
     """``_compile``, leaving out (and naming) any third-party plugin that crashes on the way."""
+    left_out: list[str] = []
     while True:
         try:
             return _compile(func, tgt, outs, opts, dump, dump_dir)
-        except TileLangError:
+        except TileLangError as err:
+            if left_out:  # say why the plugin that could have answered is gone
+                note = "left out after failing: " + "; ".join(left_out)
+                err.hint = f"{err.hint}; {note}" if err.hint else note
+                err.args = (str(err._render()),)
             raise
         except Exception as exc:
-            if not _disable_culprit(exc):
+            culprit = _disable_culprit(exc)
+            if culprit is None:
                 raise
+            left_out.append(culprit)
 
 
 def _compile(
@@ -247,12 +254,13 @@ def _hook_functions() -> dict[types.CodeType, tuple[str, str]]:
     return found
 
 
-def _disable_culprit(exc: BaseException) -> bool:
+def _disable_culprit(exc: BaseException) -> str | None:
     """If a third-party hookimpl is on ``exc``'s traceback, mark its plugin failed (a
-    ``PluginWarning`` naming it) and return True, so the caller can compile again without it."""
+    ``PluginWarning`` naming it) and return a description of what happened, so the caller can
+    compile again without it; else ``None``."""
     functions = _hook_functions()
     if not functions:
-        return False
+        return None
     culprit = None
     tb = exc.__traceback__
     while tb is not None:
@@ -261,11 +269,11 @@ def _disable_culprit(exc: BaseException) -> bool:
             culprit = hit  # keep the innermost one
         tb = tb.tb_next
     if culprit is None:
-        return False
+        return None
     plugin, hook_name = culprit
     record = {r.name: r for r in registry.plugins()}.get(plugin)
     if record is None or not record.ok:
-        return False
+        return None
     with warnings.catch_warnings():
         # the registry warns from its own frame: point the warning at the user's call instead
         warnings.simplefilter("ignore", registry.PluginWarning)
@@ -279,7 +287,7 @@ def _disable_culprit(exc: BaseException) -> bool:
         stacklevel=4,
     )
     logger.debug("plugin %s failed while compiling", plugin, exc_info=exc)
-    return True
+    return f"plugin {plugin!r}{origin}: {hook_name} raised {registry._describe(exc)}"
 
 
 def clear_cache() -> None:

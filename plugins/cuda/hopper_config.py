@@ -31,3 +31,22 @@ def hopper_config(ctx: Any) -> HopperConfig:
     tma = hopper and not _flag(configs, "tl.disable_tma_lower", "tl.disable_tma")
     ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
     return HopperConfig(wgmma, tma, ws)
+
+
+def no_tma_rebuild(ctx: Any) -> Any:
+    """A factory of the launcher of the same kernel compiled without TMA (for tensors TMA cannot
+    describe), from the function ``hopper_setup`` kept in ``ctx.data["cuda.source_func"]``."""
+    func = ctx.data.get("cuda.source_func")
+    if func is None:
+        return None
+    target, options = ctx.target, dict(getattr(ctx, "options", None) or {})
+
+    def build() -> Any:
+        from tilelang_x.compiler import compile_prim_func
+
+        configs = dict(options.get("pass_configs") or {})
+        configs["tl.disable_tma_lower"] = True
+        opts = {**options, "pass_configs": configs}
+        return compile_prim_func(func, target=target, options=opts).launcher
+
+    return build

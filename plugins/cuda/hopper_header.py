@@ -27,7 +27,7 @@ def wgmma_name(n: int, ab: str, a_regs: bool, trans_a: int, trans_b: int) -> str
     return name
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def wgmma_source(n: int, ab: str, a_regs: bool, trans_a: int, trans_b: int) -> str:
     """``void name(float* d, <A>, tlx_u64 desc_b, int scale_d)``: D (+)= A·B for one m64nNk16
     (k32 for fp8) step; ``<A>`` is ``tlx_u64 desc_a`` or ``const tlx_u32* a`` (4 registers)."""
@@ -43,7 +43,7 @@ def wgmma_source(n: int, ab: str, a_regs: bool, trans_a: int, trans_b: int) -> s
         b_op, s_op = f"%{nd + 4}", f"%{nd + 5}"
         imms = f"1, 1, {trans_b}" if k == 16 else "1, 1"
         ins = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale)'
-        sig = f"float* d, const tlx_u32* a, tlx_u64 db, int scale"
+        sig = "float* d, const tlx_u32* a, tlx_u64 db, int scale"
     else:
         a_ops = f"%{nd}"
         b_op, s_op = f"%{nd + 1}", f"%{nd + 2}"

@@ -17,6 +17,8 @@ comes from:
   ``float``, ``double``, ``bool``...);
 - ``kind == "dim"``: ``dims[index]`` (or ``dims[name]`` for a mapping), passed as ``ctype``
   (``int`` for int32 shape variables, ``long long`` for int64).
+- ``kind == "tmap"`` (sm_90a): a 128-byte ``CUtensorMap`` of tensor ``args[index]`` passed by
+  value (``__grid_constant__``), described by the matching entry of ``meta.tensor_maps``.
 
 Launch geometry: ``meta.grid(dims) -> (gx, gy, gz)`` (all >= 1; ``grid_static`` holds it when
 no dimension is dynamic), ``grid_source`` is that grid as Python text over the dims (see
@@ -80,6 +82,9 @@ class KernelMeta:
     grid_static: tuple[int, int, int] | None = None
     grid_source: str = ""
     arch: str = "sm_80"
+    #: Hopper TMA: per ``kind == "tmap"`` parameter (in order), (tensor arg index, dtype name, box
+    #: dims innermost first, CUtensorMapSwizzle); the runtime encodes the map at launch.
+    tensor_maps: tuple[tuple[int, str, tuple[int, ...], int], ...] = ()
 
     @property
     def num_threads(self) -> int:

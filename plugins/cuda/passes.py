@@ -11,6 +11,10 @@ from .sync import sync_stage
 
 
 def stages(target: Any) -> list[tuple[str, Any]]:
+    if getattr(target, "arch", None) == "sm_90a":
+        from .hopper_stages import hopper_stages
+
+        return hopper_stages()
     return [
         ("pipeline", pipeline_stage),
         ("layout_inference", infer_stage),

@@ -87,7 +87,13 @@ def tlx_load(target: Any, func: Any, binary: Any, ctx: Any) -> Any:
     from .runtime import load
 
     # JITKernel has already checked devices and contiguity: skip the launcher's own checks.
-    return load(binary, ctx.data["cuda.meta"], check_args=False)
+    meta = ctx.data["cuda.meta"]
+    fallback = None
+    if meta.tensor_maps:
+        from .hopper_config import no_tma_rebuild
+
+        fallback = no_tma_rebuild(ctx)
+    return load(binary, meta, check_args=False, fallback=fallback)
 
 
 @hookimpl

@@ -497,16 +497,23 @@ class _DeferredLauncher:
         self._real(args, dims)  # type: ignore[misc]
 
 
-def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True) -> Callable[..., None]:
+def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,
+         fallback: Callable[[], Callable[..., None]] | None = None) -> Callable[..., None]:
     """A launcher ``launcher(args, dims=())`` for ``binary`` with launch metadata ``meta``.
 
     Nothing touches the GPU until the first call (which loads the module on the tensors' device);
     on a machine without a CUDA driver this still succeeds, and the call raises
     ``CudaNotAvailableError``. ``check_args=False`` skips the per-call checks that every tensor
     is a contiguous CUDA tensor on one device (the first tensor's device is used): for callers
-    that checked already, such as ``JITKernel``'s argument binder.
+    that checked already, such as ``JITKernel``'s argument binder. Kernels with TMA tensor maps
+    (sm_90a) get ``runtime_tma.TmaLauncher``; ``fallback`` builds the launcher it switches to for
+    tensors TMA cannot describe.
     """
     kernel = LoadedKernel(binary, meta)  # validates that the names agree
+    if meta.tensor_maps:
+        from .runtime_tma import TmaLauncher
+
+        return TmaLauncher(kernel, fallback)
     plan = _Plan(meta)
     try:
         driver.libcuda()

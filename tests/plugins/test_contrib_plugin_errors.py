@@ -124,7 +124,9 @@ def test_crashing_backend_is_named(install_dist) -> None:
             compiler.compile_prim_func(func, target="brokencpu", out_idx=[-1])
     # without the plugin nothing can build for its target: said plainly, with where to look
     assert isinstance(info.value, BackendNotImplementedError)
-    assert "python -m tilelang_x info" in str(info.value)
+    text = str(info.value)
+    assert "python -m tilelang_x info" in text
+    assert "left out after failing: plugin 'brokencpu' from tlx-broken-backend 0.1: tlx_codegen raised KeyError" in text
     # the interpreter is unaffected
     _check(compiler.compile_prim_func(_gemm_ir(), target="interp", out_idx=[-1]))
 

@@ -63,7 +63,8 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
         for mi in range(mi_n):
             for kk in range(ki_n):
                 j = mi * ki_n + kk
-                out.append(Evaluate(_call(pack, PtrTo(af, (E.const(j * 4),), "w"), PtrTo(a_loc, (E.const(j * 8),), "r"))))
+                regs, halves = PtrTo(af, (E.const(j * 4),), "w"), PtrTo(a_loc, (E.const(j * 8),), "r")
+                out.append(Evaluate(_call(pack, regs, halves)))
     acc = PtrTo(c_loc, (E.const(0),), "rw")
     out.append(Evaluate(_call("tlx_fence_regs", acc, total)))
     out.append(Evaluate(_call("tlx_wgmma_arrive")))

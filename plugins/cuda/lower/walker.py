@@ -10,8 +10,8 @@ from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, Seq, Stmt, Store, While
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import rewrite
-from ..lir import THREAD, AtomicStore, Block
 from ..analysis import bounds
+from ..lir import THREAD, AtomicStore, Block
 from .parallel import lower_nest
 
 

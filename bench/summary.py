@@ -1,0 +1,26 @@
+"""Print a short table of the headline numbers in bench JSON files: ``python bench/summary.py a.json b.json``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def main() -> None:
+    for path in sys.argv[1:]:
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"{path}: {e}")
+            continue
+        for r in doc.get("results", []):
+            keys = ("dtype", "M", "N", "K", "B", "H", "S", "D", "causal", "ours_tflops", "torch_tflops", "ratio",
+                    "cudnn_tflops", "flash_tflops", "ratio_cudnn", "ratio_flash", "best_config", "error")
+            print(doc.get("bench"), {k: r[k] for k in keys if k in r})
+            for c in r.get("configs", []):
+                print("   ", {k: v for k, v in c.items() if k != "error"}, (c.get("error") or "")[:300])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""The ``hopper_finalize`` stage (after sync insertion, sm_90a): what codegen needs of the Hopper
+path.
+
+- Before each barrier of a kernel with wgmma: ``fence.proxy.async`` (shared memory written by
+  ordinary stores and read next by wgmma needs it in the writing threads, backends.md A7).
+- Warp-specialized kernels: the consumers' barriers become ``bar.sync 1, consumers`` (the producer
+  warpgroup never joins them), the block grows by the producer warpgroup and the kernel gets
+  ``__launch_bounds__(threads, 1)`` (setmaxnreg needs an entry register cap).
+- ``cuda.extra_headers``: tlx_hopper.h and the wgmma wrappers used; ``cuda.tmaps``: only the
+  tensor maps the code uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ...core_ir import expr as E
+from ...core_ir.stmt import Kernel, PrimFunc, Seq
+from ...core_ir.visit import rewrite, walk
+from .hopper_header import WGMMA_FORMS, hopper_header, wgmma_source
+from .lir import Barrier, Evaluate, Intrin
+from .tma import TmaSpec
+
+_HOPPER_PREFIXES = ("tlx_wgmma", "tlx_mbar", "tlx_tma", "tlx_fence_proxy", "TLX_SETMAXNREG")
+
+
+def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
+    names = {n.fn for n in walk(func.body) if isinstance(n, Intrin)}
+    if not any(nm.startswith(_HOPPER_PREFIXES) for nm in names):
+        ctx.data.pop("cuda.tmaps", None)
+        return func
+    ws = ctx.data.get("cuda.ws")
+    fence = any(nm.startswith("tlx_wgmma") for nm in names)
+
+    def fix(n: Any) -> Any:
+        if isinstance(n, Barrier):
+            bar: Any = n
+            if ws is not None:
+                bar = Evaluate(Intrin("tlx_named_bar_sync", (E.const(1), E.const(ws["consumers"]))), n.loc)
+            if fence:
+                return Seq((Evaluate(Intrin("tlx_fence_proxy_async", ())), bar))
+            return bar
+        if isinstance(n, Kernel) and ws is not None:
+            return dataclasses.replace(n, threads=(ws["consumers"] + 128,))
+        return None
+
+    body = rewrite(func.body, fix)
+    if ws is not None:
+        ctx.data["cuda.min_blocks"] = 1
+    used = {id(n) for n in walk(body) if isinstance(n, E.Var)}
+    specs: list[TmaSpec] = [s for s in ctx.data.get("cuda.tmaps", []) if id(s.var) in used]
+    ctx.data["cuda.tmaps"] = specs
+    wrappers = [wgmma_source(*WGMMA_FORMS[nm]) for nm in sorted(names) if nm in WGMMA_FORMS]
+    ctx.data["cuda.extra_headers"] = [hopper_header(), *wrappers]
+    return dataclasses.replace(func, body=body)

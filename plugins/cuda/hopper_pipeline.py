@@ -1,0 +1,253 @@
+"""The ``pipeline`` stage on sm_90a: ``T.Pipelined`` loops whose global → shared copies all qualify
+for TMA (tma.py) become mbarrier pipelines; the others keep the sm_80 cp.async pipeline.
+
+Warp-specialized form (the default; one such loop at the top of the kernel, its copies and trip
+count computed from block indices, arguments and the loop variable only): the block gets one more
+warpgroup, the producer, whose first thread issues the TMA loads of iteration k into stage k % S
+after waiting for ``empty[k % S]``; the original threads (consumers) wait for ``full[k % S]``, run
+the loop body and arrive on ``empty[k % S]``. With ≥ 256 consumers, ``setmaxnreg`` moves registers
+from the producer to the consumers. Everything outside the loop runs on the consumers.
+
+Plain form (warp specialization off, or the kernel does not qualify): thread 0 issues the loads
+of iteration k + S - 1 at the top of iteration k, after a barrier (every thread is done with that
+stage), and everyone waits on ``full[k % S]`` before the body.
+
+Results in ``ctx.data``: ``cuda.preset_layouts`` (the panel layouts of the TMA tiles),
+``cuda.tmaps`` (the tensor-map parameters), ``cuda.ws`` (consumer thread count, register split).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ...core_ir import dtypes
+from ...core_ir import expr as E
+from ...core_ir.buffer import Buffer, Region
+from ...core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt
+from ...core_ir.tileops import Copy
+from ...core_ir.visit import rewrite, substitute, walk
+from .hopper_config import hopper_config, log
+from .layout_hopper import panel_layout
+from .layout_inference import find_kernel
+from .lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
+from .pipelining import _pipeline, pipeline_stage
+from .tma import TmaCopy, TmaSpec, plan_tma, tile_bytes
+
+PRODUCER_THREADS = 128
+PRODUCER_REGS = 40
+
+
+def _call(fn: str, *args: Any) -> Evaluate:
+    return Evaluate(Intrin(fn, tuple(E.const(a) if isinstance(a, int) else a for a in args)))
+
+
+def _body(loop: For) -> list[Stmt]:
+    return list(loop.body.stmts) if isinstance(loop.body, Seq) else [loop.body]
+
+
+def _is_producer(s: Stmt) -> bool:
+    return isinstance(s, Copy) and s.src.buffer.scope == "global" and s.dst.buffer.scope == "shared" \
+        and s.src.buffer.dtype == s.dst.buffer.dtype
+
+
+class _Ctx:
+    def __init__(self, func: PrimFunc, kernel: Kernel) -> None:
+        self.params = tuple(func.params)
+        self.specs: dict[tuple, TmaSpec] = {}
+        self.multi: dict[Buffer, Buffer] = {}
+        self.preset: dict[Buffer, Any] = {}
+        self.annotated = {id(b) for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "layout"
+                          for b, _ in n.data}
+
+    def plan(self, loop: For) -> list[TmaCopy] | None:
+        producers = [s for s in _body(loop) if _is_producer(s)]
+        if not producers:
+            return None
+        trial = dict(self.specs)
+        plans = [plan_tma(p, self.params, trial) for p in producers]
+        dsts = [p.dst.buffer for p in producers]
+        if any(p is None for p in plans) or len({id(b) for b in dsts}) != len(dsts) or \
+                any(id(b) in self.annotated for b in dsts):
+            log.debug("T.Pipelined at line %s: a copy does not qualify for TMA; using cp.async",
+                      getattr(loop.loc, "line", "?"))
+            return None
+        self.specs.update(trial)
+        return plans  # type: ignore[return-value]
+
+    def stage_buffers(self, plans: list[TmaCopy], stages: int) -> None:
+        for p in plans:
+            b = p.op.dst.buffer
+            m = Buffer(b.name, (stages,) + tuple(b.shape), b.dtype, "shared", b.loc)
+            self.multi[b] = m
+            self.preset[m] = panel_layout((stages,) + p.layout.shape, b.dtype.bytes)
+
+
+def _staged(stmt: Stmt, bufs: dict[Buffer, Buffer], stage: E.Expr) -> Stmt:
+    def fn(x: Any) -> Any:
+        if isinstance(x, Region) and x.buffer in bufs:
+            return Region(bufs[x.buffer], (stage,) + x.starts, (E.const(1),) + x.extents)
+        if isinstance(x, E.Load) and x.buffer in bufs:
+            return E.Load(bufs[x.buffer], (stage,) + x.indices, x.loc)
+        return None
+
+    return rewrite(stmt, fn)
+
+
+def _issue(plans: list[TmaCopy], multi: dict[Buffer, Buffer], k: E.Var, it: E.Expr, stage: E.Expr,
+           bar: E.Expr) -> list[Stmt]:
+    """expect_tx on ``bar`` and the loads of iteration ``it`` (value of ``k``) into ``stage``."""
+    out: list[Stmt] = [_call("tlx_mbar_expect_tx", bar, tile_bytes(plans))]
+    for p in plans:
+        op = substitute(p.op, {k: it})
+        out.extend(dataclasses.replace(p, op=op).issue(stage, multi[p.op.dst.buffer], bar))
+    return out
+
+
+def _bar(buf: Buffer, i: E.Expr) -> SmemAddr:
+    return SmemAddr(buf, (i,), "async")
+
+
+def _init(bars: list[tuple[Buffer, int]], stages: int) -> list[Stmt]:
+    inits: list[Stmt] = [_call("tlx_mbar_init", _bar(b, E.const(s)), count) for b, count in bars
+                         for s in range(stages)]
+    return [Alloc(b) for b, _ in bars] + [If(E.binary("==", THREAD, 0), Seq(tuple(inits) + (_call(
+        "tlx_mbar_fence_init"),)), None)]
+
+
+def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
+    stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
+    cx.stage_buffers(plans, stages)
+    full = Buffer(f"tlx_full_{id(loop) % 997}", (stages,), dtypes.uint64, "shared")
+    k, n = loop.var, loop.extent
+    start = loop.start if loop.start is not None else E.const(0)
+    it = E.Var(k.name + "_i", k.dtype)
+    lead = E.binary("==", THREAD, 0)
+
+    def issue(i: E.Expr, s: E.Expr) -> Stmt:
+        return If(lead, Seq(tuple(_issue(plans, cx.multi, k, start + i, s, _bar(full, s)))), None, loop.loc)
+
+    out: list[Stmt] = _init([(full, 1)], stages) + [Barrier()]
+    for s in range(stages - 1):
+        out.append(If(E.binary("<", E.const(s), n), issue(E.const(s), E.const(s)), None, loop.loc))
+    nxt = it + (stages - 1)
+    rest = [_staged(substitute(s, {k: start + it}), cx.multi, it % stages) for s in _body(loop)
+            if not _is_producer(s)]
+    body = [Barrier(), If(E.binary("<", nxt, n), issue(nxt, nxt % stages), None, loop.loc),
+            _call("tlx_mbar_wait", _bar(full, it % stages), (it // stages) % 2), *rest]
+    out.append(For(it, n, "serial", Seq(tuple(body)), None, (("pipelined", stages),), loop.loc))
+    return Seq(tuple(out))
+
+
+# ---- warp specialization -------------------------------------------------------------------------
+def _flatten(s: Stmt) -> list[Stmt]:
+    if isinstance(s, Seq):
+        return [x for c in s.stmts for x in _flatten(c)]
+    return [s]
+
+
+def _host_only(exprs: list[E.Expr], allowed: set[int]) -> bool:
+    for e in exprs:
+        if any(isinstance(n, E.Load) for n in walk(e)):
+            return False
+        if any(id(v) not in allowed for v in E.free_vars(e)):
+            return False
+    return True
+
+
+def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt], int, list[TmaCopy]] | None:
+    if len(kernel.threads) != 1 or kernel.num_threads % 128:
+        return None
+    top = _flatten(kernel.body)
+    loops = [i for i, s in enumerate(top) if isinstance(s, For) and s.kind == "pipelined"]
+    nested = [n for n in walk(kernel.body) if isinstance(n, For) and n.kind == "pipelined"]
+    if len(loops) != 1 or len(nested) != 1:
+        return None
+    loop = top[loops[0]]
+    assert isinstance(loop, For)
+    allowed = {id(v) for v in kernel.block_vars} | {id(loop.var)}
+    for p in func.params:
+        if isinstance(p, E.Var):
+            allowed.add(id(p))
+        elif isinstance(p, Buffer):
+            allowed |= {id(v) for e in p.shape for v in E.free_vars(e)}
+    exprs = [loop.extent] + ([loop.start] if loop.start is not None else [])
+    for s in _body(loop):
+        if _is_producer(s):
+            exprs.extend(s.src.starts)
+    if not _host_only(exprs, allowed):
+        return None
+    plans = cx.plan(loop)
+    if plans is None:
+        return None
+    return top, loops[0], plans
+
+
+def _consumer_regs(consumers: int) -> int:
+    return min(240, (65536 - PRODUCER_THREADS * PRODUCER_REGS) // consumers // 8 * 8)
+
+
+def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], cx: _Ctx, ctx: Any) -> Kernel:
+    loop = top[at]
+    assert isinstance(loop, For)
+    stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
+    cx.stage_buffers(plans, stages)
+    consumers = kernel.num_threads
+    full = Buffer("tlx_full", (stages,), dtypes.uint64, "shared")
+    empty = Buffer("tlx_empty", (stages,), dtypes.uint64, "shared")
+    k, n = loop.var, loop.extent
+    start = loop.start if loop.start is not None else E.const(0)
+    # producer: one thread walks all iterations
+    kp = E.Var(k.name + "_p", k.dtype)
+    sp = kp % stages
+    prod_body = [_call("tlx_mbar_wait", _bar(empty, sp), (kp // stages + 1) % 2),
+                 *_issue(plans, cx.multi, k, start + kp, sp, _bar(full, sp))]
+    producer: list[Stmt] = [If(E.binary("==", THREAD, consumers),
+                               For(kp, n, "serial", Seq(tuple(prod_body)), None, (), loop.loc), None)]
+    # consumers: the loop body between a wait on full and an arrive on empty
+    it = E.Var(k.name + "_i", k.dtype)
+    sc = it % stages
+    rest = [_staged(substitute(s, {k: start + it}), cx.multi, sc) for s in _body(loop) if not _is_producer(s)]
+    cons_loop = For(it, n, "serial", Seq((_call("tlx_mbar_wait", _bar(full, sc), (it // stages) % 2), *rest,
+                                          _call("tlx_mbar_arrive", _bar(empty, sc)))),
+                    None, (("pipelined", stages),), loop.loc)
+    hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]
+    consumer = [cons_loop if i == at else s for i, s in enumerate(top) if not any(s is h for h in hoisted)]
+    regs = _consumer_regs(consumers) if consumers >= 256 else 0
+    if regs:
+        producer.insert(0, _call("TLX_SETMAXNREG_DEC", PRODUCER_REGS))
+        consumer.insert(0, _call("TLX_SETMAXNREG_INC", regs))
+    split = If(E.binary(">=", THREAD, consumers), Seq(tuple(producer)), Seq(tuple(consumer)), loop.loc)
+    body = hoisted + _init([(full, 1), (empty, consumers)], stages) + [_call("__syncthreads"), split]
+    ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": PRODUCER_REGS, "consumer_regs": regs}
+    return dataclasses.replace(kernel, body=Seq(tuple(body)))
+
+
+def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
+    cfg = hopper_config(ctx)
+    kernel = find_kernel(func.body)
+    if not cfg.tma or kernel is None:
+        return pipeline_stage(func, ctx)
+    cx = _Ctx(func, kernel)
+    body = func.body
+    ws = _ws_candidate(func, kernel, cx) if cfg.warp_specialize else None
+    sm80: dict[Buffer, Buffer] = {}
+    if ws is not None:
+        new_kernel = _ws_kernel(kernel, *ws, cx, ctx)
+        body = rewrite(body, lambda x: new_kernel if x is kernel else None)
+    else:
+        def fn(x: Any) -> Any:
+            if isinstance(x, For) and x.kind == "pipelined":
+                plans = cx.plan(x)
+                return _plain_loop(x, plans, cx) if plans is not None else _pipeline(x, sm80)
+            return None
+
+        body = rewrite(body, fn)
+    multi = {**cx.multi, **sm80}
+    if multi:
+        body = rewrite(body, lambda x: Alloc(multi[x.buffer], x.init, x.loc)
+                       if isinstance(x, Alloc) and x.buffer in multi else None)
+        ctx.data["cuda.multibuffer"] = {id(v): k for k, v in multi.items()}
+    ctx.data["cuda.preset_layouts"] = cx.preset
+    ctx.data["cuda.tmaps"] = list(cx.specs.values())
+    return dataclasses.replace(func, body=body)

@@ -1,0 +1,33 @@
+"""The CUDA stages on sm_90a: the Hopper pipeline (TMA, warp specialization) in place of the
+cp.async one, the wgmma rule ahead of the sm_80 gemm rule, and ``hopper_finalize`` last. Each
+Hopper feature falls back to the sm_80 form when a pass config turns it off (hopper_config.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .hopper_config import hopper_config
+from .hopper_finalize import hopper_finalize_stage
+from .hopper_pipeline import hopper_pipeline_stage
+from .layout_inference import infer_stage
+from .lower import lower_stage
+from .sync import sync_stage
+from .wgmma_rule import wgmma_rule
+
+
+def _setup(func: Any, ctx: Any) -> Any:
+    ctx.data["cuda.source_func"] = func  # for the no-TMA rebuild (runtime_tma.py fallback)
+    if hopper_config(ctx).wgmma:
+        ctx.data["cuda.gemm_rule"] = wgmma_rule
+    return func
+
+
+def hopper_stages() -> list[tuple[str, Any]]:
+    return [
+        ("hopper_setup", _setup),
+        ("pipeline", hopper_pipeline_stage),
+        ("layout_inference", infer_stage),
+        ("lower_tile_ops", lower_stage),
+        ("sync_insertion", sync_stage),
+        ("hopper_finalize", hopper_finalize_stage),
+    ]
