@@ -61,8 +61,14 @@ def is_tensor(value: Any) -> bool:
     return hasattr(value, "shape") and hasattr(value, "dtype")
 
 
-def _options(pass_configs: Any, compile_flags: Any, verbose: bool) -> dict[str, Any]:
+def _options(
+    pass_configs: Any, compile_flags: Any, verbose: bool, dump: Any = None, dump_dir: Any = None
+) -> dict[str, Any]:
     options: dict[str, Any] = {}
+    if dump:
+        options["dump"] = dump
+    if dump_dir:
+        options["dump_dir"] = str(dump_dir)
     if pass_configs:
         options["pass_configs"] = dict(pass_configs)
     if compile_flags:
@@ -199,6 +205,8 @@ class JITFunc:
         pass_configs: dict[str, Any] | None = None,
         debug_root_path: Any = None,
         compile_flags: Any = None,
+        dump: Any = None,
+        dump_dir: Any = None,
     ) -> None:
         if not callable(fn) or not hasattr(fn, "__code__"):
             raise TileLangSyntaxError(f"@tilelang.jit decorates a function, got {fn!r}")
@@ -206,7 +214,7 @@ class JITFunc:
         self.out_idx = out_idx
         self.target = target
         self.execution_backend = execution_backend
-        self.options = _options(pass_configs, compile_flags, verbose)
+        self.options = _options(pass_configs, compile_flags, verbose, dump, dump_dir)
         self._style: str | None = None
         self._sig: inspect.Signature | None = None
         self._kernels: dict[Any, Any] = {}
@@ -508,21 +516,25 @@ def jit(
     pass_configs: dict[str, Any] | None = None,
     debug_root_path: Any = None,
     compile_flags: Any = None,
+    dump: Any = None,
+    dump_dir: Any = None,
 ) -> Any:
     """``@tilelang.jit`` / ``@tilelang.jit(out_idx=[-1], target="cuda")``.
 
     ``target`` defaults to the ``TILELANG_X_TARGET`` knob (``auto``). TileLang's
     ``execution_backend``, ``target_host`` and ``debug_root_path`` are accepted and ignored;
     ``pass_configs``, ``compile_flags`` and ``verbose`` go to the backend as options.
+    ``dump`` (stage names, a comma-separated string or ``"all"``) writes the IR after those
+    stages to ``dump_dir``, like ``TILELANG_X_DUMP`` / ``TILELANG_X_DUMP_DIR``.
     """
     config = dict(out_idx=out_idx, target=target, target_host=target_host, execution_backend=execution_backend,
                   verbose=verbose, pass_configs=pass_configs, debug_root_path=debug_root_path,
-                  compile_flags=compile_flags)
+                  compile_flags=compile_flags, dump=dump, dump_dir=dump_dir)
 
     def wrap(fn: Callable[..., Any]) -> Any:
         if isinstance(fn, PrimFunc):
             return compile(fn, out_idx=out_idx, target=target, verbose=verbose, pass_configs=pass_configs,
-                           compile_flags=compile_flags)
+                           compile_flags=compile_flags, dump=dump, dump_dir=dump_dir)
         return JITFunc(fn, **config)
 
     return wrap if func is None else wrap(func)
@@ -542,6 +554,8 @@ def compile(
     verbose: bool = False,
     pass_configs: dict[str, Any] | None = None,
     compile_flags: Any = None,
+    dump: Any = None,
+    dump_dir: Any = None,
 ) -> Any:
     """``tilelang.compile(prim_func, out_idx=None, target=None)`` → a ``JITKernel``."""
     if not isinstance(func, PrimFunc):
@@ -553,4 +567,4 @@ def compile(
     outs = tuple(sorted(set(func.out_idx) | set(extra)))
     if outs != func.out_idx:
         func = dataclasses.replace(func, out_idx=outs)
-    return _compile_func(func, _target(target), _options(pass_configs, compile_flags, verbose))
+    return _compile_func(func, _target(target), _options(pass_configs, compile_flags, verbose, dump, dump_dir))

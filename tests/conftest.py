@@ -80,3 +80,9 @@ def fake_backend(install_dist: InstallDist) -> object:
     module = sys.modules["fake_tlx_plugin"]
     module.CALLS.clear()
     return module
+
+
+@pytest.fixture(autouse=True)
+def _private_kernel_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every test's on-disk kernel and autotune cache out of the user's ~/.cache."""
+    monkeypatch.setenv("TILELANG_X_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "tlx-cache"))

@@ -598,27 +598,11 @@ def _raw_fn(obj: Any) -> Any:
     return obj
 
 
-def _precompile(func: Any, target: Any, options: dict[str, Any]) -> None:
-    """Everything ``compile_prim_func`` does short of ``tlx_load`` (which needs the device)."""
-    from . import compiler, registry
-    from .core_ir.stages import StageContext, run_stages
-
-    hooks = registry.hook()
-    ctx = StageContext(target, dict(options or {}))
-    try:
-        stages = compiler._core_stages() + list(hooks.tlx_pipeline(target=target) or ())
-        lowered = run_stages(func, stages, ctx)
-        source = hooks.tlx_codegen(target=target, func=lowered, ctx=ctx)
-        hooks.tlx_compile(target=target, func=lowered, source=source if source is not None else lowered.script(),
-                          ctx=ctx)
-    except TileLangError as err:
-        raise err.with_loc(func.loc) from None
-
-
 def _worker_compile(task: dict[str, Any]) -> tuple[str, float, str | None]:
     """Runs in a worker: trace and compile one candidate. ``("ok" | "error" | "timeout" | "setup",
     seconds, reason)``; ``setup`` means the worker could not get at the kernel at all."""
     _apply_env(task["env"], task["sys_path"])
+    from . import compiler
     from .frontend.jit import JITFunc
 
     try:
@@ -634,7 +618,7 @@ def _worker_compile(task: dict[str, Any]) -> tuple[str, float, str | None]:
     try:
         with _time_limit(timeout):
             func = jit.get_ir(*task["args"], **{**task["kwargs"], **task["config"]})
-            _precompile(func, task["target"], jit.options)
+            compiler.build(func, task["target"], jit.options)
     except _Timeout:
         return "timeout", time.perf_counter() - start, f"compile took longer than the {timeout} s timeout"
     except Exception as exc:  # noqa: BLE001 - a failing candidate is an answer

@@ -36,7 +36,7 @@ from .core_ir.stmt import PrimFunc
 from .kernel import JITKernel
 from .target import Target
 
-__all__ = ["compile_prim_func", "clear_cache", "cache_size", "dump_stage_names"]
+__all__ = ["Build", "build", "compile_prim_func", "clear_cache", "cache_size", "dump_stage_names"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,12 +51,8 @@ _cache_lock = threading.Lock()
 
 
 def _core_stages() -> list[tuple[str, Any]]:
-    try:
-        from .core_ir.passes import CORE_STAGES
-    except ModuleNotFoundError as exc:  # TODO: drop once core_ir/passes.py has landed
-        if exc.name != f"{__package__}.core_ir.passes":
-            raise
-        return []
+    from .core_ir.passes import CORE_STAGES
+
     return list(CORE_STAGES)
 
 
@@ -198,29 +194,52 @@ def _compile_isolated(
             left_out.append(culprit)
 
 
-def _compile(
-    func: PrimFunc, tgt: Target, outs: tuple[int, ...], opts: dict[str, Any], dump: list[str], dump_dir: str
-) -> JITKernel:
+@dataclasses.dataclass
+class Build:
+    """What ``build`` produces: everything a launcher is made from."""
+
+    lowered: PrimFunc
+    source: str | None
+    binary: Any
+    ctx: StageContext
+
+
+def build(
+    func: PrimFunc, tgt: Target, opts: dict[str, Any], dump: Sequence[str] = (), dump_dir: str | None = None
+) -> Build:
+    """Every step of a compile short of ``tlx_load``: the stages, codegen and the device
+    toolchain. Needs no device, so the autotuner runs it in worker processes."""
     hooks = registry.hook()
-    ctx = StageContext(tgt, opts)
+    ctx = StageContext(tgt, dict(opts))
     try:
         stages = _core_stages() + list(hooks.tlx_pipeline(target=tgt) or ())
         stages = [(INPUT_STAGE, lambda f, c: f), *stages]
-        names = [name for name, _ in stages]
         if dump:
-            _check_dump(dump, [*names, CODEGEN_STAGE], tgt, dump_dir)
+            _check_dump(list(dump), [*(name for name, _ in stages), CODEGEN_STAGE], tgt, str(dump_dir))
         lowered = run_stages(func, stages, ctx, [n for n in dump if n != CODEGEN_STAGE], dump_dir if dump else None)
         ctx.timings.pop(INPUT_STAGE, None)
         times = ctx.timings
         source = _timed(times, "codegen", hooks.tlx_codegen, target=tgt, func=lowered, ctx=ctx)
         if dump and ("all" in dump or CODEGEN_STAGE in dump):
-            path = dump_path(dump_dir, len(stages), CODEGEN_STAGE, lowered.name)
+            path = dump_path(str(dump_dir), len(stages), CODEGEN_STAGE, lowered.name)
             path = path[: -len(".txt")] + _SOURCE_SUFFIX.get(tgt.backend, ".txt")
             _write_dump(path, source if source is not None else lowered.script())
         if dump:
             logger.info("IR dumps of `%s` for %s written to %s", func.name, tgt, dump_dir)
         binary = _timed(times, "compile", hooks.tlx_compile, target=tgt, func=lowered, source=source, ctx=ctx)
-        launcher = _timed(times, "load", hooks.tlx_load, target=tgt, func=lowered, binary=binary, ctx=ctx)
+    except TileLangError as err:
+        raise err.with_loc(func.loc) from None
+    return Build(lowered, source, binary, ctx)
+
+
+def _compile(
+    func: PrimFunc, tgt: Target, outs: tuple[int, ...], opts: dict[str, Any], dump: list[str], dump_dir: str
+) -> JITKernel:
+    built = build(func, tgt, opts, dump, dump_dir)
+    lowered, times = built.lowered, built.ctx.timings
+    try:
+        launcher = _timed(times, "load", registry.hook().tlx_load, target=tgt, func=lowered, binary=built.binary,
+                          ctx=built.ctx)
     except TileLangError as err:
         raise err.with_loc(func.loc) from None
     if launcher is None:
@@ -229,8 +248,7 @@ def _compile(
             loc=func.loc,
             hint="see `python -m tilelang_x info` for the plugins and targets available here",
         )
-    if source is None:
-        source = lowered.script()
+    source = built.source if built.source is not None else lowered.script()
     return JITKernel(func, tgt, source, launcher, outs, lowered_func=lowered, stage_times=times)
 
 
@@ -277,17 +295,17 @@ def _disable_culprit(exc: BaseException) -> str | None:
     with warnings.catch_warnings():
         # the registry warns from its own frame: point the warning at the user's call instead
         warnings.simplefilter("ignore", registry.PluginWarning)
-        registry._mark_failed(record, f"{hook_name} raised {registry._describe(exc)} while compiling a kernel")
+        registry.mark_failed(record, f"{hook_name} raised {registry.describe_exception(exc)} while compiling a kernel")
     origin = f" from {record.dist} {record.version}" if record.dist else ""
     warnings.warn(
         f"tilelang-x plugin {plugin!r} ({record.module}{origin}) failed: {hook_name} raised "
-        f"{registry._describe(exc)}; it is left out and the kernel is compiled without it "
+        f"{registry.describe_exception(exc)}; it is left out and the kernel is compiled without it "
         "(see `python -m tilelang_x info`)",
         registry.PluginWarning,
         stacklevel=4,
     )
     logger.debug("plugin %s failed while compiling", plugin, exc_info=exc)
-    return f"plugin {plugin!r}{origin}: {hook_name} raised {registry._describe(exc)}"
+    return f"plugin {plugin!r}{origin}: {hook_name} raised {registry.describe_exception(exc)}"
 
 
 def clear_cache() -> None:

@@ -109,7 +109,7 @@ def _normalize(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def _describe(exc: BaseException, limit: int = 400) -> str:
+def describe_exception(exc: BaseException, limit: int = 400) -> str:
     text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     if len(text) > limit:
         text = text[: limit - 3] + "..."
@@ -124,7 +124,7 @@ def _warn_once(key: str, message: str) -> None:
     warnings.warn(message, PluginWarning, stacklevel=3)
 
 
-def _mark_failed(record: PluginRecord, error: str, pm: pluggy.PluginManager | None = None) -> None:
+def mark_failed(record: PluginRecord, error: str, pm: pluggy.PluginManager | None = None) -> None:
     record.status = "failed"
     record.error = error
     pm = pm if pm is not None else _state.pm
@@ -167,16 +167,16 @@ def _load(pm: pluggy.PluginManager, records: dict[str, PluginRecord], eps: Itera
         try:
             plugin = ep.load()
         except Exception as exc:  # noqa: BLE001 - any import failure only disables this plugin
-            _mark_failed(record, f"import failed: {_describe(exc)}", pm)
+            mark_failed(record, f"import failed: {describe_exception(exc)}", pm)
             continue
         try:
             pm.register(plugin, name=ep.name)
         except Exception as exc:  # noqa: BLE001 - e.g. pluggy.PluginValidationError
-            _mark_failed(record, f"invalid hookimpls: {_describe(exc)}", pm)
+            mark_failed(record, f"invalid hookimpls: {describe_exception(exc)}", pm)
             continue
         unknown = _unknown_hooks(pm, plugin)
         if unknown:
-            _mark_failed(record, f"implements unknown hook(s) {', '.join(unknown)} (misspelled?)", pm)
+            mark_failed(record, f"implements unknown hook(s) {', '.join(unknown)} (misspelled?)", pm)
 
 
 def plugin_manager() -> pluggy.PluginManager:
@@ -237,7 +237,7 @@ def _call_each(hook_name: str, /, **kwargs: Any) -> Iterable[tuple[str, Any]]:
                     impl.plugin_name, PluginRecord(impl.plugin_name, repr(impl.plugin))
                 )
             with _lock:
-                _mark_failed(record, f"{hook_name} raised {_describe(exc)}")
+                mark_failed(record, f"{hook_name} raised {describe_exception(exc)}")
                 _state.devices = None
             continue
         yield impl.plugin_name, result

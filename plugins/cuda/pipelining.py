@@ -7,9 +7,12 @@ iteration ``k`` computes:
 
     prologue: for s < S-1: if s < n: copies(s) -> stage s;   commit
     for k in [0, n): wait_group(S-2); sync
-                     if k+S-1 < n: copies(k+S-1) -> stage (k+S-1) % S;   commit
+                     copies(min(k+S-1, n-1)) -> stage (k+S-1) % S;   commit
                      body(k) reading stage k % S
     wait_group(0)
+
+The in-loop copies are unconditional (no branch, so the scheduler can interleave them with the
+body): in the last S-1 iterations they reload tile n-1 into a stage that no later iteration reads.
 
 The stage runs at tile level, before layout inference; copies get the annotation ``async``.
 """
@@ -103,7 +106,7 @@ def _pipeline(loop: For, multi: dict[Buffer, Buffer]) -> Stmt:
     rest = [s for s in body if not any(s is p for p in producers)]
     cur_stage = it % stages
     new_body = [AsyncWait(stages - 2), Barrier(),
-                If(E.binary("<", nxt, n), Seq(tuple(issue(nxt, nxt % stages))), None, loop.loc),
+                *issue(E.binary("min", nxt, n - 1), nxt % stages),
                 AsyncCommit()]
     for s in rest:
         new_body.append(staged(substitute(s, {k: start + it}), cur_stage))

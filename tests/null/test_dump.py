@@ -159,3 +159,13 @@ def test_cuda_codegen_dump_is_a_cu_file(tmp_path: Path) -> None:
     (name,) = names
     assert name.endswith(".codegen.cu")
     assert "extern \"C\"" in (tmp_path / name).read_text()
+
+
+def test_dump_through_the_jit_decorator(tmp_path: Path) -> None:
+    @tilelang_x.jit(out_idx=[-1], target="interp", dump="input,codegen", dump_dir=tmp_path)
+    def factory(n: int):
+        return scale_func(n)
+
+    _run(factory(64))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["scale2.00.input.txt", f"scale2.{len(compiler.dump_stage_names('interp')) - 1:02d}.codegen.txt"]
