@@ -15,7 +15,7 @@ VARIANTS: dict[str, tuple[str, dict[str, bool]]] = {
     "ws": ("cuda:sm_90a", {}),
     "tma": ("cuda:sm_90a", {"tl.disable_warp_specialized": True}),
     "wgmma": ("cuda:sm_90a", {"tl.disable_tma_lower": True}),
-    "sm80": ("cuda:sm_80", {}),
+    "wait0": ("cuda:sm_90a", {"tlx.wgmma_wait0": True}),
 }
 
 
@@ -107,7 +107,7 @@ def main() -> None:
         for kind, params in cases:
             for variant in VARIANTS:
                 fn = gemm_case if kind == "gemm" else fa_case
-                got, err = attempt(lambda fn=fn, variant=variant, params=params: fn(variant, *params, time_it, args))
+                got, err = attempt(lambda fn=fn, v=variant, p=params, t=time_it: fn(v, *p, t, args))
                 row = {"kind": kind, "params": repr(params[:-1]), "cfg": params[-1], "variant": variant,
                        **(got or {}), **({"error": err} if err else {})}
                 rows.append(row)

@@ -16,6 +16,8 @@ class HopperConfig:
     wgmma: bool
     tma: bool
     warp_specialize: bool
+    #: keep one wgmma group in flight across iterations of a gemm-only pipelined loop
+    overlap_wgmma: bool = True
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -30,7 +32,7 @@ def hopper_config(ctx: Any) -> HopperConfig:
     wgmma = hopper and not _flag(configs, "tl.disable_wgmma")
     tma = hopper and not _flag(configs, "tl.disable_tma_lower", "tl.disable_tma")
     ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
-    return HopperConfig(wgmma, tma, ws)
+    return HopperConfig(wgmma, tma, ws, not _flag(configs, "tlx.wgmma_wait0"))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

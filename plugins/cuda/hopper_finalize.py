@@ -32,6 +32,8 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         return func
     ws = ctx.data.get("cuda.ws")
     fence = any(nm.startswith("tlx_wgmma") for nm in names)
+    lc = ctx.data.get("cuda.lower")
+    inflight = {id(a): (a, t) for a, t in getattr(lc, "wgmma_inflight", ())}.values()
 
     def fix(n: Any) -> Any:
         if isinstance(n, Barrier):
@@ -41,6 +43,9 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             if fence:
                 return Seq((Evaluate(Intrin("tlx_fence_proxy_async", ())), bar))
             return bar
+        if isinstance(n, Evaluate) and isinstance(n.value, Intrin) and n.value.fn == "tlx_wgmma_drain":
+            fences = [Evaluate(Intrin("tlx_fence_regs", (acc, E.const(total)))) for acc, total in inflight]
+            return Seq((Evaluate(Intrin("tlx_wgmma_wait0", ())), *fences))
         if isinstance(n, Kernel) and ws is not None:
             return dataclasses.replace(n, threads=(ws["consumers"] + 128,))
         return None

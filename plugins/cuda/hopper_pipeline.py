@@ -25,7 +25,7 @@ from ...core_ir import dtypes
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer, Region
 from ...core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt
-from ...core_ir.tileops import Copy
+from ...core_ir.tileops import Copy, Gemm
 from ...core_ir.visit import rewrite, substitute, walk
 from .hopper_config import hopper_config, log
 from .layout_hopper import panel_layout
@@ -52,7 +52,8 @@ def _is_producer(s: Stmt) -> bool:
 
 
 class _Ctx:
-    def __init__(self, func: PrimFunc, kernel: Kernel) -> None:
+    def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool) -> None:
+        self.overlap = overlap
         self.params = tuple(func.params)
         self.specs: dict[tuple, TmaSpec] = {}
         self.multi: dict[Buffer, Buffer] = {}
@@ -208,11 +209,18 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     it = E.Var(k.name + "_i", k.dtype)
     sc = it % stages
     rest = [_staged(substitute(s, {k: start + it}), cx.multi, sc) for s in _body(loop) if not _is_producer(s)]
+    release: Stmt = _call("tlx_mbar_arrive", _bar(empty, sc))
+    after: list[Stmt] = []
+    if cx.overlap and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
+        # one wgmma group stays in flight: iteration it releases the stage of iteration it - 1
+        rest = [dataclasses.replace(rest[0], wg_wait=1)]
+        release = If(E.binary(">", it, 0), _call("tlx_mbar_arrive", _bar(empty, (it + stages - 1) % stages)), None)
+        after = [_call("tlx_wgmma_drain")]
     cons_loop = For(it, n, "serial", Seq((_call("tlx_mbar_wait", _bar(full, sc), (it // stages) % 2), *rest,
-                                          _call("tlx_mbar_arrive", _bar(empty, sc)))),
-                    None, (("pipelined", stages),), loop.loc)
+                                          release)), None, (("pipelined", stages),), loop.loc)
     hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]
-    consumer = [cons_loop if i == at else s for i, s in enumerate(top) if not any(s is h for h in hoisted)]
+    consumer = [x for i, s in enumerate(top) if not any(s is h for h in hoisted)
+                for x in ([cons_loop, *after] if i == at else [s])]
     regs = _consumer_regs(consumers) if consumers >= 256 else 0
     if regs:
         producer.insert(0, _call("TLX_SETMAXNREG_DEC", PRODUCER_REGS))
@@ -228,7 +236,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     kernel = find_kernel(func.body)
     if not cfg.tma or kernel is None:
         return pipeline_stage(func, ctx)
-    cx = _Ctx(func, kernel)
+    cx = _Ctx(func, kernel, cfg.overlap_wgmma)
     body = func.body
     ws = _ws_candidate(func, kernel, cx) if cfg.warp_specialize else None
     sm80: dict[Buffer, Buffer] = {}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def test_demo_matches_torch() -> None:
-    path = Path(__file__).with_name("gemm_relu.py")
+    path = Path(__file__).resolve().parents[2] / "examples" / "gemm_relu.py"
     spec = importlib.util.spec_from_file_location("gemm_relu_demo", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

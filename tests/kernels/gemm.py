@@ -1,5 +1,8 @@
 import tilelang_x as tilelang
 import tilelang_x.language as T
+from examples.gemm_relu import matmul_relu  # the quick-start kernel (eager style), shared with the demo
+
+__all__ = ["matmul", "matmul_relu"]
 
 
 @tilelang.jit(out_idx=[-1])
@@ -28,24 +31,3 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, in_dtype=T.float16, ou
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main
-
-
-@tilelang.jit
-def matmul_relu(A, B, block_M: int = 128, block_N: int = 128, block_K: int = 32):
-    M, N, K = T.const("M, N, K")
-    A: T.Tensor((M, K), T.float16)
-    B: T.Tensor((K, N), T.float16)
-    C = T.empty((M, N), T.float16)
-    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-        A_s = T.alloc_shared((block_M, block_K), T.float16)
-        B_s = T.alloc_shared((block_K, block_N), T.float16)
-        C_f = T.alloc_fragment((block_M, block_N), T.float32)
-        T.clear(C_f)
-        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
-            T.copy(A[by * block_M, k * block_K], A_s)
-            T.copy(B[k * block_K, bx * block_N], B_s)
-            T.gemm(A_s, B_s, C_f)
-        for i, j in T.Parallel(block_M, block_N):
-            C_f[i, j] = T.max(C_f[i, j], 0)
-        T.copy(C_f, C[by * block_M, bx * block_N])
-    return C

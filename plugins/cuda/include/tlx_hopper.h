@@ -56,6 +56,7 @@ TLX_DEV void tlx_named_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;"
 TLX_DEV void tlx_wgmma_arrive() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 TLX_DEV void tlx_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 TLX_DEV void tlx_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+#define TLX_WGMMA_WAIT(n) asm volatile("wgmma.wait_group.sync.aligned " #n ";" ::: "memory")
 // Keeps the compiler from moving accumulator reads/writes across the asynchronous wgmma.
 TLX_DEV void tlx_fence_regs(float* d, int n) {
 #pragma unroll

@@ -26,8 +26,6 @@ class LowerCtx:
     locals: dict[Buffer, Buffer] = field(default_factory=dict)
     workspaces: list[Buffer] = field(default_factory=list)
     counter: int = 0
-    #: gemms that close a fused pipeline body (``pipelining.py``): id -> cp.async wait depth
-    mainloop: dict[int, int] = field(default_factory=dict)
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:
@@ -36,7 +34,6 @@ class LowerCtx:
         lc = LowerCtx(ctx.data["cuda.threads"], ctx.data["cuda.layouts"], ctx.data["cuda.loops"],
                       ctx.data["cuda.gemm"])
         lc.ranges[THREAD] = (0, lc.threads - 1)
-        lc.mainloop = dict(ctx.data.get("cuda.mainloop_gemm", {}))
         for v, g in zip(kernel.block_vars, kernel.grid):
             n = E.as_int(g)
             if n is not None:

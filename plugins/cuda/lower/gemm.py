@@ -11,9 +11,8 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, For, Seq, Stmt, Store
 from ....core_ir.tileops import Gemm
-from ....core_ir.visit import substitute
 from ..layout_inference import GemmPlan
-from ..lir import THREAD, U32, AsyncWait, Barrier, Evaluate, Intrin, PtrTo, SmemAddr
+from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
 
 
 def _unroll(var: E.Var, n: int, body: Stmt) -> Stmt:
@@ -40,17 +39,12 @@ def lower_gemm(op: Gemm, lc: Any) -> Stmt:
     if op.clear_accum:
         z = E.Var(lc.fresh("z"))
         pre.append(_unroll(z, c_loc.shape[0].value, Store(c_loc, (z,), E.cast(E.const(0), c_loc.dtype))))
-    wait = lc.mainloop.get(id(op))
     if plan.kind == "mma":
-        return Seq(tuple(pre) + (_mma(op, plan, lc, c_loc, wait),))
-    tail: tuple[Stmt, ...] = () if wait is None else (AsyncWait(wait), Barrier())
-    return Seq(tuple(pre) + (_fma(op, plan, lc, c_loc),) + tail)
+        return Seq(tuple(pre) + (_mma(op, plan, lc, c_loc),))
+    return Seq(tuple(pre) + (_fma(op, plan, lc, c_loc),))
 
 
-def _mma(op: Gemm, plan: GemmPlan, lc: Any, c_loc: Buffer, wait: int | None = None) -> Stmt:
-    """``wait`` (a fused pipeline body): after the last k step's fragment loads, wait for the
-    next stage's copies and barrier, then issue that step's mma (it overlaps the next iteration's
-    copies and loads)."""
+def _mma(op: Gemm, plan: GemmPlan, lc: Any, c_loc: Buffer) -> Stmt:
     wm, wn = plan.wm, plan.wn
     mi_n, ni_n, ki_n = plan.m // (16 * wm), plan.n // (8 * wn), plan.k // 16
     lane = THREAD % 32
@@ -105,16 +99,8 @@ def _mma(op: Gemm, plan: GemmPlan, lc: Any, c_loc: Buffer, wait: int | None = No
         b_loads.append(Evaluate(call))
     mma = Evaluate(Intrin(f"tlx_mma_{suffix}", (PtrTo(c_loc, ((mi * ni_n + ni) * 4,), "rw"),
                                                 PtrTo(af, (mi * 4,), "r"), PtrTo(bf, (ni * 2,), "r"))))
-    loads = Seq((_unroll(mi, mi_n, load_a), *b_loads))
-    mmas = _unroll(mi, mi_n, _unroll(ni, ni_n, mma))
-    if wait is None:
-        return Seq((Alloc(af), Alloc(bf), _unroll(kk, ki_n, Seq((loads, mmas)))))
-    last = {kk: E.const(ki_n - 1)}
-    steps: list[Stmt] = [Alloc(af), Alloc(bf)]
-    if ki_n > 1:
-        steps.append(For(kk, E.const(ki_n - 1), "unroll", Seq((loads, mmas))))
-    steps += [substitute(loads, last), AsyncWait(wait), Barrier(), substitute(mmas, last)]
-    return Seq(tuple(steps))
+    body = Seq((_unroll(mi, mi_n, load_a), *b_loads, _unroll(mi, mi_n, _unroll(ni, ni_n, mma))))
+    return Seq((Alloc(af), Alloc(bf), _unroll(kk, ki_n, body)))
 
 
 def _fma(op: Gemm, plan: GemmPlan, lc: Any, c_loc: Buffer) -> Stmt:

@@ -2,7 +2,9 @@
 ``wgmma.mma_async`` m64nNk16 steps over its rows (64 per step) and its N/wgn columns, B (and A,
 unless it is a register fragment) read from shared memory through descriptors of the panel
 layout (layout_hopper.py). Sequence: fence the accumulators, ``wgmma.fence``, all k steps,
-commit, wait for 0 groups, fence the accumulators again (so no access moves across)."""
+commit, wait for 0 groups, fence the accumulators again (so no access moves across). With
+``wg_wait = n > 0`` (set by the warp-specialized pipeline on a gemm-only loop) it waits for all but
+n groups and the loop's end drains the rest."""
 
 from __future__ import annotations
 
@@ -82,6 +84,11 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
                 a_arg = _desc(op.A, lc.layouts[a], not op.trans_A, row0, k0)
             out.append(Evaluate(_call(fn, d, a_arg, desc_b, scale), op.loc))
     out.append(Evaluate(_call("tlx_wgmma_commit")))
-    out.append(Evaluate(_call("tlx_wgmma_wait0")))
-    out.append(Evaluate(_call("tlx_fence_regs", acc, total)))
+    if op.wg_wait == 0:
+        out.append(Evaluate(_call("tlx_wgmma_wait0")))
+        out.append(Evaluate(_call("tlx_fence_regs", acc, total)))
+    else:  # groups stay in flight: a later ``tlx_wgmma_drain`` waits and fences (hopper_finalize.py)
+        if op.wg_wait > 0:
+            out.append(Evaluate(_call("TLX_WGMMA_WAIT", op.wg_wait)))
+        lc.__dict__.setdefault("wgmma_inflight", []).append((acc, total))
     return Seq(tuple(out))

@@ -11,7 +11,7 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const float* __res
   {  // parallel
     #pragma unroll
     for (int v_1 = 0; v_1 < 8; ++v_1) {
-      tile[(((v_1 / 4) % 2) * 4) + (v_1 % 4)] = ((((by * 32) + ((((v_1 / 4) % 2) * 16) + ((tx / 8) % 16))) < 200) && (((bx * 32) + (((tx % 8) * 4) + (v_1 % 4))) < 100)) ? X[(((by * 32) + ((((v_1 / 4) % 2) * 16) + ((tx / 8) % 16))) * 100) + ((bx * 32) + (((tx % 8) * 4) + (v_1 % 4)))] : 0.0f;
+      tile[(((v_1 >> 2) & 1) * 4) + (v_1 & 3)] = ((((by * 32) + ((((v_1 >> 2) & 1) * 16) + ((tx >> 3) & 15))) < 200) && (((bx * 32) + (((tx & 7) * 4) + (v_1 & 3))) < 100)) ? X[(((by * 32) + ((((v_1 >> 2) & 1) * 16) + ((tx >> 3) & 15))) * 100) + ((bx * 32) + (((tx & 7) * 4) + (v_1 & 3)))] : 0.0f;
     }
   }
   {  // reduce
@@ -22,7 +22,7 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const float* __res
     }
     #pragma unroll
     for (int v_4 = 0; v_4 < 8; ++v_4) {
-      red_2[v_4 % 4] = red_2[v_4 % 4] + tile[v_4];
+      red_2[v_4 & 3] = red_2[v_4 & 3] + tile[v_4];
     }
     __syncthreads();
     #pragma unroll
@@ -36,7 +36,7 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const float* __res
       acc_8[0] = 0.0f;
       #pragma unroll
       for (int k_7 = 0; k_7 < 16; ++k_7) {
-        acc_8[0] = acc_8[0] + red_ws_5[0 + (((u_6 * 128) + (tx - (((tx / 8) % 16) * 8))) + (k_7 * 8))];
+        acc_8[0] = acc_8[0] + red_ws_5[0 + (((u_6 * 128) + (tx - (((tx >> 3) & 15) * 8))) + (k_7 * 8))];
       }
       red_2[u_6] = acc_8[0];
     }
@@ -48,9 +48,9 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const float* __res
   {  // parallel
     #pragma unroll
     for (int v_9 = 0; v_9 < 4; ++v_9) {
-      if (((bx * 32) + (((tx % 8) * 4) + (v_9 % 4))) < 100) {
-        if (((tx / 8) % 16) == 0) {
-          atomicAdd(&S[(bx * 32) + (((tx % 8) * 4) + (v_9 % 4))], partial[v_9 % 4]);
+      if (((bx * 32) + (((tx & 7) * 4) + (v_9 & 3))) < 100) {
+        if (((tx >> 3) & 15) == 0) {
+          atomicAdd(&S[(bx * 32) + (((tx & 7) * 4) + (v_9 & 3))], partial[v_9 & 3]);
         }
       }
     }

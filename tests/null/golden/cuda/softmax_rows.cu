@@ -7,7 +7,7 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const tlx_half* __
   {  // parallel
     #pragma unroll
     for (int v_1 = 0; v_1 < 8; ++v_1) {
-      x[v_1 % 8] = tlx_h2f(X[(((bx * 4) + ((tx / 32) % 4)) * 256) + (((tx % 32) * 8) + (v_1 % 8))]);
+      x[v_1 & 7] = tlx_h2f(X[(((bx * 4) + ((tx >> 5) & 3)) * 256) + (((tx & 31) * 8) + (v_1 & 7))]);
     }
   }
   {  // reduce
@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const tlx_half* __
   {  // parallel
     #pragma unroll
     for (int v_5 = 0; v_5 < 8; ++v_5) {
-      x[v_5 % 8] = expf(x[v_5 % 8] - row_max[0]);
+      x[v_5 & 7] = expf(x[v_5 & 7] - row_max[0]);
     }
   }
   {  // reduce
@@ -89,13 +89,13 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const tlx_half* __
   {  // parallel
     #pragma unroll
     for (int v_9 = 0; v_9 < 8; ++v_9) {
-      x[v_9 % 8] = x[v_9 % 8] / row_sum[0];
+      x[v_9 & 7] = x[v_9 & 7] / row_sum[0];
     }
   }
   {  // parallel
     #pragma unroll
     for (int v_10 = 0; v_10 < 8; ++v_10) {
-      Y[(((bx * 4) + ((tx / 32) % 4)) * 256) + (((tx % 32) * 8) + (v_10 % 8))] = tlx_f2h(tlx_h2f(tlx_f2h(x[v_10 % 8])));
+      Y[(((bx * 4) + ((tx >> 5) & 3)) * 256) + (((tx & 31) * 8) + (v_10 & 7))] = tlx_f2h(x[v_10 & 7]);
     }
   }
 }
