@@ -1,0 +1,132 @@
+"""The Hopper path (sm_90a), checked without a GPU: the suite GEMM and FlashAttention kernels compile
+for sm_90a and their SASS (cuobjdump, from the nvidia-cuda-cuobjdump wheel) holds the instructions
+that prove the path was taken: HGMMA (wgmma), UTMALDG (TMA loads), SYNCS (mbarriers), USETMAXREG
+(warp specialization's register split). The pass configs turn each feature off again."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.null.cuda_funcs_guard import suite_or_skip
+from tilelang_x.core_ir import expr as E
+from tilelang_x.core_ir.stages import StageContext, run_stages
+from tilelang_x.target import Target
+
+FUNCS = suite_or_skip()
+HOPPER_KERNELS = ["gemm_128x128x32_3stage", "gemm_transpose_B", "gemm_bf16_fp32_accum", "gemm_fp16_tails",
+                  "flash_attention", "flash_attention_causal", "flash_attention_pipelined"]
+
+
+def _cuobjdump() -> str | None:
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    for site in sys.path:
+        hits = glob.glob(os.path.join(site, "nvidia", "*", "bin", "cuobjdump"))
+        if hits:
+            return hits[0]
+    return None
+
+
+def _source(func: Any, arch: str = "sm_90a", configs: dict[str, bool] | None = None) -> tuple[str, Any]:
+    from tilelang_x.compiler import _core_stages
+    from tilelang_x.plugins.cuda.codegen import generate
+    from tilelang_x.plugins.cuda.passes import stages
+
+    ctx = StageContext(Target("cuda", arch), {"pass_configs": configs or {}})
+    lowered = run_stages(func, _core_stages() + stages(ctx.target), ctx)
+    return generate(lowered, ctx), ctx
+
+
+def _sass(func: Any, arch: str = "sm_90a", configs: dict[str, bool] | None = None) -> dict[str, int]:
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
+
+    tool = _cuobjdump()
+    if tool is None or (find_nvrtc() is None and find_nvcc() is None):
+        pytest.skip("needs a CUDA compiler and cuobjdump (pip install nvidia-cuda-cuobjdump)")
+    source, ctx = _source(func, arch, configs)
+    binary = compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name)
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tlx_hopper_{os.getpid()}.cubin")
+    with open(path, "wb") as fh:
+        fh.write(binary.cubin)
+    try:
+        text = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(path)
+    ops: dict[str, int] = {}
+    for op in re.findall(r"\b(HGMMA|HMMA|UTMALDG|SYNCS|USETMAXREG|LDGSTS)\b", text):
+        ops[op] = ops.get(op, 0) + 1
+    return ops
+
+
+@pytest.mark.parametrize("name", HOPPER_KERNELS)
+def test_sass_proves_hopper_path(name: str) -> None:
+    ops = _sass(FUNCS[name]())
+    assert ops.get("HGMMA") and ops.get("UTMALDG") and ops.get("SYNCS"), ops
+    assert not ops.get("HMMA") and not ops.get("LDGSTS"), ops
+
+
+def test_warp_specialized_gemm_splits_registers() -> None:
+    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
+
+    gemm = _kernel_modules()["gemm"]
+    func = _prim(gemm.matmul(512, 512, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256))
+    ops = _sass(func)
+    assert ops.get("USETMAXREG") and ops.get("HGMMA") and ops.get("UTMALDG"), ops
+    source, ctx = _source(func)
+    assert ctx.data["cuda.meta"].block == (384, 1, 1) and "__launch_bounds__(384, 1)" in source
+    assert "TLX_WGMMA_WAIT(1);" in source  # one wgmma group stays in flight
+    assert [m[2] for m in ctx.data["cuda.meta"].tensor_maps] == [(64, 128), (64, 64)]
+
+
+@pytest.mark.parametrize("configs, present, absent", [
+    ({"tl.disable_tma_lower": True}, ("HGMMA", "LDGSTS"), ("UTMALDG",)),
+    ({"tl.disable_wgmma": True}, ("HMMA", "UTMALDG"), ("HGMMA",)),
+    ({"tl.disable_warp_specialized": True}, ("HGMMA", "UTMALDG"), ("USETMAXREG",)),
+])
+def test_pass_configs_turn_features_off(configs: dict[str, bool], present: tuple[str, ...],
+                                        absent: tuple[str, ...]) -> None:
+    ops = _sass(FUNCS["gemm_128x128x32_3stage"](), configs=configs)
+    assert all(ops.get(p) for p in present) and not any(ops.get(a) for a in absent), ops
+
+
+def test_pre_hopper_target_takes_sm80_path() -> None:
+    source, ctx = _source(FUNCS["flash_attention_pipelined"](), "sm_80")
+    assert "wgmma" not in source and "tlx_tma_load" not in source and not ctx.data["cuda.meta"].tensor_maps
+
+
+def test_unaligned_rows_keep_cp_async() -> None:
+    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
+
+    gemm = _kernel_modules()["gemm"]
+    func = _prim(gemm.matmul(128, 128, 100, block_M=64, block_N=64, block_K=32, num_stages=2))  # 200-byte rows
+    source, ctx = _source(func)
+    assert ctx.data["cuda.meta"].tensor_maps == ()  # A's rows cannot be a TMA map: the loop keeps cp.async
+    assert "tlx_cp_async" in source and "tlx_wgmma_ss_" in source
+
+
+@pytest.mark.parametrize("span, elem", [(128, 2), (64, 2), (32, 2), (128, 1)])
+def test_panel_layout_matches_hardware_swizzle(span: int, elem: int) -> None:
+    """Byte offsets equal the TMA / wgmma swizzle of backends.md A5 on panel-contiguous bytes."""
+    from tilelang_x.plugins.cuda.layout_hopper import panel_layout
+
+    cols = 2 * span // elem if span == 128 else span // elem
+    lay = panel_layout((16, cols), elem)
+    assert lay is not None and lay.span == span
+    shift = {128: 7, 64: 7, 32: 7}[span]
+    mask = {128: 7, 64: 3, 32: 1}[span]
+    for r in range(16):
+        for c in range(cols):
+            p, w = divmod(c, lay.panel)
+            plain = p * 16 * span + r * span + w * elem
+            want = plain ^ (((plain >> shift) & mask) << 4)
+            got = E.as_int(lay.offset((E.const(r), E.const(c))))
+            assert got is not None and got * elem == want, (r, c)
