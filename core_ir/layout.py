@@ -23,8 +23,9 @@ import numpy as np
 
 from .buffer import Buffer, Region
 from .errors import LayoutError
+from .evaluate import evaluate
 from .expr import BinOp, Const, Expr, Var, as_int, convert, free_vars
-from .simplify import as_linear, evaluate, simplify
+from .simplify import as_linear, simplify
 from .visit import substitute
 
 __all__ = [

@@ -19,7 +19,7 @@ from .buffer import Buffer
 from .errors import TileLangError
 from .expr import Const, Expr, Var, convert, free_vars
 from .simplify import simplify as simplify_expr
-from .simplify import simplify_stmt
+from .simplify_stmt import simplify_stmt
 from .stages import StageContext
 from .stmt import PrimFunc
 from .verify import verify as verify_func

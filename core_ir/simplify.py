@@ -20,26 +20,24 @@ Floating-point expressions only get exact rewrites: constant folding with roundi
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import numpy as np
-
 from . import dtypes
-from .buffer import Region
+from .arith import COMPARE, Interval, dtype_range, round_float, trunc_div
 from .dtypes import DType
+from .evaluate import evaluate
 from .expr import COMPARE_OPS, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var, convert
-from .stmt import For, If, Kernel, Seq, Stmt, While
 
-Interval = tuple[int | None, int | None]
 Bounds = Mapping[Var, tuple[int | None, int | None]]
 
-__all__ = [
-    "Bounds", "Interval", "as_linear", "bounds_of", "divisible", "evaluate", "modular", "prove",
-    "simplify", "simplify_stmt",
+# ``evaluate`` (evaluate.py) and ``simplify_stmt`` (simplify_stmt.py, through ``__getattr__`` at the
+# end) live in modules of their own and are importable from here too.
+__all__ = [  # noqa: F822 - simplify_stmt
+    "Bounds", "Interval", "as_linear", "bounds_of", "divisible", "evaluate", "implied_bounds", "modular",
+    "prove", "simplify", "simplify_stmt",
 ]
 
 _NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
@@ -103,38 +101,13 @@ def _corners(a: Interval, b: Interval, fn: Any) -> Interval:
     return min(c), max(c)
 
 
-def _trunc_div(x: int, y: int) -> int:
-    q = abs(x) // abs(y)
-    return q if (x >= 0) == (y >= 0) else -q
-
-
-def _dtype_range(dt: DType) -> Interval:
-    if dt.is_bool:
-        return 0, 1
-    if dt.kind == "int":
-        return -(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1
-    if dt.kind == "uint":
-        return 0, (1 << dt.bits) - 1
-    return None, None
-
-
 def _wrap(v: int, dt: DType) -> int:
     """Two's-complement wrap of a constant cast to a narrower integer type."""
-    lo, hi = _dtype_range(dt)
+    lo, hi = dtype_range(dt)
     if lo is None or hi is None or lo <= v <= hi:
         return v
     span = hi - lo + 1
     return (v - lo) % span + lo
-
-
-def _round_float(v: float, dt: DType) -> float | None:
-    """``v`` rounded to ``dt``, or ``None`` where that rounding is not available here."""
-    if dt.name == "float64":
-        return float(v)
-    if dt.name in ("float32", "float16"):
-        with np.errstate(over="ignore", invalid="ignore"):
-            return float(np.float32(v) if dt.name == "float32" else np.float16(v))
-    return None
 
 
 # ---- polynomials ----------------------------------------------------------------------------
@@ -283,7 +256,7 @@ class _Ctx:
             a, b = self.simp(e.a), self.simp(e.b)
             if isinstance(a, Const) and isinstance(b, Const) and e.dtype.is_int:
                 v = _fold_int_op(e.op, int(a.value), int(b.value))
-                if v is not None and _dtype_range(e.dtype)[0] <= v <= _dtype_range(e.dtype)[1]:  # type: ignore[operator]
+                if v is not None and dtype_range(e.dtype)[0] <= v <= dtype_range(e.dtype)[1]:  # type: ignore[operator]
                     return Const(v, e.dtype)
             return e if a is e.a and b is e.b else BinOp(e.op, a, b, e.dtype)
         if isinstance(e, Cast):
@@ -532,7 +505,7 @@ class _Ctx:
         """C-style ``/`` on integers (rounds toward zero)."""
         dt = a.dtype
         if a.is_const() and b.is_const() and b.const != 0:
-            return _const_poly(dt, _trunc_div(a.const, b.const))
+            return _const_poly(dt, trunc_div(a.const, b.const))
         alo, ahi = self.pbounds(a)
         blo, bhi = self.pbounds(b)
         if b.is_const() and b.const != 0:
@@ -633,7 +606,7 @@ class _Ctx:
                         return Cast(inner, dt)
                     v = math.trunc(v)
                 return Const(_wrap(int(v), dt), dt)
-            r = _round_float(float(v), dt)
+            r = round_float(float(v), dt)
             if r is not None:
                 return Const(r, dt)
         if dt.is_bool and inner.dtype.kind == "int":
@@ -664,7 +637,7 @@ class _Ctx:
                     return self.cmp_int(op, self.sp(e.a), self.sp(e.b))
                 x, y = self.simp(e.a), self.simp(e.b)
                 if isinstance(x, Const) and isinstance(y, Const):
-                    return Const(bool(_CMP[op](x.value, y.value)), b)
+                    return Const(bool(COMPARE[op](x.value, y.value)), b)
                 if x.dtype.is_bool and op in ("==", "!="):
                     for p, q in ((x, y), (y, x)):
                         if isinstance(q, Const):
@@ -710,7 +683,7 @@ class _Ctx:
             op, a, b = ("<" if op == ">" else "<="), b, a
         d = a.add(b, -1)
         if d.is_const():
-            return Const(bool(_CMP[op](d.const, 0)), bt)
+            return Const(bool(COMPARE[op](d.const, 0)), bt)
         lo, hi = self.pbounds(d)
         if op == "<":
             if hi is not None and hi < 0:
@@ -791,7 +764,7 @@ class _Ctx:
         got = self.bounds.get(v)
         if got is not None:
             return got
-        return _dtype_range(v.dtype) if v.dtype.kind in ("uint", "bool") else (None, None)
+        return dtype_range(v.dtype) if v.dtype.kind in ("uint", "bool") else (None, None)
 
     def abounds(self, aid: int) -> Interval:
         got = self._abounds.get(aid)
@@ -821,7 +794,7 @@ class _Ctx:
         if e.dtype.is_float:
             return None, None
         if isinstance(e, Load):
-            return _dtype_range(e.dtype)
+            return dtype_range(e.dtype)
         if isinstance(e, BinOp):
             return self.binop_bounds(e)
         if isinstance(e, UnaryOp):
@@ -837,7 +810,7 @@ class _Ctx:
             hi = None if t[1] is None or f[1] is None else max(t[1], f[1])
             return lo, hi
         if isinstance(e, Cast):
-            rng = _dtype_range(e.dtype)
+            rng = dtype_range(e.dtype)
             if e.a.dtype.is_float:
                 return rng
             lo, hi = self.ebounds(e.a)
@@ -851,7 +824,7 @@ class _Ctx:
             if hi is not None and hi <= 0:
                 return -hi, (None if lo is None else -lo)
             return 0, (None if lo is None or hi is None else max(-lo, hi))
-        return _dtype_range(e.dtype) if e.dtype.kind == "uint" else (None, None)
+        return dtype_range(e.dtype) if e.dtype.kind == "uint" else (None, None)
 
     def binop_bounds(self, e: BinOp) -> Interval:
         op = e.op
@@ -884,7 +857,7 @@ class _Ctx:
             return None, None
         if op == "/":
             if b[0] is not None and b[1] is not None and (b[0] > 0 or b[1] < 0):
-                return _corners(a, b, _trunc_div)
+                return _corners(a, b, trunc_div)
             return None, None
         if op in ("min", "max"):
             pick = min if op == "min" else max
@@ -909,7 +882,7 @@ class _Ctx:
         if op in ("|", "^") and a_nn and b_nn and a[1] is not None and b[1] is not None:
             top = (1 << max(a[1], b[1]).bit_length()) - 1
             return (max(a[0], b[0]) if op == "|" else 0), top  # type: ignore[type-var]
-        return _dtype_range(e.dtype) if e.dtype.kind == "uint" else (None, None)
+        return dtype_range(e.dtype) if e.dtype.kind == "uint" else (None, None)
 
     # -- facts from conditions -------------------------------------------------------------
     def refine(self, cond: Expr, truth: bool) -> dict[Var, Interval] | None:
@@ -995,12 +968,6 @@ class _Ctx:
         return acc
 
 
-_CMP = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-    "==": operator.eq, "!=": operator.ne,
-}
-
-
 def _fold_int_op(op: str, x: int, y: int) -> int | None:
     try:
         if op == "+":
@@ -1014,7 +981,7 @@ def _fold_int_op(op: str, x: int, y: int) -> int | None:
         if op == "%":
             return x % y
         if op == "/":
-            return _trunc_div(x, y)
+            return trunc_div(x, y)
         if op == "min":
             return min(x, y)
         if op == "max":
@@ -1037,7 +1004,7 @@ def _fold_int_op(op: str, x: int, y: int) -> int | None:
 
 
 def _fold_float(op: str, x: float, y: float, dt: DType) -> float | None:
-    rx, ry = _round_float(x, dt), _round_float(y, dt)  # a constant stands for its value in dt
+    rx, ry = round_float(x, dt), round_float(y, dt)  # a constant stands for its value in dt
     if rx is None or ry is None or math.isnan(rx) or math.isnan(ry):
         return None
     x, y = rx, ry
@@ -1055,7 +1022,7 @@ def _fold_float(op: str, x: float, y: float, dt: DType) -> float | None:
         v = min(x, y)
     else:
         v = max(x, y)
-    return _round_float(v, dt)
+    return round_float(v, dt)
 
 
 def _is_float_const(e: Expr, value: float, negative: bool | None = None) -> bool:
@@ -1107,6 +1074,12 @@ def prove(cond: Any, bounds: Bounds | None = None) -> bool | None:
     if isinstance(s, Const):
         return bool(s.value)
     return None
+
+
+def implied_bounds(cond: Expr, truth: bool, bounds: Bounds | None = None) -> dict[Var, Interval] | None:
+    """``bounds`` tightened by what holds wherever ``cond`` evaluates to ``truth`` (``i < n`` bounds
+    ``i`` above); None when ``cond`` tells nothing new."""
+    return _Ctx(bounds or {}, _Atoms(_appearance_order(cond))).refine(cond, truth)
 
 
 def modular(e: Any, facts: Mapping[Var, tuple[int, int]] | None = None) -> tuple[int, int]:
@@ -1200,227 +1173,10 @@ def as_linear(e: Any, bounds: Bounds | None = None) -> tuple[list[tuple[int, Exp
     return out, p.const
 
 
-# ---- statements -----------------------------------------------------------------------------
+def __getattr__(name: str) -> Any:
+    # simplify_stmt.py builds on this module, so it cannot be imported at the top of it
+    if name == "simplify_stmt":
+        from .simplify_stmt import simplify_stmt
 
-def simplify_stmt(node: Any, bounds: Bounds | None = None) -> Any:
-    """Simplify every expression of a statement tree, using the ranges of enclosing loop and
-    block variables and of enclosing ``if`` conditions; drop branches whose condition is
-    decided. Buffers (and their shapes) are left alone; unchanged subtrees stay the same
-    objects."""
-    return _StmtSimplifier(dict(bounds or {})).visit(node)
-
-
-class _StmtSimplifier:
-    def __init__(self, bounds: dict[Var, Interval]) -> None:
-        self.bounds = bounds
-
-    def scoped(self, extra: Mapping[Var, Interval] | None, node: Any) -> Any:
-        if not extra:
-            return self.visit(node)
-        saved = self.bounds
-        self.bounds = {**saved, **extra}
-        try:
-            return self.visit(node)
-        finally:
-            self.bounds = saved
-
-    def expr(self, e: Expr) -> Expr:
-        out = simplify(e, self.bounds)
-        return e if out.same_as(e) else out
-
-    def range_of(self, start: Expr | None, extent: Expr) -> Interval:
-        """Values a loop variable takes (the body only runs for these)."""
-        if start is None:
-            start = Const(0, extent.dtype)
-        if start.dtype == extent.dtype:
-            dt = extent.dtype
-            last = BinOp("-", BinOp("+", start, extent, dt), Const(1, dt), dt)
-            return bounds_of(start, self.bounds)[0], bounds_of(last, self.bounds)[1]
-        (s_lo, s_hi), e_hi = bounds_of(start, self.bounds), bounds_of(extent, self.bounds)[1]
-        return s_lo, (None if s_hi is None or e_hi is None else s_hi + e_hi - 1)
-
-    def visit(self, node: Any) -> Any:
-        if isinstance(node, Expr):
-            return self.expr(node)
-        if isinstance(node, tuple):
-            items = tuple(self.visit(v) for v in node)
-            return node if all(a is b for a, b in zip(items, node)) else items
-        if isinstance(node, Region):
-            starts, extents = self.visit(node.starts), self.visit(node.extents)
-            if starts is node.starts and extents is node.extents:
-                return node
-            return Region(node.buffer, starts, extents)
-        if isinstance(node, For):
-            start = None if node.start is None else self.expr(node.start)
-            extent = self.expr(node.extent)
-            body = self.scoped({node.var: self.range_of(start, extent)}, node.body)
-            if start is node.start and extent is node.extent and body is node.body:
-                return node
-            return dataclasses.replace(node, start=start, extent=extent, body=body)
-        if isinstance(node, Kernel):
-            grid = self.visit(node.grid)
-            ranges = {v: (0, None if g[1] is None else g[1] - 1)
-                      for v, g in zip(node.block_vars, (bounds_of(x, self.bounds) for x in grid))}
-            body = self.scoped(ranges, node.body)
-            if grid is node.grid and body is node.body:
-                return node
-            return dataclasses.replace(node, grid=grid, body=body)
-        if isinstance(node, If):
-            cond = self.expr(node.cond)
-            if isinstance(cond, Const):
-                branch = node.then if cond.value else node.otherwise
-                return Seq((), node.loc) if branch is None else self.visit(branch)
-            ctx = _Ctx(self.bounds, _Atoms(_appearance_order(cond)))
-            then = self.scoped(ctx.refine(cond, True), node.then)
-            other = None if node.otherwise is None else self.scoped(ctx.refine(cond, False), node.otherwise)
-            if cond is node.cond and then is node.then and other is node.otherwise:
-                return node
-            return dataclasses.replace(node, cond=cond, then=then, otherwise=other)
-        if isinstance(node, While):
-            cond = self.expr(node.cond)
-            if isinstance(cond, Const) and not cond.value:
-                return Seq((), node.loc)
-            body = self.visit(node.body)
-            if cond is node.cond and body is node.body:
-                return node
-            return dataclasses.replace(node, cond=cond, body=body)
-        if isinstance(node, Seq):
-            stmts = tuple(self.visit(s) for s in node.stmts)
-            kept = tuple(s for s in stmts if not (isinstance(s, Seq) and not s.stmts))
-            if len(kept) == len(node.stmts) and all(a is b for a, b in zip(kept, node.stmts)):
-                return node
-            return Seq(kept, node.loc)
-        if dataclasses.is_dataclass(node) and not isinstance(node, type):
-            changes = {}
-            for f in dataclasses.fields(node):
-                if f.name in ("loc", "annotations") or (f.name == "data" and type(node).__name__ == "Annotate"):
-                    continue
-                value = getattr(node, f.name)
-                if isinstance(value, (Expr, Region, tuple, Stmt)):
-                    new = self.visit(value)
-                    if new is not value:
-                        changes[f.name] = new
-            return dataclasses.replace(node, **changes) if changes else node
-        return node
-
-
-# ---- a reference evaluator ------------------------------------------------------------------
-
-_MATH_SCALAR = {
-    "exp": math.exp, "exp2": lambda x: 2.0**x, "exp10": lambda x: 10.0**x, "log": math.log,
-    "log2": math.log2, "log10": math.log10, "log1p": math.log1p, "expm1": math.expm1,
-    "sqrt": math.sqrt, "rsqrt": lambda x: 1.0 / math.sqrt(x), "tanh": math.tanh,
-    "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)), "abs": abs, "sin": math.sin, "cos": math.cos,
-    "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan, "sinh": math.sinh,
-    "cosh": math.cosh, "erf": math.erf, "floor": math.floor, "ceil": math.ceil, "round": round,
-    "trunc": math.trunc, "isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite,
-    "pow": math.pow, "fmod": math.fmod, "atan2": math.atan2,
-}
-
-
-def evaluate(e: Expr, env: Mapping[Any, Any]) -> Any:
-    """The value of ``e`` with ``env`` giving each ``Var`` (and each ``Buffer``, as an array
-    indexable by a tuple). Integers are mathematical; ``//`` and ``%`` floor, ``/`` on integers
-    truncates toward zero. Values may be numpy arrays, evaluated elementwise (layouts enumerate
-    their domain this way); a Python division by zero raises ``ZeroDivisionError``."""
-    vec = any(isinstance(v, np.ndarray) for v in env.values())
-    return _Eval(env, vec).eval(e)
-
-
-class _Eval:
-    def __init__(self, env: Mapping[Any, Any], vec: bool) -> None:
-        self.env = env
-        self.vec = vec
-
-    def eval(self, e: Expr) -> Any:
-        if isinstance(e, Const):
-            return e.value
-        if isinstance(e, Var):
-            if e not in self.env:
-                raise KeyError(f"no value for variable `{e.name}`")
-            return self.env[e]
-        if isinstance(e, BinOp):
-            if e.op in ("and", "or") and not self.vec:  # short-circuit, as generated code does
-                a = bool(self.eval(e.a))
-                if a == (e.op == "or"):
-                    return a
-                return bool(self.eval(e.b))
-            return self.binop(e.op, self.eval(e.a), self.eval(e.b), e.dtype, e.a.dtype)
-        if isinstance(e, UnaryOp):
-            a = self.eval(e.a)
-            if e.op == "neg":
-                return -a
-            if e.op == "not":
-                return np.logical_not(a) if self.vec else not a
-            return ~a
-        if isinstance(e, Select):
-            c = self.eval(e.cond)
-            if self.vec:
-                return np.where(c, self.eval(e.t), self.eval(e.f))
-            return self.eval(e.t) if c else self.eval(e.f)
-        if isinstance(e, Cast):
-            return self.cast(self.eval(e.a), e.dtype, e.a.dtype)
-        if isinstance(e, Call):
-            args = [self.eval(a) for a in e.args]
-            if self.vec:
-                fn = getattr(np, {"abs": "absolute", "exp2": "exp2", "round": "rint"}.get(e.name, e.name))
-                return fn(*args)
-            return _MATH_SCALAR[e.name](*args)
-        if isinstance(e, Load):
-            idx = tuple(self.eval(i) for i in e.indices)
-            return self.env[e.buffer][idx]
-        raise TypeError(f"cannot evaluate {type(e).__name__}")
-
-    def binop(self, op: str, a: Any, b: Any, dt: DType, adt: DType) -> Any:
-        vec = self.vec
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "//":
-            return np.floor_divide(a, b) if vec else a // b
-        if op == "%":
-            return np.mod(a, b) if vec else a % b
-        if op == "/":
-            if not adt.is_int:
-                return a / b
-            if vec:
-                q = np.abs(a) // np.abs(b)
-                return np.where((np.asarray(a) >= 0) == (np.asarray(b) >= 0), q, -q)
-            return _trunc_div(a, b)
-        if op == "min":
-            return np.minimum(a, b) if vec else min(a, b)
-        if op == "max":
-            return np.maximum(a, b) if vec else max(a, b)
-        if op in _CMP:
-            return _CMP[op](a, b)
-        if op == "and":
-            return np.logical_and(a, b)
-        if op == "or":
-            return np.logical_or(a, b)
-        if op == "**":
-            return a**b
-        return {"&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift,
-                ">>": operator.rshift}[op](a, b)
-
-    def cast(self, v: Any, dt: DType, src: DType) -> Any:
-        if dt.is_bool:
-            return (np.asarray(v) != 0) if self.vec else bool(v)
-        if dt.is_int:
-            if src.is_float:
-                v = np.trunc(v).astype(np.int64) if self.vec else math.trunc(v)
-            elif self.vec:
-                v = np.asarray(v).astype(np.int64)
-            else:
-                v = int(v)
-            lo, hi = _dtype_range(dt)
-            if dt.bits >= 64 and self.vec:
-                return v
-            span = hi - lo + 1  # type: ignore[operator]
-            return (v - lo) % span + lo  # type: ignore[operator]
-        if self.vec:
-            return np.asarray(v).astype(np.float64)
-        r = _round_float(float(v), dt)
-        return float(v) if r is None else r
+        return simplify_stmt
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, tuple[str, str | None]] = {
     "jit": ("tilelang_x.jit", "jit"),
     "language": ("tilelang_x.language", None),
+    "layout": ("tilelang_x.layout", None),
     "compile": ("tilelang_x.jit", "compile"),
     "autotune": ("tilelang_x.autotuner", "autotune"),
     "autotuner": ("tilelang_x.autotuner", None),

@@ -146,6 +146,7 @@ class ParamSpec:
     is_output: bool
     shape: tuple[Any, ...] = ()  # per dim: int, Var or another Expr
     contiguous: bool = True
+    strides: tuple[Any, ...] | None = None  # declared element strides (T.StridedTensor), as ``shape``
 
     @property
     def is_tensor(self) -> bool:
@@ -160,7 +161,9 @@ class ParamSpec:
 def _param_spec(index: int, param: Buffer | E.Var, is_output: bool) -> ParamSpec:
     if isinstance(param, Buffer):
         shape = tuple(E.as_int(d) if E.as_int(d) is not None else d for d in param.shape)
-        return ParamSpec(index, param.name, param, param.dtype, is_output, shape, param.strides is None)
+        strides = None if param.strides is None else \
+            tuple(E.as_int(d) if E.as_int(d) is not None else d for d in param.strides)
+        return ParamSpec(index, param.name, param, param.dtype, is_output, shape, param.strides is None, strides)
     return ParamSpec(index, param.name, param, param.dtype, is_output)
 
 
@@ -301,6 +304,57 @@ class ArgBinder:
             if not ok:
                 how = ".contiguous()" if is_torch else "numpy.ascontiguousarray(...)"
                 raise self.error(spec, "is not contiguous (row-major)", hint=f"pass `{how}`")
+        elif spec.strides is not None:
+            self._check_strides(spec, arg, shape, is_torch, dims)
+
+    def _actual_strides(self, spec: ParamSpec, arg: Any, is_torch: bool) -> tuple[int, ...]:
+        if is_torch:
+            return tuple(arg.stride())
+        size = arg.itemsize
+        if any(s % size for s in arg.strides):
+            raise self.error(spec, f"has byte strides {arg.strides} that are not multiples of its element size {size}",
+                             hint="pass `numpy.ascontiguousarray(...)` or a view with whole-element strides")
+        return tuple(s // size for s in arg.strides)
+
+    def _check_strides(
+        self, spec: ParamSpec, arg: Any, shape: tuple[int, ...], is_torch: bool, dims: dict[E.Var, int]
+    ) -> None:
+        """The declared strides against the argument's (in elements). A dimension of extent 0 or 1
+        is never stepped over, so its stride is not compared; a stride variable is bound like a
+        dynamic dimension; other stride expressions are checked once every dim is bound."""
+        assert spec.strides is not None
+        actual = self._actual_strides(spec, arg, is_torch)
+        for axis, want in enumerate(spec.strides):
+            got = actual[axis]
+            if isinstance(want, E.Var):
+                bound = dims.get(want)
+                if bound is None:
+                    dims[want] = int(got)
+                    continue
+                want_value: int | None = bound
+            elif isinstance(want, int):
+                want_value = want
+            else:
+                continue  # an expression: _check_derived_dims
+            if want_value != got and shape[axis] > 1:
+                raise self._stride_error(spec, shape, actual, dims)
+
+    def _stride_error(
+        self, spec: ParamSpec, shape: tuple[int, ...], actual: tuple[int, ...], dims: dict[E.Var, int]
+    ) -> ArgumentError:
+        assert spec.strides is not None
+        declared = [eval_dim(s, dims) for s in spec.strides]
+        text = ", ".join(f"{s}" if v is None or isinstance(s, int) else f"{s}={v}" for s, v in zip(spec.strides, declared))
+        row_major = [1] * len(shape)
+        for axis in range(len(shape) - 2, -1, -1):
+            row_major[axis] = row_major[axis + 1] * shape[axis + 1]
+        if declared == row_major:
+            hint = "pass `.contiguous()` (the kernel declares row-major strides)"
+        else:
+            hint = (f"pass a tensor (view) with strides ({text}), or declare the strides it has: "
+                    f"T.StridedTensor(shape, strides={tuple(actual)!r}), using T.dynamic variables for strides "
+                    "that vary from call to call")
+        return self.error(spec, f"has strides {tuple(actual)}, but the kernel declares strides ({text})", hint=hint)
 
     def _check_scalar(self, spec: ParamSpec, arg: Any, dims: dict[E.Var, int]) -> Any:
         dtype = spec.dtype
@@ -332,6 +386,16 @@ class ArgBinder:
         for spec, arg in zip(given, args):
             if not spec.is_tensor:
                 continue
+            if spec.strides is not None and not spec.contiguous:
+                torch = sys.modules.get("torch")
+                is_torch = torch is not None and isinstance(arg, torch.Tensor)
+                actual = self._actual_strides(spec, arg, is_torch)
+                for axis, want in enumerate(spec.strides):
+                    if isinstance(want, (int, E.Var)) or arg.shape[axis] <= 1:
+                        continue
+                    value = eval_dim(want, dims)
+                    if value is not None and value != actual[axis]:
+                        raise self._stride_error(spec, tuple(arg.shape), actual, dims)
             for axis, want in enumerate(spec.shape):
                 if isinstance(want, (int, E.Var)):
                     continue
@@ -360,6 +424,13 @@ class ArgBinder:
 
     def _allocate(self, spec: ParamSpec, dims: dict[E.Var, int], like: Any) -> Any:
         shape = self.output_shape(spec, dims)
+        strides = None
+        if spec.strides is not None:
+            strides = tuple(eval_dim(s, dims) for s in spec.strides)
+            if any(s is None for s in strides):
+                raise self.error(
+                    spec, f"cannot allocate this output: its strides {list(spec.strides)} are not set by any input",
+                    hint="pass the output tensor yourself")
         torch = sys.modules.get("torch")
         use_numpy = like is not None and not (torch is not None and isinstance(like, torch.Tensor))
         if use_numpy:
@@ -370,10 +441,17 @@ class ArgBinder:
                 raise self.error(
                     spec, f"numpy has no {spec.dtype} dtype for this output", hint="pass torch tensors instead"
                 )
+            if strides is not None:
+                size = max([1] + [(n - 1) * s + 1 for n, s in zip(shape, strides) if n > 0])  # type: ignore[operator]
+                base = np.empty(size if all(shape) else 0, dtype=np_dtype)
+                item = base.itemsize
+                return np.lib.stride_tricks.as_strided(base, shape, [s * item for s in strides])  # type: ignore[operator]
             return np.empty(shape, dtype=np_dtype)
         import torch
 
         device = like.device if like is not None else torch.device(self.device_type)
+        if strides is not None:
+            return torch.empty_strided(shape, strides, dtype=torch_dtype(spec.dtype), device=device)
         return torch.empty(shape, dtype=torch_dtype(spec.dtype), device=device)
 
 
@@ -394,6 +472,8 @@ def fast_path(binder: ArgBinder) -> Any:
     names: dict[E.Var, str] = {}
     for spec in binder.specs:
         dims = spec.shape if spec.is_tensor else (spec.param,) if spec.dtype.is_int else ()
+        if spec.is_tensor and spec.strides is not None:
+            dims = (*dims, *spec.strides)
         for d in dims:
             if isinstance(d, E.Var):
                 names.setdefault(d, f"d{len(names)}")
@@ -441,6 +521,16 @@ def fast_path(binder: ArgBinder) -> Any:
             out.append(f"if {device_check.format(x=x)}: return None")
             if spec.contiguous:
                 out.append(f"if not {x}.is_contiguous(): return None")
+            elif spec.strides is not None:  # exact strides only; size-1 dims etc. take the full checks
+                out.append(f"st = {x}.stride()")
+                for axis, d in enumerate(spec.strides):
+                    if isinstance(d, int):
+                        out.append(f"if st[{axis}] != {d}: return None")
+                    elif d in bound:
+                        out.append(f"if st[{axis}] != {names[d]}: return None")
+                    else:
+                        out.append(f"{names[d]} = st[{axis}]")
+                        bound.add(d)
         return out
 
     def dims_dict() -> str:
@@ -453,7 +543,8 @@ def fast_path(binder: ArgBinder) -> Any:
     first_tensor = next((f"a{s.index}" for s in binder.inputs if s.is_tensor), None)
     alloc = []
     for spec in binder.outputs:
-        if first_tensor is None or any(isinstance(d, E.Var) and d not in bound for d in spec.shape):
+        if first_tensor is None or spec.strides is not None \
+                or any(isinstance(d, E.Var) and d not in bound for d in spec.shape):
             alloc = None
             break
         env[f"DT{spec.index}"] = torch_dtype(spec.dtype)

@@ -27,7 +27,7 @@ from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
 
 CTYPES: dict[str, str] = {
     "float16": "tlx_half", "bfloat16": "tlx_bf16", "float32": "float", "float64": "double",
-    "float8_e4m3": "unsigned char", "float8_e5m2": "unsigned char", "int8": "signed char", "int16": "short",
+    "float8_e4m3": "tlx_e4m3", "float8_e5m2": "tlx_e5m2", "int8": "signed char", "int16": "short",
     "int32": "int", "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
     "uint32": "unsigned int", "uint64": "unsigned long long", "bool": "bool",
 }
@@ -36,6 +36,12 @@ _KEYWORDS = {"int", "float", "double", "char", "short", "long", "unsigned", "sig
              "struct", "union", "enum", "typedef", "auto", "register", "volatile", "extern", "inline", "new",
              "delete", "this", "class", "template", "namespace", "true", "false", "half", "min", "max", "tx",
              "blockIdx", "threadIdx", "blockDim", "gridDim", "warpSize", "tlx_smem", "tlx_smem_base", "asm"}
+
+#: Narrow floats stored as tlx_cuda.h structs: (storage -> float, float -> storage) functions.
+NARROW: dict[str, tuple[str, str]] = {
+    "float16": ("tlx_h2f", "tlx_f2h"), "bfloat16": ("tlx_b2f", "tlx_f2b"),
+    "float8_e4m3": ("tlx_e4m32f", "tlx_f2e4m3"), "float8_e5m2": ("tlx_e5m22f", "tlx_f2e5m2"),
+}
 
 FLOAT_FUNCS = {
     "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f", "log10": "log10f",
@@ -89,6 +95,8 @@ class _Gen:
         self.vars_scalar: set[int] = set()
         self.written: set[int] = set()
         self.meta: KernelMeta | None = None
+        self.prologue: list[str] = []  # C statements at the top of the kernel body
+        self.prologue_vars: list[E.Var] = []
 
     # ---- naming -------------------------------------------------------------------------------
     def name(self, obj: Any, base: str) -> str:
@@ -135,6 +143,8 @@ class _Gen:
         else:
             self.emit(1, "const int tx = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
         self._block_vars(kernel)
+        for line in self.prologue:
+            self.emit(1, line)
         self.stmt(kernel.body, 1)
         self.emit(0, "}")
         grid_static, grid_src = self._grid(kernel)
@@ -168,11 +178,29 @@ class _Gen:
                             seen_dims[id(v)] = v
             else:
                 nm = self.name(p, p.name)
-                ct = SCALAR_CTYPES.get(p.dtype.name, "int")
+                self.vars_scalar.add(id(p))
+                if p.dtype.name in NARROW:  # narrow floats are computed in fp32: convert once, up front
+                    raw_var = E.Var(f"{nm}_arg")
+                    self.prologue_vars.append(raw_var)  # keeps the id used as the name key alive
+                    raw = self.name(raw_var, raw_var.name)
+                    back, to = NARROW[p.dtype.name]
+                    if p.dtype.bits == 8:  # passed as a float, rounded in the kernel
+                        out.append(f"float {raw}")
+                        specs.append(ParamSpec(raw, "scalar", idx, "float32", "float"))
+                        self.prologue.append(f"const float {nm} = {back}({to}({raw}));")
+                    else:
+                        ct = ctype(p.dtype)
+                        out.append(f"{ct} {raw}")
+                        specs.append(ParamSpec(raw, "scalar", idx, p.dtype.name, ct))
+                        self.prologue.append(f"const float {nm} = {back}({raw});")
+                    continue
+                if p.dtype.name not in SCALAR_CTYPES:
+                    raise BackendNotImplementedError(f"scalar parameter `{p.name}` of dtype {p.dtype} is not "
+                                                     "supported on CUDA", loc=self.func.loc)
+                ct = SCALAR_CTYPES[p.dtype.name]
                 ct = {"half": "tlx_half", "nv_bfloat16": "tlx_bf16"}.get(ct, ct)
                 out.append(f"{ct} {nm}")
                 specs.append(ParamSpec(nm, "scalar", idx, p.dtype.name, ct))
-                self.vars_scalar.add(id(p))
         for k, v in enumerate(seen_dims.values()):
             nm = self.name(v, v.name)
             ct = SCALAR_CTYPES.get(v.dtype.name, "int")
@@ -377,14 +405,14 @@ class _Gen:
             if len(idx) == 1 and len(lay.shape) > 1:
                 return self.expr(idx[0], True)
             return self.expr(lay.offset(idx), True)
-        if len(idx) == 1:
-            return self.expr(idx[0], True)
-        if b.strides is not None:
+        if b.strides is not None and len(idx) == len(b.strides):  # (a 1-d one may have a stride too)
             terms = [E.binary("*", i, s) for i, s in zip(idx, b.strides)]
             flat = terms[0]
             for t in terms[1:]:
                 flat = flat + t
             return self.expr(flat, True)
+        if len(idx) == 1:
+            return self.expr(idx[0], True)
         numel = b.static_shape()
         if b.scope == "global" and (numel is None or math.prod(numel) >= 2**31):
             return _widen(self, idx, b)
@@ -400,16 +428,13 @@ class _Gen:
         return f"{nm}[{self.offset(b, idx)}]"
 
     def to_storage(self, value: E.Expr, dt: DType) -> str:
-        if dt in (dtypes.float16, dtypes.bfloat16):
+        if dt.name in NARROW:
             if isinstance(value, E.Load) and value.buffer.dtype == dt and value.buffer.scope != "var":
-                return self.ref(value.buffer, value.indices)  # a 16-bit move, no float round trip
+                return self.ref(value.buffer, value.indices)  # a 16/8-bit move, no float round trip
             if isinstance(value, E.Cast) and value.dtype == dt and value.a.dtype.is_float:
                 value = value.a  # the store rounds once
+            return f"{NARROW[dt.name][1]}({self.expr(value, True)})"
         text = self.expr(value, True)
-        if dt == dtypes.float16:
-            return f"tlx_f2h({text})"
-        if dt == dtypes.bfloat16:
-            return f"tlx_f2b({text})"
         if value.dtype != dt:
             return f"({ctype(dt)})({text})"
         return text
@@ -431,10 +456,8 @@ class _Gen:
         if isinstance(e, E.Load):
             b = e.buffer
             text = self.ref(b, e.indices)
-            if b.dtype == dtypes.float16:
-                return f"tlx_h2f({text})"
-            if b.dtype == dtypes.bfloat16:
-                return f"tlx_b2f({text})"
+            if b.dtype.name in NARROW:
+                return f"{NARROW[b.dtype.name][0]}({text})"
             return text
         if isinstance(e, E.BinOp):
             return self._binop(e)
@@ -488,6 +511,9 @@ class _Gen:
             return f"tlx_h2f(tlx_f2h({inner}))" if src.is_float else f"tlx_h2f(tlx_f2h((float)({inner})))"
         if dst == dtypes.bfloat16:
             return f"tlx_b2f(tlx_f2b({inner}))" if src.is_float else f"tlx_b2f(tlx_f2b((float)({inner})))"
+        if dst.name in NARROW:  # the float8 formats
+            to, back = NARROW[dst.name][1], NARROW[dst.name][0]
+            return f"{back}({to}({inner}))" if src.is_float else f"{back}({to}((float)({inner})))"
         if src.is_float and src.bits < 32 and dst == dtypes.float32:
             return inner
         return f"(({eval_ctype(dst)})({inner}))"

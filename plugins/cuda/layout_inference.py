@@ -19,7 +19,7 @@ from typing import Any
 from ...core_ir import dtypes
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer
-from ...core_ir.errors import LayoutError
+from ...core_ir.errors import BackendNotImplementedError, LayoutError
 from ...core_ir.stmt import Annotate, For, Kernel, PrimFunc, Stmt
 from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce
 from ...core_ir.visit import walk
@@ -53,10 +53,31 @@ def where(loc: Any) -> str:
 
 
 def find_kernel(s: Stmt) -> Kernel | None:
+    """The function's ``T.Kernel``; a second one raises (the CUDA backend emits one kernel)."""
+    found = None
     for n in walk(s):
         if isinstance(n, Kernel):
-            return n
-    return None
+            if found is not None:
+                raise BackendNotImplementedError(
+                    f"a second `with T.Kernel` block in one function: the CUDA backend compiles one T.Kernel per "
+                    f"function (the first is at {where(found.loc)})", loc=n.loc or found.loc,
+                    hint="split the function into one @T.prim_func (or @tilelang.jit function) per T.Kernel and "
+                    "call the kernels one after the other")
+            found = n
+    return found
+
+
+def check_kernel_options(kernel: Kernel) -> None:
+    """``T.Kernel(prelude=..., cluster_dims=...)`` are not implemented: say so instead of ignoring them."""
+    ann = kernel.ann()
+    if "prelude" in ann:
+        raise BackendNotImplementedError(
+            "T.Kernel(prelude=...) is not supported by the CUDA backend yet (the code would not be emitted)",
+            loc=kernel.loc, hint="drop prelude=; kernels cannot include raw CUDA code in tilelang-x")
+    if "cluster_dims" in ann:
+        raise BackendNotImplementedError(
+            "T.Kernel(cluster_dims=...) is not supported by the CUDA backend yet (thread-block clusters)",
+            loc=kernel.loc, hint="drop cluster_dims=; each block runs on its own")
 
 
 def uses_copy_nest(op: Copy) -> bool:
@@ -286,7 +307,7 @@ def choose_warps(m: int, n: int, warps: int, policy: str) -> tuple[int, int] | N
 
 
 def element_nest(op: Stmt) -> For | None:
-    if isinstance(op, Copy) and uses_copy_nest(op):
+    if isinstance(op, Copy) and uses_copy_nest(op) and op.dst.buffer.scope not in ("local", "var"):
         return copy_nest(op)
     if isinstance(op, Fill) and op.dst.buffer.scope in ("fragment", "shared", "global"):
         return fill_nest(op)
@@ -299,6 +320,7 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     kernel = find_kernel(func.body)
     if kernel is None:
         raise LayoutError("no T.Kernel in the function", loc=func.loc)
+    check_kernel_options(kernel)
     st = _State(kernel.num_threads)
     gemm_rule = ctx.data.get("cuda.gemm_rule")  # the Hopper path's wgmma rule (wgmma_rule.py)
     for buf, lay in ctx.data.get("cuda.preset_layouts", {}).items():  # TMA destinations
@@ -373,16 +395,91 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     return func
 
 
+_SHARED_LAYOUTS_TEXT = ("row-major (tilelang.layout.make_linear_layout) and the 16-byte-chunk XOR swizzles of "
+                        "tilelang.layout.make_swizzled_layout for rows of 32, 64 or 128 bytes")
+
+
 def _annotated(st: _State, buf: Buffer, lay: Any, loc: Any) -> None:
-    if isinstance(lay, (Fragment, SharedLayout)):
+    if isinstance(lay, (Fragment, SharedLayout)):  # the backend's own layouts
         st.set(buf, lay, f"T.annotate_layout at {where(loc)}", loc)
         return
-    text = f"{type(lay).__name__} {lay!r}".lower()
-    if buf.scope == "shared" and "swizzle" in text:
-        shape = buf.static_shape()
-        if shape is not None:
-            st.set(buf, SharedLayout(shape, buf.dtype.bytes, choose_swizzle(shape, buf.dtype.bytes)),
-                   f"T.annotate_layout at {where(loc)}", loc)
-            return
-    raise LayoutError(f"T.annotate_layout for `{buf.name}`: this layout ({type(lay).__name__}) is not supported "
-                      "by the CUDA backend yet", loc=loc, hint="drop the annotation; the backend picks a layout")
+    from ...core_ir import layout as core_layout
+
+    what = f"T.annotate_layout for `{buf.name}`"
+    if not isinstance(lay, core_layout.Layout):
+        raise LayoutError(
+            f"{what}: {type(lay).__name__} {lay!r} is not a layout", loc=loc,
+            hint=f"pass a layout object, e.g. tilelang.layout.make_swizzled_layout({buf.name}), or drop the "
+            "annotation and let the backend choose")
+    if isinstance(lay, core_layout.Fragment) or buf.scope != "shared":
+        raise LayoutError(
+            f"{what}: the CUDA backend does not take {type(lay).__name__} annotations for {buf.scope} buffers yet "
+            "(only layouts of shared tiles)", loc=loc,
+            hint="drop the annotation; the backend infers fragment layouts from the tile ops that use them")
+    shape = buf.static_shape()
+    if shape is None:
+        raise LayoutError(f"{what}: the shared tile needs a constant shape", loc=loc)
+    found = shared_layout_of(lay, shape, buf.dtype.bytes)
+    if found is None:
+        raise LayoutError(f"{what}: this layout ({lay!r}) is not one the CUDA backend supports for a "
+                          f"{list(shape)} {buf.dtype} tile", loc=loc,
+                          hint=f"use {_SHARED_LAYOUTS_TEXT}, or drop the annotation")
+    st.set(buf, found, f"T.annotate_layout at {where(loc)}", loc)
+
+
+def shared_layout_of(lay: Any, shape: tuple[int, ...], elem_bytes: int) -> SharedLayout | None:
+    """The backend's ``SharedLayout`` for a ``shape`` tile annotated with the ``core_ir.layout``
+    ``Layout`` ``lay``: one that places every element where ``lay`` does (compared by
+    enumeration); else, when ``lay`` is one of ``make_swizzled_layout``'s swizzles (a request for a
+    bank-conflict-free tile, whose placement never changes results), the backend's own swizzle;
+    else ``None``."""
+    from ...core_ir import layout as core_layout
+
+    want = _offsets(lay, shape)
+    if want is None:
+        return None
+    for swizzle in ("none", "sw128", "sw64", "sw32"):
+        if swizzle != "none" and (len(shape) < 2 or 16 % elem_bytes or shape[-1] * elem_bytes % 32):
+            continue
+        cand = SharedLayout(shape, elem_bytes, swizzle)
+        got = _offsets(core_layout.Layout(shape, cand.offset(lay.vars), vars=lay.vars), shape, flat=True)
+        if got is not None and (got == want).all():
+            return cand
+    for swizzle_bytes in (128, 64, 32):
+        try:
+            ref = core_layout.make_swizzled_layout(shape, elem_bytes * 8, swizzle_bytes)
+        except LayoutError:
+            continue
+        got = _offsets(ref, shape)
+        if got is not None and (got == want).all():
+            return SharedLayout(shape, elem_bytes, choose_swizzle(shape, elem_bytes))
+    return None
+
+
+def _offsets(lay: Any, shape: tuple[int, ...], flat: bool = False) -> Any:
+    """Where ``lay`` puts each element of ``shape`` (row-major order) as a numpy array of
+    linear offsets (``flat``: ``lay`` already gives one), or ``None`` when it cannot tell or
+    ``lay`` is not a bijection onto ``prod(shape)`` slots."""
+    import math
+
+    import numpy as np
+
+    from ...core_ir import layout as core_layout
+    from ...core_ir.simplify import evaluate
+
+    size = math.prod(shape)
+    if tuple(E.as_int(d) for d in lay.input_shape) != tuple(shape) or size > core_layout.ENUMERATION_CAP:
+        return None
+    grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in shape], indexing="ij")
+    env = {v: g.reshape(-1) for v, g in zip(lay.vars, grids)}
+    try:
+        if flat:
+            expr = lay.forward[0]
+        else:
+            if math.prod(E.as_int(d) for d in lay.output_shape) != size:  # type: ignore[misc]
+                return None
+            expr = lay.get_linearized_forward_index()
+        out = np.broadcast_to(np.asarray(evaluate(expr, env), np.int64), (size,))
+    except (LayoutError, TypeError, KeyError, ValueError):
+        return None
+    return out if np.unique(out).size == size else None

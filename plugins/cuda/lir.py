@@ -145,3 +145,16 @@ class Decl(Stmt):
     value: Expr
     loc: SourceLoc | None = field(default=None, compare=False)
     name = "let"
+
+
+@dataclass(**_NODE)
+class DevicePrint(Stmt):
+    """``T.print`` of one value: ``printf(fmt + "<value>\\n", *args, value)`` by one thread of block 0
+    (by every thread that runs the iteration inside a parallel loop). ``fmt`` is a printf format
+    (already escaped) whose ``%d``/``%lld`` conversions take ``args`` (e.g. element indices)."""
+
+    value: Expr
+    fmt: str
+    args: tuple[Expr, ...] = ()
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "device_print"

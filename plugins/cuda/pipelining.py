@@ -15,19 +15,25 @@ The in-loop copies are unconditional (no branch, so the scheduler can interleave
 body): in the last S-1 iterations they reload tile n-1 into a stage that no later iteration reads.
 
 The stage runs at tile level, before layout inference; copies get the annotation ``async``.
+A loop whose body is only the copies and one T.gemm reading two of their tiles is annotated
+``tlx.prefetch_fragments`` (``lower/mainloop.py`` then double-buffers the gemm's register
+fragments across k-tiles). ``T.clear(C)`` right before ``T.gemm(..., C)`` becomes ``clear_accum``.
+Both are switched by ``perf_options``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer, Region
 from ...core_ir.stmt import Alloc, For, If, PrimFunc, Seq, Stmt
-from ...core_ir.tileops import Copy
+from ...core_ir.tileops import Copy, Fill, Gemm
 from ...core_ir.visit import rewrite, substitute
 from .lir import AsyncCommit, AsyncWait, Barrier
+from .perf_options import perf_options
 
 
 def _is_producer(s: Stmt) -> bool:
@@ -37,7 +43,9 @@ def _is_producer(s: Stmt) -> bool:
 
 def pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     multi: dict[Buffer, Buffer] = {}
-    body = _rewrite_loops(func.body, multi)
+    opts = perf_options(ctx)
+    body = fold_clears(func.body) if opts.fold_clear else func.body
+    body = _rewrite_loops(body, multi, opts.prefetch_fragments)
     if not multi:
         return func if body is func.body else dataclasses.replace(func, body=body)
 
@@ -51,16 +59,48 @@ def pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     return dataclasses.replace(func, body=body)
 
 
-def _rewrite_loops(s: Stmt, multi: dict[Buffer, Buffer]) -> Stmt:
+def _is_full(r: Region) -> bool:
+    return all(E.as_int(s) == 0 for s in r.starts) and all(
+        E.as_int(e) is not None and E.as_int(e) == E.as_int(d) for e, d in zip(r.extents, r.buffer.shape))
+
+
+def _is_zero(v: E.Expr) -> bool:
+    """A literal +0 (not -0.0: the accumulators would start at +0)."""
+    return isinstance(v, E.Const) and v.value == 0 and math.copysign(1.0, float(v.value)) > 0
+
+
+def fold_clears(s: Stmt) -> Stmt:
+    """``T.clear(C); T.gemm(A, B, C)`` (both over the whole fragment C) -> ``T.gemm(..., clear_accum)``."""
+
+    def fn(n: Any) -> Any:
+        if not isinstance(n, Seq):
+            return None
+        out: list[Stmt] = []
+        changed = False
+        for c in n.stmts:
+            prev = out[-1] if out else None
+            if (isinstance(c, Gemm) and isinstance(prev, Fill) and prev.dst.buffer is c.C.buffer
+                    and c.C.buffer.scope == "fragment" and _is_zero(prev.value) and _is_full(prev.dst)
+                    and _is_full(c.C) and c.A.buffer is not c.C.buffer and c.B.buffer is not c.C.buffer):
+                out[-1] = dataclasses.replace(c, clear_accum=True)
+                changed = True
+            else:
+                out.append(c)
+        return Seq(tuple(out), n.loc) if changed else None
+
+    return rewrite(s, fn)
+
+
+def _rewrite_loops(s: Stmt, multi: dict[Buffer, Buffer], prefetch: bool = False) -> Stmt:
     def fn(n: Any) -> Any:
         if isinstance(n, For) and n.kind == "pipelined":
-            return _pipeline(n, multi)
+            return _pipeline(n, multi, prefetch)
         return None
 
     return rewrite(s, fn)
 
 
-def _pipeline(loop: For, multi: dict[Buffer, Buffer]) -> Stmt:
+def _pipeline(loop: For, multi: dict[Buffer, Buffer], prefetch: bool = False) -> Stmt:
     ann = loop.ann()
     stages = int(ann.get("num_stages", 2) or 1)
     body = list(loop.body.stmts) if isinstance(loop.body, Seq) else [loop.body]
@@ -110,5 +150,9 @@ def _pipeline(loop: For, multi: dict[Buffer, Buffer]) -> Stmt:
                 AsyncCommit()]
     for s in rest:
         new_body.append(staged(substitute(s, {k: start + it}), cur_stage))
-    main = For(it, n, "serial", Seq(tuple(new_body)), None, (("pipelined", stages),), loop.loc)
+    ann: tuple[tuple[str, Any], ...] = (("pipelined", stages),)
+    if prefetch and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].A.buffer in bufs \
+            and rest[0].B.buffer in bufs and rest[0].C.buffer.scope == "fragment":
+        ann += (("tlx.prefetch_fragments", stages),)
+    main = For(it, n, "serial", Seq(tuple(new_body)), None, ann, loop.loc)
     return Seq(tuple(pro) + (main, AsyncWait(0)))

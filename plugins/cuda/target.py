@@ -14,7 +14,7 @@ import os
 from ...core_ir.errors import UnknownTargetError
 from ...target import DetectedDevice, Target, TargetInfo
 
-#: Architectures this backend generates code for (all through the sm_80-class path for now).
+#: Architectures this backend generates code for (sm_90a: the Hopper path, wgmma + TMA + warp specialization).
 ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 DEFAULT_ARCH = "sm_80"
 
@@ -29,8 +29,8 @@ CAPABILITIES: dict[str, dict[str, object]] = {
 
 
 def target_infos() -> list[TargetInfo]:
-    return [TargetInfo("cuda", ARCHS, "NVIDIA GPUs: CUDA C++ with inline PTX (mma.sync, ldmatrix, cp.async)",
-                       {a: dict(c) for a, c in CAPABILITIES.items()})]
+    text = "NVIDIA GPUs: CUDA C++ with inline PTX (mma.sync, ldmatrix, cp.async; sm_90a: wgmma, TMA)"
+    return [TargetInfo("cuda", ARCHS, text, {a: dict(c) for a, c in CAPABILITIES.items()})]
 
 
 def has_device() -> bool:

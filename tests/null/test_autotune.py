@@ -21,6 +21,7 @@ from tilelang_x.autotuner import (
     AutotuneError,
     AutoTuner,
     AutotuneResult,
+    workers,
 )
 from tilelang_x.core_ir.errors import TileLangError
 from tilelang_x.kernel import JITKernel
@@ -332,13 +333,13 @@ def test_rejects_non_functions() -> None:
 # ---- workers and progress -----------------------------------------------------------------------
 
 def test_worker_processes(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(autotuner, "_can_spawn", lambda: True)  # pytest's main script is guarded anyway
+    monkeypatch.setattr(workers, "_can_spawn", lambda: True)  # pytest's main script is guarded anyway
     configs = [{"block": 32}, {"block": 0}, {"spin": 10**10}, {"block": 64}]
     try:
         with knobs.scope(autotune_workers=2):
             tuned = tilelang.autotune(scale, configs=configs, warmup=1, rep=3, timeout=1, ref_prog=lambda a: a * 2)
             tuned(256)
-        assert autotuner._pool is not None
+        assert workers._pool is not None
         result = tuned.get_tuner_result()
         assert all(c.in_worker for c in result.candidates)  # compiled (or refused) by the workers
         assert [c.status for c in result.candidates] == ["ok", "compile_error", "timeout", "ok"]
@@ -346,7 +347,7 @@ def test_worker_processes(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> N
         assert "compile took longer than the 1 s timeout" in result.candidates[2].reason
     finally:
         autotuner.shutdown_workers()
-    assert autotuner._pool is None
+    assert workers._pool is None
 
 
 def test_workers_only_from_a_guarded_main(tmp_path: Path) -> None:
@@ -354,7 +355,7 @@ def test_workers_only_from_a_guarded_main(tmp_path: Path) -> None:
 
     script = tmp_path / "tune.py"
     script.write_text(
-        "from tilelang_x.autotuner import _can_spawn\n"
+        "from tilelang_x.autotuner.workers import _can_spawn\n"
         "print('top', _can_spawn())\n"
         "def f():\n"
         "    return _can_spawn()\n"

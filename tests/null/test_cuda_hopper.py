@@ -83,7 +83,7 @@ def test_warp_specialized_gemm_splits_registers() -> None:
     assert ops.get("USETMAXREG") and ops.get("HGMMA") and ops.get("UTMALDG"), ops
     source, ctx = _source(func)
     assert ctx.data["cuda.meta"].block == (384, 1, 1) and "__launch_bounds__(384, 1)" in source
-    assert "TLX_WGMMA_WAIT(1);" in source  # one wgmma group stays in flight
+    assert "TLX_WGMMA_WAIT(1);" not in source  # keeping a group in flight is off (wrong on the H200)
     assert [m[2] for m in ctx.data["cuda.meta"].tensor_maps] == [(64, 128), (64, 64)]
 
 

@@ -19,6 +19,34 @@ TLX_DEV tlx_bf16 tlx_f2b(float f) { tlx_bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : 
 TLX_DEV tlx_u32 tlx_pack_h2(tlx_half lo, tlx_half hi) { return (tlx_u32)lo.x | ((tlx_u32)hi.x << 16); }
 TLX_DEV tlx_u32 tlx_pack_b2(tlx_bf16 lo, tlx_bf16 hi) { return (tlx_u32)lo.x | ((tlx_u32)hi.x << 16); }
 
+// ---- float8 (torch float8_e4m3fn / float8_e5m2) in software, for every arch: computation happens
+// in fp32; conversions round to nearest even; e4m3 saturates to +-448 (NaN stays NaN), e5m2
+// overflows to +-inf, as the interpreter does.
+struct __align__(1) tlx_e4m3 { unsigned char x; };
+struct __align__(1) tlx_e5m2 { unsigned char x; };
+TLX_DEV float tlx_e4m32f(tlx_e4m3 v) {
+  unsigned int e = (v.x >> 3) & 0xfu, m = v.x & 7u;
+  float f = (e == 0xfu && m == 7u) ? __int_as_float(0x7fffffff)
+          : e == 0u ? (float)m * 0.001953125f : __uint_as_float(((e + 120u) << 23) | (m << 20));
+  return (v.x & 0x80u) ? -f : f;
+}
+TLX_DEV float tlx_e5m22f(tlx_e5m2 v) { tlx_half h; h.x = (unsigned short)(v.x << 8); return tlx_h2f(h); }
+TLX_DEV tlx_e4m3 tlx_f2e4m3(float f) {
+  unsigned int u = __float_as_uint(f), a = u & 0x7fffffffu, s = (u >> 24) & 0x80u, r;
+  if (a > 0x7f800000u) r = 0x7fu;                                    // NaN
+  else if (__uint_as_float(a) >= 448.0f) r = 0x7eu;                   // saturate (ties at 464 -> 448)
+  else if (a < 0x3c800000u) r = (unsigned int)rintf(__uint_as_float(a) * 512.0f);  // below 2^-6: subnormal
+  else r = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - (120u << 3);    // keep 3 mantissa bits, RNE
+  tlx_e4m3 v; v.x = (unsigned char)(s | r); return v;
+}
+TLX_DEV tlx_e5m2 tlx_f2e5m2(float f) {
+  unsigned int u = __float_as_uint(f), a = u & 0x7fffffffu, s = (u >> 24) & 0x80u, r;
+  if (a > 0x7f800000u) r = 0x7fu;                                     // NaN
+  else if (a < 0x38800000u) r = (unsigned int)rintf(__uint_as_float(a) * 65536.0f);  // below 2^-14: subnormal
+  else { r = ((a + 0xfffffu + ((a >> 21) & 1u)) >> 21) - (112u << 2); if (r > 0x7cu) r = 0x7cu; }  // RNE; inf
+  tlx_e5m2 v; v.x = (unsigned char)(s | r); return v;
+}
+
 // exp2 on the MUFU unit (ex2.approx.ftz: about 2 ulp; results under 2^-126 flush to zero), the
 // softmax idiom's exp2; exp2f adds range fix-ups around the same instruction.
 TLX_DEV float tlx_exp2f(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
@@ -89,6 +117,17 @@ TLX_DEV void tlx_mma_bf16(float* c, const tlx_u32* a, const tlx_u32* b) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// The same with zero accumulators in (c = a*b): a clearing gemm's first k-step, no zero stores.
+TLX_DEV void tlx_mma_f16_z(float* c, const tlx_u32* a, const tlx_u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+               : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
+}
+TLX_DEV void tlx_mma_bf16_z(float* c, const tlx_u32* a, const tlx_u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+               : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
 }
 // A operand of one m16k16 atom from 8 consecutive 16-bit registers of a fragment.
 TLX_DEV void tlx_afrag_h(tlx_u32* a, const tlx_half* x) {

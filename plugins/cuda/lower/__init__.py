@@ -54,7 +54,12 @@ def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
 def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     from .walker import lower_body
 
+    from ..perf_options import perf_options
+
     lc = LowerCtx.from_stage(func, ctx)
+    opts = perf_options(ctx)
+    lc.fold_clear, lc.prefetch_fragments, lc.hoist_fragments = (
+        opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
     ctx.data["cuda.lower"] = lc
     hook = ctx.options.get("hook") if isinstance(getattr(ctx, "options", None), dict) else None
 

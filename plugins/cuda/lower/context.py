@@ -26,6 +26,12 @@ class LowerCtx:
     locals: dict[Buffer, Buffer] = field(default_factory=dict)
     workspaces: list[Buffer] = field(default_factory=list)
     counter: int = 0
+    #: id of a T.gemm -> the register array holding all its k-steps' A fragments (lower/hoist.py)
+    hoisted: dict[int, Buffer] = field(default_factory=dict)
+    #: perf_options switches (set by lower_stage)
+    fold_clear: bool = False
+    prefetch_fragments: bool = False
+    hoist_fragments: bool = False
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:

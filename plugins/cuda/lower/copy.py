@@ -20,6 +20,10 @@ from .parallel import lower_nest
 
 
 def lower_copy(op: Copy, lc: Any) -> Stmt:
+    from .private import lower_private, writes_private
+
+    if writes_private(op):  # every thread fills its own copy of a local buffer
+        return lower_private(op, lc)
     if not uses_copy_nest(op):
         vec = _vector_plan(op, lc)
         if vec is not None:

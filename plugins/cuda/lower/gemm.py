@@ -4,6 +4,7 @@ the A-operand layout). Anything else: a per-element FMA loop over the accumulato
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ....core_ir import dtypes
@@ -35,72 +36,149 @@ def tile_index(r: Region, a: E.Expr, b: E.Expr) -> tuple[E.Expr, ...]:
 def lower_gemm(op: Gemm, lc: Any) -> Stmt:
     plan: GemmPlan = lc.gemm[id(op)]
     c_loc = lc.local_of(op.C.buffer)
-    pre: list[Stmt] = []
-    if op.clear_accum:
-        z = E.Var(lc.fresh("z"))
-        pre.append(_unroll(z, c_loc.shape[0].value, Store(c_loc, (z,), E.cast(E.const(0), c_loc.dtype))))
     if plan.kind == "mma":
-        return Seq(tuple(pre) + (_mma(op, plan, lc, c_loc),))
+        t = mma_tile(op, plan)
+        zero_first = op.clear_accum and getattr(lc, "fold_clear", False) and c_loc.static_shape() == (t.c_regs,)
+        pre: list[Stmt] = []
+        if op.clear_accum and not zero_first:
+            pre.append(_clear(c_loc, lc))
+        return Seq(tuple(pre) + (_mma(t, lc, c_loc, zero_first),))
+    pre = [_clear(c_loc, lc)] if op.clear_accum else []
     return Seq(tuple(pre) + (_fma(op, plan, lc, c_loc),))
 
 
-def _mma(op: Gemm, plan: GemmPlan, lc: Any, c_loc: Buffer) -> Stmt:
+def _clear(c_loc: Buffer, lc: Any) -> Stmt:
+    z = E.Var(lc.fresh("z"))
+    return _unroll(z, c_loc.shape[0].value, Store(c_loc, (z,), E.cast(E.const(0), c_loc.dtype)))
+
+
+@dataclass(frozen=True)
+class MmaTile:
+    """One warp's share of an mma T.gemm: ``mi_n`` x ``ni_n`` m16n8 atoms over ``ki_n`` k-steps of
+    16, the warp's tile starting at (``row0``, ``col0``) of C."""
+
+    op: Gemm
+    mi_n: int
+    ni_n: int
+    ki_n: int
+    row0: E.Expr
+    col0: E.Expr
+    suffix: str
+
+    @property
+    def a_regs(self) -> int:
+        """32-bit registers of one k-step's A fragments."""
+        return self.mi_n * 4
+
+    @property
+    def b_regs(self) -> int:
+        return self.ni_n * 2
+
+    @property
+    def c_regs(self) -> int:
+        return self.mi_n * self.ni_n * 4
+
+
+def mma_tile(op: Gemm, plan: GemmPlan) -> MmaTile:
     wm, wn = plan.wm, plan.wn
-    mi_n, ni_n, ki_n = plan.m // (16 * wm), plan.n // (8 * wn), plan.k // 16
-    lane = THREAD % 32
     warp = THREAD // 32
     row0 = (warp // wn) * (plan.m // wm) if wm > 1 else E.const(0)
     col0 = (warp % wn) * (plan.n // wn) if wn > 1 else E.const(0)
-    af = Buffer(lc.fresh("a_frag"), (mi_n * 4,), U32, "local")
-    bf = Buffer(lc.fresh("b_frag"), (ni_n * 2,), U32, "local")
-    kk, mi, ni, nj = (E.Var(lc.fresh(x)) for x in ("kk", "mi", "ni", "nj"))
     suffix = "f16" if op.A.buffer.dtype == dtypes.float16 else "bf16"
-    # A operand
+    return MmaTile(op, plan.m // (16 * wm), plan.n // (8 * wn), plan.k // 16, row0, col0, suffix)
+
+
+def _at(base: E.Expr | int, x: E.Expr) -> E.Expr:
+    return x if E.as_int(base) == 0 else base + x
+
+
+def load_a(t: MmaTile, lc: Any, af: Buffer, kk: E.Expr, off: E.Expr | int = 0) -> Stmt:
+    """ldmatrix (or packing of a register fragment) of k-step ``kk``'s A fragments into ``af[off:]``."""
+    op = t.op
+    lane = THREAD % 32
+    mi = E.Var(lc.fresh("mi"))
+    dst = PtrTo(af, (_at(off, mi * 4),), "w")
     if op.A.buffer.scope == "fragment":
         a_loc = lc.local_of(op.A.buffer)
-        fn = "tlx_afrag_h" if suffix == "f16" else "tlx_afrag_b"
-        load_a = Evaluate(Intrin(fn, (PtrTo(af, (mi * 4,), "w"), PtrTo(a_loc, ((mi * ki_n + kk) * 8,), "r"))))
+        fn = "tlx_afrag_h" if t.suffix == "f16" else "tlx_afrag_b"
+        load = Evaluate(Intrin(fn, (dst, PtrTo(a_loc, ((mi * t.ki_n + kk) * 8,), "r"))))
     elif not op.trans_A:
-        m = row0 + mi * 16 + lane % 16
+        m = t.row0 + mi * 16 + lane % 16
         k = kk * 16 + (lane // 16) * 8
-        addr = SmemAddr(op.A.buffer, tile_index(op.A, m, k))
-        load_a = Evaluate(Intrin("tlx_ldsm_x4", (PtrTo(af, (mi * 4,), "w"), addr)))
+        load = Evaluate(Intrin("tlx_ldsm_x4", (dst, SmemAddr(op.A.buffer, tile_index(op.A, m, k)))))
     else:
         grp = lane // 8
         k = kk * 16 + (grp // 2) * 8 + lane % 8
-        m = row0 + mi * 16 + (grp % 2) * 8
-        addr = SmemAddr(op.A.buffer, tile_index(op.A, k, m))
-        load_a = Evaluate(Intrin("tlx_ldsm_x4_t", (PtrTo(af, (mi * 4,), "w"), addr)))
-    # B operand: pairs of n8 atoms with x4, a last odd atom with x2
+        m = t.row0 + mi * 16 + (grp % 2) * 8
+        load = Evaluate(Intrin("tlx_ldsm_x4_t", (dst, SmemAddr(op.A.buffer, tile_index(op.A, k, m)))))
+    return _unroll(mi, t.mi_n, load)
+
+
+def load_b(t: MmaTile, lc: Any, bf: Buffer, kk: E.Expr, off: E.Expr | int = 0) -> Stmt:
+    """ldmatrix of k-step ``kk``'s B fragments into ``bf[off:]``: pairs of n8 atoms with x4, a last
+    odd atom with x2."""
+    op = t.op
+    lane = THREAD % 32
+    nj = E.Var(lc.fresh("nj"))
     b_loads: list[Stmt] = []
-    pairs = ni_n // 2
+    pairs = t.ni_n // 2
     if pairs:
+        dst = PtrTo(bf, (_at(off, nj * 4),), "w")
         if not op.trans_B:
             k = kk * 16 + lane % 16
-            n = col0 + nj * 16 + (lane // 16) * 8
-            call = Intrin("tlx_ldsm_x4_t", (PtrTo(bf, (nj * 4,), "w"), SmemAddr(op.B.buffer, tile_index(op.B, k, n))))
+            n = t.col0 + nj * 16 + (lane // 16) * 8
+            call = Intrin("tlx_ldsm_x4_t", (dst, SmemAddr(op.B.buffer, tile_index(op.B, k, n))))
         else:
-            n = col0 + nj * 16 + (lane // 16) * 8 + lane % 8
+            n = t.col0 + nj * 16 + (lane // 16) * 8 + lane % 8
             k = kk * 16 + ((lane // 8) % 2) * 8
-            call = Intrin("tlx_ldsm_x4", (PtrTo(bf, (nj * 4,), "w"), SmemAddr(op.B.buffer, tile_index(op.B, n, k))))
+            call = Intrin("tlx_ldsm_x4", (dst, SmemAddr(op.B.buffer, tile_index(op.B, n, k))))
         b_loads.append(_unroll(nj, pairs, Evaluate(call)))
-    if ni_n % 2:
-        last = ni_n - 1
+    if t.ni_n % 2:
+        last = t.ni_n - 1
+        dst = PtrTo(bf, (_at(off, E.const(last * 2)),), "w")
         if not op.trans_B:
             k = kk * 16 + lane % 16
-            n = col0 + last * 8
-            call = Intrin("tlx_ldsm_x2_t", (PtrTo(bf, (E.const(last * 2),), "w"),
-                                            SmemAddr(op.B.buffer, tile_index(op.B, k, n))))
+            n = t.col0 + last * 8
+            call = Intrin("tlx_ldsm_x2_t", (dst, SmemAddr(op.B.buffer, tile_index(op.B, k, n))))
         else:
-            n = col0 + last * 8 + lane % 8
+            n = t.col0 + last * 8 + lane % 8
             k = kk * 16 + ((lane // 8) % 2) * 8
-            call = Intrin("tlx_ldsm_x2", (PtrTo(bf, (E.const(last * 2),), "w"),
-                                          SmemAddr(op.B.buffer, tile_index(op.B, n, k))))
+            call = Intrin("tlx_ldsm_x2", (dst, SmemAddr(op.B.buffer, tile_index(op.B, n, k))))
         b_loads.append(Evaluate(call))
-    mma = Evaluate(Intrin(f"tlx_mma_{suffix}", (PtrTo(c_loc, ((mi * ni_n + ni) * 4,), "rw"),
-                                                PtrTo(af, (mi * 4,), "r"), PtrTo(bf, (ni * 2,), "r"))))
-    body = Seq((_unroll(mi, mi_n, load_a), *b_loads, _unroll(mi, mi_n, _unroll(ni, ni_n, mma))))
-    return Seq((Alloc(af), Alloc(bf), _unroll(kk, ki_n, body)))
+    return Seq(tuple(b_loads))
+
+
+def mmas(t: MmaTile, lc: Any, c_loc: Buffer, af: Buffer, bf: Buffer, a_off: E.Expr | int = 0,
+         b_off: E.Expr | int = 0, zero: bool = False) -> Stmt:
+    """The mi_n x ni_n MMAs of one k-step (``zero``: with zero accumulators in)."""
+    mi, ni = E.Var(lc.fresh("mi")), E.Var(lc.fresh("ni"))
+    fn = f"tlx_mma_{t.suffix}" + ("_z" if zero else "")
+    mma = Evaluate(Intrin(fn, (PtrTo(c_loc, ((mi * t.ni_n + ni) * 4,), "w" if zero else "rw"),
+                               PtrTo(af, (_at(a_off, mi * 4),), "r"), PtrTo(bf, (_at(b_off, ni * 2),), "r"))))
+    return _unroll(mi, t.mi_n, _unroll(ni, t.ni_n, mma))
+
+
+def _mma(t: MmaTile, lc: Any, c_loc: Buffer, zero_first: bool = False) -> Stmt:
+    hoisted: Buffer | None = getattr(lc, "hoisted", {}).get(id(t.op))  # lower/hoist.py: all k-steps' A
+    bf = Buffer(lc.fresh("b_frag"), (t.b_regs,), U32, "local")
+    allocs: list[Stmt] = [Alloc(bf)]
+    af = hoisted
+    if af is None:
+        af = Buffer(lc.fresh("a_frag"), (t.a_regs,), U32, "local")
+        allocs.insert(0, Alloc(af))
+
+    def step(kk: E.Expr, zero: bool) -> Stmt:
+        if hoisted is not None:
+            return Seq((load_b(t, lc, bf, kk), mmas(t, lc, c_loc, hoisted, bf, kk * t.a_regs, 0, zero)))
+        return Seq((load_a(t, lc, af, kk), load_b(t, lc, bf, kk), mmas(t, lc, c_loc, af, bf, 0, 0, zero)))
+
+    kk = E.Var(lc.fresh("kk"))
+    if not zero_first:
+        return Seq((*allocs, _unroll(kk, t.ki_n, step(kk, False))))
+    body = [step(E.const(0), True)]
+    if t.ki_n > 1:
+        body.append(For(kk, E.const(t.ki_n - 1), "unroll", step(kk, False), E.const(1)))
+    return Seq((*allocs, *body))
 
 
 def _fma(op: Gemm, plan: GemmPlan, lc: Any, c_loc: Buffer) -> Stmt:

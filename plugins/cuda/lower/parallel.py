@@ -43,6 +43,9 @@ def drop_proven(node: Any, ranges: dict[E.Var, tuple[int, int]]) -> Any:
 
 
 def lower_nest(nest: For, lay: Fragment | None, lc: Any) -> Stmt:
+    from .private import check_private_writes
+
+    check_private_writes(nest)
     vars_, exts, body = nest_info(nest)
     starts = loop_starts(nest)
     ranges = dict(lc.ranges)

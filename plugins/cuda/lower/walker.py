@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.errors import LayoutError
-from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, Seq, Stmt, Store, While
+from ....core_ir.buffer import Buffer, Region
+from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, Print, Seq, Stmt, Store, While
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import rewrite
 from ..analysis import bounds
-from ..lir import THREAD, AtomicStore, Block
+from ..lir import THREAD, AtomicStore, Block, DevicePrint
 from .parallel import lower_nest
 
 
@@ -39,7 +41,7 @@ class _Walker:
         if isinstance(s, For):
             if s.kind == "parallel":
                 entry = lc.loops.get(id(s))
-                return lower_nest(s, entry[0] if entry else None, lc)
+                return lower_nest(device_prints(s), entry[0] if entry else None, lc)
             ext = E.as_int(s.extent)
             st = E.as_int(s.start) if s.start is not None else 0
             if ext is not None and st is not None:
@@ -69,7 +71,31 @@ class _Walker:
             return out
         if isinstance(s, AtomicStore):
             return If(E.binary("==", THREAD, 0), self.fix(s), None, s.loc)
+        if isinstance(s, Print):
+            return self.print_tile(s) if isinstance(s.value, (Buffer, Region)) else self.fix(device_print(s))
         return self.fix(s)
+
+    def print_tile(self, s: Print) -> Stmt:
+        """``T.print`` of a buffer or region: loops printing one element per line (codegen lets
+        one thread of block 0 print each ``Print`` of an element)."""
+        region = s.value if isinstance(s.value, Region) else Region.full(s.value)
+        buf = region.buffer
+        if buf.scope == "fragment":
+            lay = self.lc.frag(buf)
+            if any(d.kind == "T" for dim in lay.dims for d in dim):
+                raise LayoutError(
+                    f"T.print of fragment `{buf.name}`: it is spread over the threads ({lay.describe()}), so no "
+                    "thread can print it whole on CUDA", loc=s.loc,
+                    hint=f"T.copy `{buf.name}` into a T.alloc_shared tile and print that, or print elements "
+                    "inside a T.Parallel loop")
+        vars_ = [E.Var(self.lc.fresh("p")) for _ in region.extents]
+        idx = tuple(v if E.as_int(st) == 0 else st + v for st, v in zip(region.starts, vars_))
+        label = f"{printf_escape(buf.name)}[{', '.join(_int_format(i) for i in idx)}]"
+        casts = tuple(E.cast(i, dtypes.int64) if i.dtype.bits == 64 else i for i in idx)
+        body: Stmt = self.fix(DevicePrint(E.Load(buf, idx, s.loc), print_prefix(s) + label + " = ", casts, s.loc))
+        for v, ext in reversed(list(zip(vars_, region.extents))):
+            body = For(v, ext, "serial", body, None, (), s.loc)
+        return Block(body, "print", s.loc)
 
     def fix(self, node: Any) -> Any:
         """Fragment accesses outside parallel loops: allowed when every thread holds the whole
@@ -86,6 +112,42 @@ class _Walker:
             return Store(lc.local_of(buf), (slot,), n.value, n.loc)
 
         return rewrite(node, fn)
+
+
+def printf_escape(text: str) -> str:
+    """``text`` inside a C string literal used as a printf format."""
+    out = text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    return "".join(ch if 32 <= ord(ch) < 127 else f"\\x{ord(ch):02x}\"\"" for ch in out)
+
+
+def _int_format(e: E.Expr) -> str:
+    return "%lld" if e.dtype.bits == 64 else "%d"
+
+
+def print_prefix(s: Print) -> str:
+    """What the interpreter prints before a value: ``file:line: msg: `` (escaped for printf)."""
+    where = f"{s.loc}: " if s.loc is not None else ""
+    return printf_escape(where + (f"{s.msg}: " if s.msg else ""))
+
+
+def device_print(s: Print) -> DevicePrint:
+    """A scalar ``T.print`` (``file:line: msg: <expression> = <value>``)."""
+    if not isinstance(s.value, E.Expr):
+        raise LayoutError(f"T.print of {type(s.value).__name__} is not supported on CUDA", loc=s.loc)
+    return DevicePrint(s.value, print_prefix(s) + printf_escape(repr(s.value)) + " = ", (), s.loc)
+
+
+def device_prints(nest: For) -> For:
+    """The ``T.print`` statements of a parallel loop body as ``DevicePrint``s (every iteration prints)."""
+    def fn(n: Any) -> Any:
+        if not isinstance(n, Print):
+            return None
+        if isinstance(n.value, (Buffer, Region)):
+            raise LayoutError("T.print of a whole buffer or region inside a T.Parallel loop is not supported on "
+                              "CUDA", loc=n.loc, hint="print it outside the loop, or print elements: T.print(A[i, j])")
+        return device_print(n)
+
+    return rewrite(nest, fn)
 
 
 def implied_ranges(cond: E.Expr, ranges: dict[E.Var, tuple[int, int]]) -> dict[E.Var, tuple[int, int]]:

@@ -1,0 +1,34 @@
+"""Switches for the sm_80-class path's performance transformations, read from TileLang-style pass
+configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the stages as
+``ctx.options["pass_configs"]``). Every one is on by default; turning one off gives the plain form.
+
+- ``tlx.prefetch_fragments``: a pipelined loop whose body is copies + one mma T.gemm keeps two
+  register sets of operand fragments and loads the next k-tile's first fragments before the last
+  k-step's MMAs of the current tile (``lower/mainloop.py``).
+- ``tlx.hoist_fragments``: the A-operand fragments of a T.gemm inside a loop whose A tile is a
+  shared buffer the loop never writes are loaded once before the loop (``lower/hoist.py``).
+- ``tlx.fold_clear``: ``T.clear(C)`` right before ``T.gemm(..., C)`` becomes ``clear_accum``, and
+  a clearing mma gemm starts from zero accumulators in its first k-step instead of storing zeros.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PerfOptions:
+    prefetch_fragments: bool = True
+    hoist_fragments: bool = True
+    fold_clear: bool = True
+
+
+def perf_options(ctx: Any) -> PerfOptions:
+    options = getattr(ctx, "options", None) or {}
+    configs = options.get("pass_configs") or {} if isinstance(options, dict) else {}
+
+    def on(name: str) -> bool:
+        return bool(configs.get(name, True))
+
+    return PerfOptions(on("tlx.prefetch_fragments"), on("tlx.hoist_fragments"), on("tlx.fold_clear"))
