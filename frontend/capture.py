@@ -287,16 +287,22 @@ class _Rewriter(ast.NodeTransformer):
                                              optional_vars=_name(b, store=True))], body=stmts)
         return self.located([with_], node)
 
-    def visit_For(self, node: ast.For) -> Any:
-        node.iter = self.visit(node.iter)
-        node.target = self.visit(node.target)
-        loop = self.tmp("l")
+    def loop_body(self, node: ast.For | ast.While, prefix: str) -> str:
+        """Rewrite a loop's body (inside it, ``break``/``continue`` refer to a fresh name made from
+        ``prefix``) and its ``else``; returns that name."""
+        loop = self.tmp(prefix)
         self.loops.append(loop)
         try:
             node.body = self.body(node.body)
         finally:
             self.loops.pop()
         node.orelse = self.body(node.orelse) if node.orelse else []
+        return loop
+
+    def visit_For(self, node: ast.For) -> Any:
+        node.iter = self.visit(node.iter)
+        node.target = self.visit(node.target)
+        loop = self.loop_body(node, "l")
         it = node.iter
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords:
             it = _at(_call(_rt("range_"), _name("range"), *it.args), it)
@@ -307,13 +313,7 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_While(self, node: ast.While) -> Any:
         node.test = self.visit(node.test)
-        loop = self.tmp("w")
-        self.loops.append(loop)
-        try:
-            node.body = self.body(node.body)
-        finally:
-            self.loops.pop()
-        node.orelse = self.body(node.orelse) if node.orelse else []
+        loop = self.loop_body(node, "w")
         assign = ast.Assign(targets=[_name(loop, store=True)], value=_rtcall("while_", _const(bool(node.orelse))))
         node.test = _call(ast.Attribute(_name(loop), "test", ast.Load()), node.test)
         return self.located([assign, node], node)

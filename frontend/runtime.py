@@ -190,6 +190,28 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _short_circuit(op: str, first: Any, rest: tuple[Callable[[], Any], ...]) -> Any:
+    """``first and <rest...>`` (``op`` "and") or ``first or <rest...>`` (``op`` "or"), each later
+    operand a thunk: Python values decide as in Python (a later operand is not evaluated once the
+    result is known); symbolic ones join into one IR expression."""
+    decisive = op == "or"  # the truth value that ends the chain
+    result = first
+    for thunk in rest:
+        if not is_symbolic(result):
+            if bool(result) == decisive:
+                return result
+            result = thunk()
+            continue
+        rhs = thunk()
+        if is_symbolic(rhs):
+            result = E.binary(op, result, rhs)
+        elif bool(rhs) == decisive:
+            return decisive
+        else:
+            result = _as_bool_expr(result)
+    return result
+
+
 def _is_value(x: Any) -> bool:
     """Whether ``x`` can be stored into a ``T.alloc_var``."""
     return isinstance(x, E.Expr) or (type(x) is Buffer and x.scope == "var") or E.is_py_scalar(x)
@@ -359,39 +381,11 @@ class Runtime:
     # ---- expressions ------------------------------------------------------------------------
     @staticmethod
     def and_(first: Any, *rest: Callable[[], Any]) -> Any:
-        result = first
-        for thunk in rest:
-            if not is_symbolic(result):
-                if not result:
-                    return result
-                result = thunk()
-                continue
-            rhs = thunk()
-            if is_symbolic(rhs):
-                result = E.binary("and", result, rhs)
-            elif not rhs:
-                return False
-            else:
-                result = _as_bool_expr(result)
-        return result
+        return _short_circuit("and", first, rest)
 
     @staticmethod
     def or_(first: Any, *rest: Callable[[], Any]) -> Any:
-        result = first
-        for thunk in rest:
-            if not is_symbolic(result):
-                if result:
-                    return result
-                result = thunk()
-                continue
-            rhs = thunk()
-            if is_symbolic(rhs):
-                result = E.binary("or", result, rhs)
-            elif rhs:
-                return True
-            else:
-                result = _as_bool_expr(result)
-        return result
+        return _short_circuit("or", first, rest)
 
     @staticmethod
     def not_(x: Any) -> Any:

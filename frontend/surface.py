@@ -635,6 +635,10 @@ def _minmax(op: str, args: tuple[Any, ...]) -> Any:
     if len(args) < 2:
         raise TileLangSyntaxError(f"T.{op} needs at least two values", loc=caller_loc())
     if not any(isinstance(a, E.Expr) or hasattr(a, "as_expr") for a in args):
+        for a in args:
+            if not isinstance(a, (int, float)) and type(a).__module__ != "numpy":
+                raise TileLangTypeError(f"T.{op} of {type(a).__name__} {a!r}: expected numbers or expressions",
+                                        loc=caller_loc())
         return builtins.min(args) if op == "min" else builtins.max(args)
     result = args[0]
     for a in args[1:]:

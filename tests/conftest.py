@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tilelang_x import compiler, registry
+from tilelang_x import cache, compiler, registry
 
 HERE = Path(__file__).resolve().parent
 FAKE_PLUGIN = HERE / "plugins" / "fake_tlx_plugin.py"
@@ -86,3 +86,13 @@ def fake_backend(install_dist: InstallDist) -> object:
 def _private_kernel_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep every test's on-disk kernel and autotune cache out of the user's ~/.cache."""
     monkeypatch.setenv("TILELANG_X_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "tlx-cache"))
+
+
+@pytest.fixture
+def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty on-disk cache folder for this test (not yet created), cache enabled."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("TILELANG_X_CACHE_DIR", str(root))
+    monkeypatch.delenv("TILELANG_X_DISABLE_CACHE", raising=False)
+    cache._warned.clear()
+    return root

@@ -22,7 +22,20 @@ from ...core_ir.visit import walk
 from .analysis import nonneg
 from .layout import SharedLayout
 from .layout_inference import find_kernel
-from .lir import THREAD, AsyncCommit, AsyncWait, AtomicStore, Barrier, Block, Decl, Evaluate, Intrin, PtrTo, SmemAddr
+from .lir import (
+    THREAD,
+    AsyncCommit,
+    AsyncWait,
+    AtomicStore,
+    Barrier,
+    Block,
+    Decl,
+    DevicePrint,
+    Evaluate,
+    Intrin,
+    PtrTo,
+    SmemAddr,
+)
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
 
 CTYPES: dict[str, str] = {
@@ -97,6 +110,7 @@ class _Gen:
         self.meta: KernelMeta | None = None
         self.prologue: list[str] = []  # C statements at the top of the kernel body
         self.prologue_vars: list[E.Var] = []
+        self.in_parallel = 0  # depth of lowered T.Parallel loops around the statement being emitted
 
     # ---- naming -------------------------------------------------------------------------------
     def name(self, obj: Any, base: str) -> str:
@@ -294,12 +308,16 @@ class _Gen:
             for c in s.stmts:
                 self.stmt(c, d)
         elif isinstance(s, Block):
+            self.in_parallel += s.label == "parallel"
             if isinstance(s.body, (Seq, For)) or any(isinstance(n, Alloc) for n in walk(s.body)):
                 self.emit(d, "{" + (f"  // {s.label}" if s.label else ""))
                 self.stmt(s.body, d + 1)
                 self.emit(d, "}")
             else:
                 self.stmt(s.body, d)
+            self.in_parallel -= s.label == "parallel"
+        elif isinstance(s, DevicePrint):
+            self._print(s, d)
         elif isinstance(s, For):
             self._for(s, d)
         elif isinstance(s, If):
@@ -332,12 +350,29 @@ class _Gen:
             self.emit(d, f"const {eval_ctype(s.var.dtype)} {nm} = {self.expr(s.value, True)};")
         elif isinstance(s, Kernel):
             self.stmt(s.body, d)
-        elif isinstance(s, (Annotate, Print)):
-            if isinstance(s, Print):
-                self.emit(d, "// T.print is not supported by the CUDA backend yet")
+        elif isinstance(s, Print):  # the lowering turns every T.print into DevicePrints
+            raise BackendNotImplementedError("CUDA codegen: T.print was not lowered", loc=s.loc)
+        elif isinstance(s, Annotate):
+            pass
         else:
             raise BackendNotImplementedError(f"CUDA codegen: unexpected statement {type(s).__name__}",
                                              loc=getattr(s, "loc", None))
+
+    def _print(self, s: DevicePrint, d: int) -> None:
+        """printf from block 0: one thread, or every thread that runs a parallel loop's iteration."""
+        dt = s.value.dtype
+        val = self.expr(s.value, True)
+        if dt.is_float:
+            conv, arg = "%g", f"(double)({val})"
+        elif dt.is_bool:
+            conv, arg = "%d", f"(int)({val})"
+        elif dt.bits == 64:
+            conv, arg = ("%llu" if dt.kind == "uint" else "%lld"), f"({'unsigned ' if dt.kind == 'uint' else ''}long long)({val})"
+        else:
+            conv, arg = ("%u" if dt.kind == "uint" else "%d"), f"({'unsigned ' if dt.kind == 'uint' else ''}int)({val})"
+        args = "".join(f", {self.expr(a, True)}" for a in s.args)
+        cond = "blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0" + ("" if self.in_parallel else " && tx == 0")
+        self.emit(d, f'if ({cond}) printf("{s.fmt}{conv}\\n"{args}, {arg});')
 
     def _for(self, s: For, d: int) -> None:
         v = self.name(s.var, s.var.name)

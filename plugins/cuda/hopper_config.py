@@ -16,10 +16,15 @@ class HopperConfig:
     wgmma: bool
     tma: bool
     warp_specialize: bool
-    #: keep one wgmma group in flight across iterations of a gemm-only pipelined loop. Off by
-    #: default: on the H200 (2026-11-29) this gave wrong GEMM results (a race not yet found);
-    #: pass_configs={"tlx.wgmma_overlap": True} turns it on for debugging.
-    overlap_wgmma: bool = False
+    #: keep one wgmma group in flight across iterations of a gemm-only warp-specialized loop
+    #: (``wgmma.wait_group 1``); pass_configs={"tlx.wgmma_overlap": False} turns it off.
+    overlap_wgmma: bool = True
+    #: warp-specialize loops that compute more than gemms (FlashAttention's softmax) too; off by
+    #: default: on the H200 such kernels ran faster on the plain TMA pipeline (2026-11-29).
+    ws_compute_loops: bool = False
+    #: persistent grid for the warp-specialized gemm-only kernel (one block per SM walking tiles,
+    #: the producer loading the next tile during the epilogue): pass_configs={"tlx.persistent": True}.
+    persistent: bool = False
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -34,7 +39,9 @@ def hopper_config(ctx: Any) -> HopperConfig:
     wgmma = hopper and not _flag(configs, "tl.disable_wgmma")
     tma = hopper and not _flag(configs, "tl.disable_tma_lower", "tl.disable_tma")
     ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
-    return HopperConfig(wgmma, tma, ws, _flag(configs, "tlx.wgmma_overlap"))
+    overlap = bool(configs.get("tlx.wgmma_overlap", True))
+    return HopperConfig(wgmma, tma, ws, overlap, _flag(configs, "tlx.ws_compute_loops"),
+                        _flag(configs, "tlx.persistent"))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

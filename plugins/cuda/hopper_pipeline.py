@@ -52,8 +52,9 @@ def _is_producer(s: Stmt) -> bool:
 
 
 class _Ctx:
-    def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool) -> None:
+    def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool = False) -> None:
         self.overlap = overlap
+        self.ws_compute = ws_compute
         self.params = tuple(func.params)
         self.specs: dict[tuple, TmaSpec] = {}
         self.multi: dict[Buffer, Buffer] = {}
@@ -178,6 +179,10 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt],
             exprs.extend(s.src.starts)
     if not _host_only(exprs, allowed):
         return None
+    if not cx.ws_compute and any(not isinstance(s, Gemm) for s in _body(loop) if not _is_producer(s)):
+        log.debug("T.Pipelined at line %s computes more than gemms: plain TMA pipeline",
+                  getattr(loop.loc, "line", "?"))
+        return None
     plans = cx.plan(loop)
     if plans is None:
         return None
@@ -213,7 +218,10 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     after: list[Stmt] = []
     if cx.overlap and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
         # one wgmma group stays in flight: iteration it releases the stage of iteration it - 1
-        rest = [dataclasses.replace(rest[0], wg_wait=1)]
+        # ptxas (nvcc 13.0) schedules a ``wait_group 0`` placed after the loop below the epilogue's
+        # reads of the accumulators (it loses track of the group still in flight across the back
+        # edge): the last iteration drains inside the loop, where the wait cannot move past them.
+        rest = [dataclasses.replace(rest[0], wg_wait=1), If(E.binary("==", it, n - 1), _call("tlx_wgmma_drain"), None)]
         release = If(E.binary(">", it, 0), _call("tlx_mbar_arrive", _bar(empty, (it + stages - 1) % stages)), None)
         after = [_call("tlx_wgmma_drain")]
     cons_loop = For(it, n, "serial", Seq((_call("tlx_mbar_wait", _bar(full, sc), (it // stages) % 2), *rest,
@@ -236,7 +244,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     kernel = find_kernel(func.body)
     if not cfg.tma or kernel is None:
         return pipeline_stage(func, ctx)
-    cx = _Ctx(func, kernel, cfg.overlap_wgmma)
+    cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops)
     body = func.body
     ws = _ws_candidate(func, kernel, cx) if cfg.warp_specialize else None
     sm80: dict[Buffer, Buffer] = {}

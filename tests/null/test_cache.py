@@ -17,15 +17,6 @@ from tilelang_x import cache, knobs
 FILES = {"kernel.bin": b"\x7fELF" + bytes(range(256)) * 4, "source.cu": b"extern \"C\" __global__ void k() {}\n"}
 
 
-@pytest.fixture
-def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("TILELANG_X_CACHE_DIR", str(root))
-    monkeypatch.delenv("TILELANG_X_DISABLE_CACHE", raising=False)
-    cache._warned.clear()
-    return root
-
-
 def _key(*parts: object) -> str:
     return cache.make_key("test", *parts)
 

@@ -24,15 +24,6 @@ HAS_COMPILER = cc.find_nvrtc() is not None or cc.find_nvcc() is not None
 pytestmark = pytest.mark.skipif(not HAS_COMPILER, reason="no CUDA compiler (nvcc or NVRTC) installed")
 
 
-@pytest.fixture
-def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("TILELANG_X_CACHE_DIR", str(root))
-    monkeypatch.delenv("TILELANG_X_DISABLE_CACHE", raising=False)
-    cache._warned.clear()
-    return root
-
-
 def test_cubin_entry_lives_in_the_generic_store(cache_root: Path) -> None:
     first = cc.compile_cuda(KERNEL, "sm_80", kernel_name="scale")
     key = cc.cache_key(KERNEL, "sm_80", {"kernel_name": "scale"}, first.compiler)

@@ -46,14 +46,6 @@ FAILING_BACKEND = """
 """
 
 
-@pytest.fixture
-def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("TILELANG_X_CACHE_DIR", str(root))
-    monkeypatch.delenv("TILELANG_X_DISABLE_CACHE", raising=False)
-    return root
-
-
 # ---- doctor ----------------------------------------------------------------------------------
 def test_doctor_interp_passes(capsys: pytest.CaptureFixture[str], fresh_registry: None, cache_root: Path) -> None:
     assert main(["doctor"]) == 0

@@ -83,7 +83,7 @@ def test_warp_specialized_gemm_splits_registers() -> None:
     assert ops.get("USETMAXREG") and ops.get("HGMMA") and ops.get("UTMALDG"), ops
     source, ctx = _source(func)
     assert ctx.data["cuda.meta"].block == (384, 1, 1) and "__launch_bounds__(384, 1)" in source
-    assert "TLX_WGMMA_WAIT(1);" not in source  # keeping a group in flight is off (wrong on the H200)
+    assert "TLX_WGMMA_WAIT(1);" in source  # one wgmma group stays in flight across k-iterations
     assert [m[2] for m in ctx.data["cuda.meta"].tensor_maps] == [(64, 128), (64, 64)]
 
 
@@ -130,3 +130,31 @@ def test_panel_layout_matches_hardware_swizzle(span: int, elem: int) -> None:
             want = plain ^ (((plain >> shift) & mask) << 4)
             got = E.as_int(lay.offset((E.const(r), E.const(c))))
             assert got is not None and got * elem == want, (r, c)
+
+
+def test_overlapped_wgmma_drains_before_epilogue() -> None:
+    """With a wgmma group in flight across k-iterations, every read of an accumulator register in
+    the SASS comes after a ``wait_group 0`` (ptxas sinks a drain placed after the loop below the
+    epilogue's reads; the last iteration drains inside the loop)."""
+    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
+
+    gemm = _kernel_modules()["gemm"]
+    func = _prim(gemm.matmul(512, 512, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256))
+    tool = _cuobjdump()
+    if tool is None:
+        pytest.skip("needs cuobjdump")
+    from tilelang_x.plugins.cuda.compile import compile_cuda
+
+    source, ctx = _source(func)
+    binary = compile_cuda(source, "sm_90a", kernel_name=ctx.data["cuda.meta"].kernel_name)
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tlx_drain_{os.getpid()}.cubin")
+    with open(path, "wb") as fh:
+        fh.write(binary.cubin)
+    try:
+        text = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(path)
+    lines = [ln for ln in text.splitlines() if re.search(r"HGMMA|DEPBAR|F2FP|EXIT", ln)]
+    first_read = next(i for i, ln in enumerate(lines) if "F2FP" in ln)
+    drains = [i for i, ln in enumerate(lines) if "DEPBAR.LE gsb0, 0x0" in ln]
+    assert drains and drains[0] < first_read, lines[:first_read + 2]

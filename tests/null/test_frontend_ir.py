@@ -12,6 +12,8 @@ import torch
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
+from tests.kernels.elementwise import vector_add
+from tests.kernels.gemm import matmul_relu
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Print, Seq, Store, While
@@ -27,8 +29,9 @@ def ints(exprs) -> list:
     return [E.as_int(e) for e in exprs]
 
 
-# ---- kernels written as a user would ----------------------------------------------------------
+# ---- kernels written as a user would (the suite's shared ones are imported above) -------------
 
+# unlike the suite's GEMM: `order`/`stage` on the pipelined loop, whose structure the tests check
 @tilelang.jit(out_idx=[-1])
 def matmul(M, N, K, block_M=128, block_N=128, block_K=32, dtype=T.float16, accum_dtype=T.float32):
     @T.prim_func
@@ -47,27 +50,7 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, dtype=T.float16, accum
     return main
 
 
-@tilelang.jit
-def matmul_eager(A, B, block_M: int = 128, block_N: int = 128, block_K: int = 32):
-    M, N, K = T.const("M, N, K")
-    A: T.Tensor((M, K), T.float16)
-    B: T.Tensor((K, N), T.float16)
-    C = T.empty((M, N), T.float16)
-    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-        A_s = T.alloc_shared((block_M, block_K), T.float16)
-        B_s = T.alloc_shared((block_K, block_N), T.float16)
-        C_f = T.alloc_fragment((block_M, block_N), T.float32)
-        T.clear(C_f)
-        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
-            T.copy(A[by * block_M, k * block_K], A_s)
-            T.copy(B[k * block_K, bx * block_N], B_s)
-            T.gemm(A_s, B_s, C_f)
-        for i, j in T.Parallel(block_M, block_N):
-            C_f[i, j] = T.max(C_f[i, j], 0)
-        T.copy(C_f, C[by * block_M, bx * block_N])
-    return C
-
-
+# unlike the suite's: (batch, seq, heads, dim) layout, and V copied from a 4-d point
 @tilelang.jit(out_idx=[3])
 def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1, threads=128):
     scale = (1.0 / dim) ** 0.5 * 1.44269504
@@ -129,6 +112,7 @@ def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=6
     return main
 
 
+# unlike the suite's: no weight, and reduce_sum's default dim
 @tilelang.jit(out_idx=[-1])
 def rms_norm(M, N, blk_m=4, eps=1e-6):
     @T.prim_func
@@ -146,21 +130,6 @@ def rms_norm(M, N, blk_m=4, eps=1e-6):
             for i, j in T.Parallel(blk_m, N):
                 A_local[i, j] *= inv_rms[i]
             T.copy(A_local, B[bx * blk_m:(bx + 1) * blk_m, :])
-
-    return main
-
-
-@tilelang.jit(out_idx=[-1])
-def vector_add(block=256):
-    n = T.dynamic("n")
-
-    @T.prim_func
-    def main(A: T.Tensor((n,), T.float32), B: T.Tensor((n,), T.float32), C: T.Tensor((n,), T.float32)):
-        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                idx = bx * block + i
-                if idx < n:
-                    C[idx] = A[idx] + B[idx]
 
     return main
 
@@ -262,8 +231,8 @@ def test_dynamic_dim_stays_symbolic():
 def test_eager_gemm_binds_consts_from_tensors():
     a = torch.zeros(256, 192, dtype=torch.float16)
     b = torch.zeros(192, 128, dtype=torch.float16)
-    f = matmul_eager.get_ir(a, b, block_M=64, block_N=64)
-    assert matmul_eager.style == "eager"
+    f = matmul_relu.get_ir(a, b, block_M=64, block_N=64)
+    assert matmul_relu.style == "eager"
     assert [p.name for p in f.params] == ["A", "B", "C"]
     assert f.out_idx == (2,)
     assert [ints(p.shape) for p in f.params] == [[256, 192], [192, 128], [256, 128]]
@@ -276,9 +245,9 @@ def test_eager_gemm_binds_consts_from_tensors():
 
 
 def test_eager_get_ir_from_size_keywords():
-    f = matmul_eager.get_ir(M=128, N=64, K=32, block_M=64, block_N=64)
+    f = matmul_relu.get_ir(M=128, N=64, K=32, block_M=64, block_N=64)
     assert [ints(p.shape) for p in f.params] == [[128, 32], [32, 64], [128, 64]]
-    g = matmul_eager.get_ir(np.zeros((128, 32), np.float16), np.zeros((32, 64), np.float16), block_M=64,
+    g = matmul_relu.get_ir(np.zeros((128, 32), np.float16), np.zeros((32, 64), np.float16), block_M=64,
                             block_N=64)
     assert g.script() == f.script()
 

@@ -9,6 +9,7 @@ import torch
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
+from tests.kernels.gemm import matmul
 from tilelang_x import knobs
 from tilelang_x.core_ir.stmt import PrimFunc
 from tilelang_x.jit import compile as jit_compile
@@ -25,27 +26,10 @@ def randn(*shape, dtype=torch.float32, seed=0):
     return torch.randn(*shape, generator=g).to(dtype)
 
 
-@tilelang.jit(out_idx=[-1])
-def matmul(M, N, K, block_M=64, block_N=64, block_K=32):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_s = T.alloc_shared((block_M, block_K), T.float16)
-            B_s = T.alloc_shared((block_K, block_N), T.float16)
-            C_f = T.alloc_fragment((block_M, block_N), T.float32)
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
-                T.copy(A[by * block_M, k * block_K], A_s)
-                T.copy(B[k * block_K, bx * block_N], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * block_M, bx * block_N])
-
-    return main
-
-
 TRACES: list[tuple[int, ...]] = []
 
 
+# the quick-start kernel (examples/gemm_relu.py), counting its traces
 @tilelang.jit
 def matmul_eager(A, B, block_M: int = 64, block_N: int = 64, block_K: int = 32):
     M, N, K = T.const("M, N, K")

@@ -52,9 +52,8 @@ def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
 
 
 def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
-    from .walker import lower_body
-
     from ..perf_options import perf_options
+    from .walker import lower_body
 
     lc = LowerCtx.from_stage(func, ctx)
     opts = perf_options(ctx)

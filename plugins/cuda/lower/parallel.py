@@ -17,7 +17,7 @@ from ....core_ir.stmt import For, If, Seq, Stmt, Store
 from ....core_ir.visit import rewrite, substitute
 from ..analysis import prove_lt
 from ..layout import Fragment, local_map, slot_expr
-from ..lir import THREAD, AtomicStore, Block
+from ..lir import THREAD, AtomicStore, Block, DevicePrint
 from ..nests import loop_starts, nest_info
 
 
@@ -135,7 +135,7 @@ def guard_effects(body: Stmt, guard: E.Expr) -> Stmt:
     def fn(n: Any) -> Any:
         if isinstance(n, Store) and n.buffer.scope in ("global", "shared"):
             return If(guard, n, None, n.loc)
-        if isinstance(n, AtomicStore):
+        if isinstance(n, (AtomicStore, DevicePrint)):  # a replicated iteration prints once
             return If(guard, n, None, n.loc)
         return None
 

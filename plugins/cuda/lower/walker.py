@@ -46,8 +46,7 @@ class _Walker:
             st = E.as_int(s.start) if s.start is not None else 0
             if ext is not None and st is not None:
                 lc.ranges[s.var] = (st, st + max(ext, 1) - 1)
-            body = self.stmt(s.body)
-            return For(s.var, s.extent, s.kind, body, s.start, s.annotations, s.loc)
+            return self.loop(s)
         if isinstance(s, If):
             saved = dict(lc.ranges)
             lc.ranges.update(implied_ranges(s.cond, lc.ranges))  # e.g. a pipeline's `k + 2 < n`
@@ -96,6 +95,25 @@ class _Walker:
         for v, ext in reversed(list(zip(vars_, region.extents))):
             body = For(v, ext, "serial", body, None, (), s.loc)
         return Block(body, "print", s.loc)
+
+    def loop(self, s: For) -> Stmt:
+        """A serial/unrolled loop: hoisted gemm fragments before it (lower/hoist.py), the
+        double-buffered gemm pipeline when the pipeline stage marked it (lower/mainloop.py)."""
+        lc = self.lc
+        pre: list[Stmt] = []
+        if lc.hoist_fragments:
+            from .hoist import hoist_fragments
+
+            pre = hoist_fragments(s, lc)
+        if lc.prefetch_fragments and s.ann().get("tlx.prefetch_fragments"):
+            from .mainloop import lower_mainloop
+
+            out = lower_mainloop(s, lc, self.stmt)
+            if out is not None:
+                return Seq((*pre, out)) if pre else out
+        body = self.stmt(s.body)
+        out = For(s.var, s.extent, s.kind, body, s.start, s.annotations, s.loc)
+        return Seq((*pre, out)) if pre else out
 
     def fix(self, node: Any) -> Any:
         """Fragment accesses outside parallel loops: allowed when every thread holds the whole
