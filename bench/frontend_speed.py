@@ -37,7 +37,6 @@ def _interp_gemm_seconds(repeats: int) -> float:
     import torch
 
     from tests.kernels.gemm import matmul
-
     from tilelang_x import knobs
 
     with knobs.scope(target_default="interp"):

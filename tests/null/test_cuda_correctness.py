@@ -1,0 +1,288 @@
+"""CUDA backend: constructs that used to compile to silently wrong code now either compile right
+(checked on the generated source, compiled with the local toolchain) or fail with a located
+error. The GPU side of the same cases is tests/backend/cuda/test_correctness_cuda.py."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import tilelang_x
+import tilelang_x.language as T
+from tests.null.cuda_helpers import cuda_source
+from tilelang_x.core_ir.errors import BackendNotImplementedError, LayoutError, TileLangError, TileLangTypeError
+
+HERE = __file__
+
+
+def _line_of(text: str) -> int:
+    """The line of this file that contains ``text`` (first occurrence)."""
+    with open(HERE) as fh:
+        for n, line in enumerate(fh, 1):
+            if text in line:
+                return n
+    raise AssertionError(text)
+
+
+def _compiles(func, arch: str = "sm_80") -> str:
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
+
+    source, ctx = cuda_source(func, arch)
+    if find_nvrtc() is None and find_nvcc() is None:
+        pytest.skip("no CUDA compiler here")
+    meta = ctx.data["cuda.meta"]
+    assert len(compile_cuda(source, arch, kernel_name=meta.kernel_name).cubin) > 0
+    return source
+
+
+def _body(source: str) -> str:
+    return source[source.index('extern "C"'):]
+
+
+# ---- one T.Kernel per function ------------------------------------------------------------------
+
+def test_second_kernel_is_rejected_at_its_line() -> None:
+    @T.prim_func
+    def two(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                A[i] = 1.0
+        with T.Kernel(1, threads=128) as bx:  # second kernel
+            for i in T.Parallel(128):
+                B[i] = 2.0
+
+    with pytest.raises(BackendNotImplementedError, match="one T.Kernel per function") as info:
+        cuda_source(two)
+    assert info.value.loc.line == _line_of("# second kernel") and info.value.loc.file == HERE
+    assert "split" in (info.value.hint or "")
+    a, b = torch.zeros(128), torch.zeros(128)
+    tilelang_x.compile(two, target="interp")(a, b)  # the interpreter runs both
+    assert bool((a == 1).all()) and bool((b == 2).all())
+
+
+# ---- T.alloc_local is private to each thread ----------------------------------------------------
+
+def test_fill_clear_copy_into_local_run_over_every_element_in_every_thread() -> None:
+    @T.prim_func
+    def local_ops(A: T.Tensor((128, 8), T.float32), S: T.Tensor((128, 8), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(128, threads=128) as bx:
+            A_s = T.alloc_shared((8,), T.float32)
+            T.copy(A[bx, 0:8], A_s)
+            l = T.alloc_local((8,), T.float32)
+            m = T.alloc_local((8,), T.float32)
+            c = T.alloc_local((8,), T.float32)
+            T.fill(l, 2.0)
+            T.clear(c)
+            T.copy(A_s, m)
+            acc = T.alloc_var(T.float32, 0.0)
+            for k in T.serial(8):
+                acc = acc + l[k] * m[k] + c[k]
+            B[bx] = acc
+            T.copy(m, S[bx, 0:8])
+
+    src = _body(_compiles(local_ops))
+    for name in ("l", "m", "c"):
+        stores = re.findall(rf"\b{name}\[([^\]]*)\] =", src)
+        assert stores and all("tx" not in idx for idx in stores), (name, stores)
+    assert re.search(r"for \(int (\w+) = 0; \1 < 8; \+\+\1\) \{\s*l\[\1\] = 2\.0f;", src)
+    _compiles(local_ops, "sm_90a")
+
+
+def test_local_declared_inside_parallel_is_per_iteration_scratch() -> None:
+    @T.prim_func
+    def scratch(A: T.Tensor((128, 4), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                tmp = T.alloc_local((4,), T.float32)
+                for k in T.serial(4):
+                    tmp[k] = A[i, k] * 2.0
+                B[i] = tmp[0] + tmp[1] + tmp[2] + tmp[3]
+
+    src = _body(_compiles(scratch))
+    assert "float tmp[4];" in src
+
+
+def test_parallel_loop_writing_an_outer_local_is_rejected() -> None:
+    @T.prim_func
+    def outer(A: T.Tensor((128,), T.float32), B: T.Tensor((1,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            l = T.alloc_local((128,), T.float32)
+            for i in T.Parallel(128):
+                l[i] = A[i]  # spread over threads
+            acc = T.alloc_var(T.float32, 0.0)
+            for k in T.serial(128):
+                acc = acc + l[k]
+            B[0] = acc
+
+    with pytest.raises(BackendNotImplementedError, match="declared outside it") as info:
+        cuda_source(outer)
+    assert info.value.loc.line == _line_of("# spread over threads")
+    assert "T.serial" in (info.value.hint or "")
+
+
+def test_copy_from_a_spread_fragment_into_local_is_rejected() -> None:
+    @T.prim_func
+    def frag_to_local(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((128,), T.float32)
+            T.copy(A, f)
+            l = T.alloc_local((128,), T.float32)
+            T.copy(f, l)  # fragment to local
+            T.copy(l, B)
+
+    with pytest.raises(LayoutError, match="spread over the threads") as info:
+        cuda_source(frag_to_local)
+    assert info.value.loc.line == _line_of("# fragment to local")
+
+
+# ---- float8 -------------------------------------------------------------------------------------
+
+def test_float8_tensors_and_scalars_convert_through_float() -> None:
+    @T.prim_func
+    def fp8(A: T.Tensor((128,), T.float8_e4m3), B: T.Tensor((128,), T.float8_e5m2),
+            C: T.Tensor((128,), T.float32), s: T.float8_e4m3, h: T.float16):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                B[i] = A[i] * s + h
+                C[i] = T.cast(A[i], T.float8_e5m2)
+
+    src = _body(_compiles(fp8))
+    assert "const tlx_e4m3* __restrict__ A" in src and "tlx_e5m2* __restrict__ B" in src
+    assert "tlx_e4m32f(A[" in src and "tlx_f2e5m2(" in src
+    assert re.search(r"const float s = tlx_e4m32f\(tlx_f2e4m3\(s_arg\)\);", src)
+    assert "const float h = tlx_h2f(h_arg);" in src
+    _, ctx = cuda_source(fp8)
+    kinds = [(p.kind, p.dtype, p.ctype) for p in ctx.data["cuda.meta"].params]
+    assert kinds[3] == ("scalar", "float32", "float") and kinds[4] == ("scalar", "float16", "tlx_half")
+    _compiles(fp8, "sm_90a")
+
+
+def test_float8_copies_reductions_and_gemm_compile() -> None:
+    @T.prim_func
+    def fp8_tiles(A: T.Tensor((64, 64), T.float8_e4m3), B: T.Tensor((64, 64), T.float8_e4m3),
+                  C: T.Tensor((64, 64), T.float32), R: T.Tensor((64,), T.float8_e5m2)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 64), T.float8_e4m3)
+            B_s = T.alloc_shared((64, 64), T.float8_e4m3)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(acc)
+            T.gemm(A_s, B_s, acc)
+            T.copy(acc, C)
+            f = T.alloc_fragment((64, 64), T.float8_e4m3)
+            T.copy(A_s, f)
+            r = T.alloc_fragment((64,), T.float8_e5m2)
+            T.reduce_max(f, r, dim=1)
+            T.copy(r, R)
+
+    src = _body(_compiles(fp8_tiles))
+    assert "unsigned char*" not in src and "tlx_e4m32f(" in src and "tlx_f2e5m2(" in src
+
+
+# ---- T.annotate_layout --------------------------------------------------------------------------
+
+def _annotated(shape: tuple[int, ...], layout_of):
+    @T.prim_func
+    def annotated(A: T.Tensor(shape, T.float16), B: T.Tensor(shape, T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared(shape, T.float16)
+            T.annotate_layout({A_s: layout_of(A_s)})  # the annotation
+            T.copy(A, A_s)
+            T.copy(A_s, B)
+
+    return annotated
+
+
+def _shared_layout(func):
+    _, ctx = cuda_source(func)
+    return next(v for k, v in ctx.data["cuda.layouts"].items() if k.name == "A_s")
+
+
+@pytest.mark.parametrize(("shape", "swizzle"), [((64, 64), "sw128"), ((64, 32), "sw64"), ((64, 16), "sw32"),
+                                                ((64, 128), "sw128")])
+def test_swizzled_and_linear_layouts_map_to_shared_layouts(shape: tuple[int, int], swizzle: str) -> None:
+    lay = _shared_layout(_annotated(shape, tilelang_x.layout.make_swizzled_layout))
+    assert lay.swizzle == swizzle
+    assert _shared_layout(_annotated(shape, tilelang_x.layout.make_linear_layout)).swizzle == "none"
+    _compiles(_annotated(shape, tilelang_x.layout.make_swizzled_layout))
+
+
+@pytest.mark.parametrize(("layout_of", "match"), [
+    (lambda buf: "swizzled", "is not a layout"),
+    (lambda buf: object(), "is not a layout"),
+    (lambda buf: T.Layout((64, 64), lambda i, j: (j, i)), "not one the CUDA backend supports"),
+    (lambda buf: T.Fragment((64, 64), forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j),
+     "does not take Fragment"),
+])
+def test_unsupported_layouts_are_rejected_at_the_annotation(layout_of, match: str) -> None:
+    with pytest.raises(LayoutError, match=match) as info:
+        cuda_source(_annotated((64, 64), layout_of))
+    assert info.value.loc.line == _line_of("# the annotation")
+
+
+def test_tilelang_layout_module_reexports_the_constructors() -> None:
+    from tilelang_x.core_ir import layout as core_layout
+
+    for name in core_layout.__all__:
+        assert getattr(tilelang_x.layout, name) is getattr(core_layout, name)
+
+
+# ---- T.print, prelude, cluster_dims -------------------------------------------------------------
+
+def test_print_compiles_to_printf_from_one_thread_of_block_zero() -> None:
+    @T.prim_func
+    def printing(A: T.Tensor((64, 64), T.float16), B: T.Tensor((4,), T.int64), n: T.int32):
+        with T.Kernel(2, threads=128) as bx:
+            A_s = T.alloc_shared((8, 8), T.float16)
+            T.copy(A[0:8, 0:8], A_s)
+            T.print(A_s, msg="tile 100%")
+            T.print(n)
+            T.print(B[3])
+            f = T.alloc_fragment((64,), T.float32)
+            for i in T.Parallel(64):
+                f[i] = A[i, 0]
+                T.print(f[i], "row")
+
+    src = _body(_compiles(printing))
+    line = _line_of('msg="tile 100%"')
+    assert f'printf("{HERE}:{line}: tile 100%%: A_s[%d, %d] = %g\\n"' in src
+    assert "&& tx == 0) printf(" in src and ": n = %d\\n\", (int)(n));" in src and "B[3] = %lld" in src
+    assert re.search(r"blockIdx\.z == 0\) printf\(\"[^\"]*: row: f\[i\] = %g", src)  # every iteration prints
+    assert "not supported" not in src
+
+
+@pytest.mark.parametrize(("option", "match"), [({"prelude": "#define X 1"}, "prelude"),
+                                               ({"cluster_dims": (2, 1, 1)}, "cluster_dims")])
+def test_prelude_and_cluster_dims_are_not_silently_ignored(option: dict, match: str) -> None:
+    @T.prim_func
+    def opt(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128, **option) as bx:  # the kernel
+            for i in T.Parallel(128):
+                A[i] = 1.0
+
+    with pytest.raises(BackendNotImplementedError, match=match) as info:
+        cuda_source(opt)
+    assert info.value.loc.line == _line_of("**option) as bx:  # the kernel")
+    a = torch.zeros(128)
+    if "prelude" in option:
+        with pytest.raises(BackendNotImplementedError, match="prelude"):
+            tilelang_x.compile(opt, target="interp")(a)
+    else:
+        tilelang_x.compile(opt, target="interp")(a)  # cluster_dims never changes results
+        assert bool((a == 1).all())
+
+
+# ---- frontend odds and ends ---------------------------------------------------------------------
+
+def test_not_supported_error_is_exported_and_min_max_reject_non_numbers() -> None:
+    from tilelang_x.errors import NotSupportedError
+
+    with pytest.raises(NotSupportedError):
+        T.Serial  # noqa: B018
+    assert T.min(3, 1.5) == 1.5 and T.max(2, 7) == 7
+    with pytest.raises(TileLangTypeError, match="expected numbers"):
+        T.min("a", "b")
+    assert issubclass(NotSupportedError, TileLangError)
