@@ -3,8 +3,8 @@
 Everything else lives in pyproject.toml. ``tilelang_x.plugins.cuda._launcher`` is built only when
 Cython and a C compiler are present (it needs no CUDA toolkit: it calls the driver through function
 pointers handed over at run time). Without them, or when the build fails, the package installs
-anyway and the runtime uses its ctypes launcher. With pip's default build isolation Cython is not
-visible; install it first and build with ``pip install --no-build-isolation -e .``.
+anyway and the runtime uses its ctypes launcher. pyproject.toml lists Cython among the build
+requirements, so pip's isolated build has it; ``--no-build-isolation`` uses the environment's.
 """
 
 from __future__ import annotations

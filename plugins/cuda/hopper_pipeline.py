@@ -28,6 +28,7 @@ from ...core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stm
 from ...core_ir.tileops import Copy, Gemm
 from ...core_ir.visit import rewrite, substitute, walk
 from .hopper_config import hopper_config, log
+from .hopper_persistent import plan_persistent
 from .layout_hopper import panel_layout
 from .layout_inference import find_kernel
 from .lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
@@ -52,9 +53,11 @@ def _is_producer(s: Stmt) -> bool:
 
 
 class _Ctx:
-    def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool = False) -> None:
+    def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool = False,
+                 persistent: bool = False) -> None:
         self.overlap = overlap
         self.ws_compute = ws_compute
+        self.persistent = persistent
         self.params = tuple(func.params)
         self.specs: dict[tuple, TmaSpec] = {}
         self.multi: dict[Buffer, Buffer] = {}
@@ -203,16 +206,20 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     empty = Buffer("tlx_empty", (stages,), dtypes.uint64, "shared")
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
-    # producer: one thread walks all iterations
+    pers = plan_persistent(kernel, n, start) if cx.persistent else None
+    # producer: one thread walks all iterations (of all its tiles when persistent: counter gp)
     kp = E.Var(k.name + "_p", k.dtype)
-    sp = kp % stages
-    prod_body = [_call("tlx_mbar_wait", _bar(empty, sp), (kp // stages + 1) % 2),
+    gp = pers.counter(n, kp) if pers else kp
+    sp = gp % stages
+    prod_body = [_call("tlx_mbar_wait", _bar(empty, sp), (gp // stages + 1) % 2),
                  *_issue(plans, cx.multi, k, start + kp, sp, _bar(full, sp))]
-    producer: list[Stmt] = [If(E.binary("==", THREAD, consumers),
-                               For(kp, n, "serial", Seq(tuple(prod_body)), None, (), loop.loc), None)]
+    prod_loop: Stmt = For(kp, n, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
+    producer: list[Stmt] = [If(E.binary("==", THREAD, consumers), pers.wrap([prod_loop]) if pers else prod_loop,
+                               None)]
     # consumers: the loop body between a wait on full and an arrive on empty
     it = E.Var(k.name + "_i", k.dtype)
-    sc = it % stages
+    gc = pers.counter(n, it) if pers else it
+    sc = gc % stages
     rest = [_staged(substitute(s, {k: start + it}), cx.multi, sc) for s in _body(loop) if not _is_producer(s)]
     release: Stmt = _call("tlx_mbar_arrive", _bar(empty, sc))
     after: list[Stmt] = []
@@ -222,13 +229,15 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
         # reads of the accumulators (it loses track of the group still in flight across the back
         # edge): the last iteration drains inside the loop, where the wait cannot move past them.
         rest = [dataclasses.replace(rest[0], wg_wait=1), If(E.binary("==", it, n - 1), _call("tlx_wgmma_drain"), None)]
-        release = If(E.binary(">", it, 0), _call("tlx_mbar_arrive", _bar(empty, (it + stages - 1) % stages)), None)
+        release = If(E.binary(">", gc, 0), _call("tlx_mbar_arrive", _bar(empty, (gc + stages - 1) % stages)), None)
         after = [_call("tlx_wgmma_drain")]
-    cons_loop = For(it, n, "serial", Seq((_call("tlx_mbar_wait", _bar(full, sc), (it // stages) % 2), *rest,
+    cons_loop = For(it, n, "serial", Seq((_call("tlx_mbar_wait", _bar(full, sc), (gc // stages) % 2), *rest,
                                           release)), None, (("pipelined", stages),), loop.loc)
     hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]
     consumer = [x for i, s in enumerate(top) if not any(s is h for h in hoisted)
                 for x in ([cons_loop, *after] if i == at else [s])]
+    if pers:
+        consumer = [pers.wrap(consumer, loop.loc)]
     regs = _consumer_regs(consumers) if consumers >= 256 else 0
     if regs:
         producer.insert(0, _call("TLX_SETMAXNREG_DEC", PRODUCER_REGS))
@@ -236,6 +245,9 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     split = If(E.binary(">=", THREAD, consumers), Seq(tuple(producer)), Seq(tuple(consumer)), loop.loc)
     body = hoisted + _init([(full, 1), (empty, consumers)], stages) + [_call("__syncthreads"), split]
     ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": PRODUCER_REGS, "consumer_regs": regs}
+    if pers:
+        new_body = substitute(Seq(tuple(body)), pers.block_of)
+        return dataclasses.replace(kernel, body=new_body, grid=(E.const(pers.grid),), block_vars=(pers.pid,))
     return dataclasses.replace(kernel, body=Seq(tuple(body)))
 
 
@@ -244,7 +256,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     kernel = find_kernel(func.body)
     if not cfg.tma or kernel is None:
         return pipeline_stage(func, ctx)
-    cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops)
+    cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent)
     body = func.body
     ws = _ws_candidate(func, kernel, cx) if cfg.warp_specialize else None
     sm80: dict[Buffer, Buffer] = {}

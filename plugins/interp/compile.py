@@ -316,6 +316,10 @@ class Compiler(ExprCompiler):
         return alloc
 
     def _kernel(self, s: Kernel) -> Fn:
+        if "prelude" in s.ann():
+            raise BackendNotImplementedError(
+                "T.Kernel(prelude=...) is not supported by the interpreter (it is raw CUDA code)", loc=s.loc,
+                hint="drop prelude=; kernels cannot include raw device code in tilelang-x")
         fgrid = [self.expr(g, s.loc) for g in s.grid]
         slots = [self.var_slot(v) for v in s.block_vars]
         types = [numerics.storage_dtype(v.dtype).type for v in s.block_vars]

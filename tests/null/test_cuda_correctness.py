@@ -286,3 +286,22 @@ def test_not_supported_error_is_exported_and_min_max_reject_non_numbers() -> Non
     with pytest.raises(TileLangTypeError, match="expected numbers"):
         T.min("a", "b")
     assert issubclass(NotSupportedError, TileLangError)
+
+
+# ---- T.StridedTensor ----------------------------------------------------------------------------
+
+def test_strided_tensors_address_with_their_strides_and_pass_stride_variables() -> None:
+    s = T.dynamic("s")
+
+    @T.prim_func
+    def strided(A: T.StridedTensor((128,), (2,), T.float32), B: T.StridedTensor((64, 4), (s, 1), T.float32),
+                C: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                C[i] = A[i] + B[i // 2, i % 4]
+
+    src = _body(_compiles(strided))
+    assert re.search(r"A\[\(?\(?tx & 127\)? \* 2\)?\]", src), src
+    _, ctx = cuda_source(strided)
+    meta = ctx.data["cuda.meta"]
+    assert meta.dims == ("s",) and [p.kind for p in meta.params][-1] == "dim"

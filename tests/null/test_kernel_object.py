@@ -234,3 +234,64 @@ def test_fast_path_agrees_with_full_checks() -> None:
         assert slow != "error", f"fast path accepted {args!r} that the full checks reject"
         assert _same(list(quick[0]), list(slow[0])) and quick[1] == slow[1] and _same(quick[2], slow[2])
     assert fast((h, 1.0, 3)) is not None  # the common case really is fast
+
+
+# ---- declared strides (T.StridedTensor) ---------------------------------------------------------
+def strided_func() -> PrimFunc:
+    m, s = Var("M"), Var("s")
+    a = Buffer("A", (m, 4), dtypes.float32, strides=(s, 1))  # a row stride that varies
+    b = Buffer("B", (m, 4), dtypes.float32, strides=(8, 1))  # a fixed one
+    c = Buffer("C", (m, 4), dtypes.float32, strides=(4, 1))  # row-major, declared
+    return PrimFunc("f", (a, b, c), Seq(()), loc=LOC)
+
+
+def test_declared_strides_are_checked_and_symbolic_ones_bound() -> None:
+    kernel, rec = make(strided_func())
+    big = torch.zeros(3, 8)
+    kernel(big[:, :4], big[:, :4], torch.zeros(3, 4))
+    assert rec.calls[-1][1] == {"M": 3, "s": 8}
+    kernel(torch.zeros(3, 6)[:, 1:5], big.numpy()[:, :4], np.zeros((3, 4), np.float32))  # numpy: byte strides
+    assert rec.calls[-1][1] == {"M": 3, "s": 6}
+    kernel(big[:1, :4], torch.zeros(1, 4), torch.zeros(4, 1).t())  # a dimension of extent 1 is never stepped
+    with pytest.raises(ArgumentError, match=r"parameter `B` .*has strides \(4, 1\), but the kernel declares "
+                                            r"strides \(8, 1\)") as info:
+        kernel(big[:, :4], torch.zeros(3, 4), torch.zeros(3, 4))
+    assert "strides=(4, 1)" in info.value.hint and "kernels.py:12" in str(info.value)
+    with pytest.raises(ArgumentError, match=r"parameter `C` .*has strides \(1, 3\)") as info:
+        kernel(big[:, :4], big[:, :4], torch.zeros(4, 3).t())
+    assert ".contiguous()" in info.value.hint
+    with pytest.raises(ArgumentError, match=r"parameter `A` .*has strides \(1, 3\)"):
+        kernel(torch.zeros(4, 3).t(), big[:, :4], torch.zeros(3, 4))
+
+
+def test_strided_outputs_are_allocated_with_their_strides() -> None:
+    m = Var("M")
+    a = Buffer("A", (m, 4), dtypes.float32)
+    out = Buffer("Out", (m, 4), dtypes.float32, strides=(8, 1))
+    kernel, _ = make(PrimFunc("g", (a, out), Seq(()), out_idx=(1,), loc=LOC))
+    result = kernel(torch.zeros(3, 4))
+    assert result.shape == (3, 4) and result.stride() == (8, 1)
+    result = kernel(np.zeros((3, 4), np.float32))
+    assert result.shape == (3, 4) and result.strides == (32, 4)
+
+
+def test_fast_path_agrees_with_full_checks_on_strides() -> None:
+    kernel, _ = make(strided_func())
+    big = torch.zeros(3, 8)
+    good = (big[:, :4], big[:, :4], torch.zeros(3, 4))
+    kernel(*good)
+    fast = kernel._binder._fast
+    assert fast is not None and fast(good) is not None
+    cases = [
+        good, (torch.zeros(3, 4), big[:, :4], torch.zeros(3, 4)), (big[:, :4], torch.zeros(3, 4), torch.zeros(3, 4)),
+        (big[:, :4], big[:, :4], torch.zeros(4, 3).t()), (torch.zeros(4, 3).t(), big[:, :4], torch.zeros(3, 4)),
+        (big[:1, :4], torch.zeros(1, 4), torch.zeros(4, 1).t()), (big[:, :4], big[:2, :4], torch.zeros(3, 4)),
+        (big[:, 1:5], big[:, :4], torch.zeros(3, 4)), (big[:, ::2], big[:, :4], torch.zeros(3, 4)),
+    ]
+    for args in cases:
+        slow = _bind_slow(kernel, args)
+        quick = fast(args)
+        if quick is None:
+            continue
+        assert slow != "error", f"fast path accepted {args!r} that the full checks reject"
+        assert _same(list(quick[0]), list(slow[0])) and quick[1] == slow[1]
