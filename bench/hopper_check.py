@@ -12,11 +12,14 @@ from typing import Any
 from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, rel_err
 
 VARIANTS: dict[str, tuple[str, dict[str, bool]]] = {
-    "ws": ("cuda:sm_90a", {}),
+    "ws": ("cuda:sm_90a", {}),  # the defaults
+    "nopersist": ("cuda:sm_90a", {"tlx.persistent": False}),
+    "nooverlap": ("cuda:sm_90a", {"tlx.persistent": False, "tlx.wgmma_overlap": False}),
     "tma": ("cuda:sm_90a", {"tl.disable_warp_specialized": True}),
-    "wgmma": ("cuda:sm_90a", {"tl.disable_tma_lower": True}),
-    "overlap": ("cuda:sm_90a", {"tlx.wgmma_overlap": True}),  # wrong results on the H200: being debugged
+    "ws_fa": ("cuda:sm_90a", {"tlx.ws_compute_loops": True}),  # FA warp-specialized too
 }
+#: the variants tried per kernel kind (the others change nothing there)
+KIND_VARIANTS = {"gemm": ("ws", "nopersist", "nooverlap", "tma"), "fa": ("ws", "ws_fa")}
 
 
 def _compile(builder: Any, out_idx: list[int], variant: str, *args: Any, **kw: Any) -> Any:
@@ -94,9 +97,12 @@ def main() -> None:
         ("fa", (1, 2, 512, 128, True, dict(block_M=128, block_N=128, num_stages=2, threads=256))),
     ]
     big = dict(block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
+    checks.append(("gemm", (2048, 2048, 1024, "float16", False, big)))  # 128 tiles: no persistent grid
+    checks.append(("gemm", (4096, 2048, 512, "float16", True, big)))  # 256 tiles over 132 blocks
     timed = [
         ("gemm", (4096, 4096, 4096, "float16", False, big)),
-        ("gemm", (4096, 4096, 4096, "float16", False, dict(big, num_stages=4, block_N=128))),
+        ("gemm", (4096, 4096, 4096, "float16", False, dict(big, num_stages=4))),
+        ("gemm", (4096, 4096, 4096, "bfloat16", False, big)),
         ("fa", (4, 32, 4096, 128, False, dict(block_M=128, block_N=128, num_stages=2, threads=256))),
         ("fa", (4, 32, 4096, 128, True, dict(block_M=128, block_N=128, num_stages=2, threads=256))),
     ]
@@ -105,7 +111,7 @@ def main() -> None:
         timed.append(("fa", (4, 32, 4096, 64, False, dict(block_M=128, block_N=128, num_stages=2, threads=256))))
     for time_it, cases in ((False, checks), (True, timed)):
         for kind, params in cases:
-            for variant in VARIANTS:
+            for variant in KIND_VARIANTS[kind]:
                 fn = gemm_case if kind == "gemm" else fa_case
                 got, err = attempt(lambda fn=fn, v=variant, p=params, t=time_it: fn(v, *p, t, args))
                 row = {"kind": kind, "params": repr(params[:-1]), "cfg": params[-1], "variant": variant,

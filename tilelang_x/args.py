@@ -344,7 +344,8 @@ class ArgBinder:
     ) -> ArgumentError:
         assert spec.strides is not None
         declared = [eval_dim(s, dims) for s in spec.strides]
-        text = ", ".join(f"{s}" if v is None or isinstance(s, int) else f"{s}={v}" for s, v in zip(spec.strides, declared))
+        text = ", ".join(f"{s}" if v is None or isinstance(s, int) else f"{s}={v}"
+                         for s, v in zip(spec.strides, declared))
         row_major = [1] * len(shape)
         for axis in range(len(shape) - 2, -1, -1):
             row_major[axis] = row_major[axis + 1] * shape[axis + 1]

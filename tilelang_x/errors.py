@@ -16,7 +16,7 @@ from .core_ir.errors import (
 )
 
 __all__ = [
-    "ArgumentError", "BackendNotImplementedError", "CompilationError", "LayoutError", "NotSupportedError",
+    "ArgumentError", "BackendNotImplementedError", "CompilationError", "LayoutError", "NotSupportedError",  # noqa: F822
     "OutOfBoundsError", "ShapeMismatchError", "TileLangError", "TileLangSyntaxError", "TileLangTypeError",
     "UnboundConstError", "UnknownTargetError", "VerificationError",
 ]

@@ -367,9 +367,11 @@ class _Gen:
         elif dt.is_bool:
             conv, arg = "%d", f"(int)({val})"
         elif dt.bits == 64:
-            conv, arg = ("%llu" if dt.kind == "uint" else "%lld"), f"({'unsigned ' if dt.kind == 'uint' else ''}long long)({val})"
+            unsigned = dt.kind == "uint"
+            conv, arg = ("%llu" if unsigned else "%lld"), f"({'unsigned ' if unsigned else ''}long long)({val})"
         else:
-            conv, arg = ("%u" if dt.kind == "uint" else "%d"), f"({'unsigned ' if dt.kind == 'uint' else ''}int)({val})"
+            unsigned = dt.kind == "uint"
+            conv, arg = ("%u" if unsigned else "%d"), f"({'unsigned ' if unsigned else ''}int)({val})"
         args = "".join(f", {self.expr(a, True)}" for a in s.args)
         cond = "blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0" + ("" if self.in_parallel else " && tx == 0")
         self.emit(d, f'if ({cond}) printf("{s.fmt}{conv}\\n"{args}, {arg});')

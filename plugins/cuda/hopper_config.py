@@ -22,9 +22,10 @@ class HopperConfig:
     #: warp-specialize loops that compute more than gemms (FlashAttention's softmax) too; off by
     #: default: on the H200 such kernels ran faster on the plain TMA pipeline (2026-11-29).
     ws_compute_loops: bool = False
-    #: persistent grid for the warp-specialized gemm-only kernel (one block per SM walking tiles,
-    #: the producer loading the next tile during the epilogue): pass_configs={"tlx.persistent": True}.
-    persistent: bool = False
+    #: persistent grid for the warp-specialized gemm-only kernel with more tiles than SMs (one block
+    #: per SM walking tiles, the producer loading the next tile during the epilogue;
+    #: hopper_persistent.py); pass_configs={"tlx.persistent": False} turns it off.
+    persistent: bool = True
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -41,7 +42,7 @@ def hopper_config(ctx: Any) -> HopperConfig:
     ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
     overlap = bool(configs.get("tlx.wgmma_overlap", True))
     return HopperConfig(wgmma, tma, ws, overlap, _flag(configs, "tlx.ws_compute_loops"),
-                        _flag(configs, "tlx.persistent"))
+                        bool(configs.get("tlx.persistent", True)))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

@@ -46,10 +46,10 @@ def _body(source: str) -> str:
 def test_second_kernel_is_rejected_at_its_line() -> None:
     @T.prim_func
     def two(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             for i in T.Parallel(128):
                 A[i] = 1.0
-        with T.Kernel(1, threads=128) as bx:  # second kernel
+        with T.Kernel(1, threads=128):  # second kernel
             for i in T.Parallel(128):
                 B[i] = 2.0
 
@@ -70,30 +70,30 @@ def test_fill_clear_copy_into_local_run_over_every_element_in_every_thread() -> 
         with T.Kernel(128, threads=128) as bx:
             A_s = T.alloc_shared((8,), T.float32)
             T.copy(A[bx, 0:8], A_s)
-            l = T.alloc_local((8,), T.float32)
+            lo = T.alloc_local((8,), T.float32)
             m = T.alloc_local((8,), T.float32)
             c = T.alloc_local((8,), T.float32)
-            T.fill(l, 2.0)
+            T.fill(lo, 2.0)
             T.clear(c)
             T.copy(A_s, m)
             acc = T.alloc_var(T.float32, 0.0)
             for k in T.serial(8):
-                acc = acc + l[k] * m[k] + c[k]
+                acc = acc + lo[k] * m[k] + c[k]
             B[bx] = acc
             T.copy(m, S[bx, 0:8])
 
     src = _body(_compiles(local_ops))
-    for name in ("l", "m", "c"):
+    for name in ("lo", "m", "c"):
         stores = re.findall(rf"\b{name}\[([^\]]*)\] =", src)
         assert stores and all("tx" not in idx for idx in stores), (name, stores)
-    assert re.search(r"for \(int (\w+) = 0; \1 < 8; \+\+\1\) \{\s*l\[\1\] = 2\.0f;", src)
+    assert re.search(r"for \(int (\w+) = 0; \1 < 8; \+\+\1\) \{\s*lo\[\1\] = 2\.0f;", src)
     _compiles(local_ops, "sm_90a")
 
 
 def test_local_declared_inside_parallel_is_per_iteration_scratch() -> None:
     @T.prim_func
     def scratch(A: T.Tensor((128, 4), T.float32), B: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             for i in T.Parallel(128):
                 tmp = T.alloc_local((4,), T.float32)
                 for k in T.serial(4):
@@ -107,13 +107,13 @@ def test_local_declared_inside_parallel_is_per_iteration_scratch() -> None:
 def test_parallel_loop_writing_an_outer_local_is_rejected() -> None:
     @T.prim_func
     def outer(A: T.Tensor((128,), T.float32), B: T.Tensor((1,), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
-            l = T.alloc_local((128,), T.float32)
+        with T.Kernel(1, threads=128):
+            lo = T.alloc_local((128,), T.float32)
             for i in T.Parallel(128):
-                l[i] = A[i]  # spread over threads
+                lo[i] = A[i]  # spread over threads
             acc = T.alloc_var(T.float32, 0.0)
             for k in T.serial(128):
-                acc = acc + l[k]
+                acc = acc + lo[k]
             B[0] = acc
 
     with pytest.raises(BackendNotImplementedError, match="declared outside it") as info:
@@ -125,12 +125,12 @@ def test_parallel_loop_writing_an_outer_local_is_rejected() -> None:
 def test_copy_from_a_spread_fragment_into_local_is_rejected() -> None:
     @T.prim_func
     def frag_to_local(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             f = T.alloc_fragment((128,), T.float32)
             T.copy(A, f)
-            l = T.alloc_local((128,), T.float32)
-            T.copy(f, l)  # fragment to local
-            T.copy(l, B)
+            lo = T.alloc_local((128,), T.float32)
+            T.copy(f, lo)  # fragment to local
+            T.copy(lo, B)
 
     with pytest.raises(LayoutError, match="spread over the threads") as info:
         cuda_source(frag_to_local)
@@ -143,7 +143,7 @@ def test_float8_tensors_and_scalars_convert_through_float() -> None:
     @T.prim_func
     def fp8(A: T.Tensor((128,), T.float8_e4m3), B: T.Tensor((128,), T.float8_e5m2),
             C: T.Tensor((128,), T.float32), s: T.float8_e4m3, h: T.float16):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             for i in T.Parallel(128):
                 B[i] = A[i] * s + h
                 C[i] = T.cast(A[i], T.float8_e5m2)
@@ -163,7 +163,7 @@ def test_float8_copies_reductions_and_gemm_compile() -> None:
     @T.prim_func
     def fp8_tiles(A: T.Tensor((64, 64), T.float8_e4m3), B: T.Tensor((64, 64), T.float8_e4m3),
                   C: T.Tensor((64, 64), T.float32), R: T.Tensor((64,), T.float8_e5m2)):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             A_s = T.alloc_shared((64, 64), T.float8_e4m3)
             B_s = T.alloc_shared((64, 64), T.float8_e4m3)
             acc = T.alloc_fragment((64, 64), T.float32)
@@ -187,7 +187,7 @@ def test_float8_copies_reductions_and_gemm_compile() -> None:
 def _annotated(shape: tuple[int, ...], layout_of):
     @T.prim_func
     def annotated(A: T.Tensor(shape, T.float16), B: T.Tensor(shape, T.float16)):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             A_s = T.alloc_shared(shape, T.float16)
             T.annotate_layout({A_s: layout_of(A_s)})  # the annotation
             T.copy(A, A_s)
@@ -235,7 +235,7 @@ def test_tilelang_layout_module_reexports_the_constructors() -> None:
 def test_print_compiles_to_printf_from_one_thread_of_block_zero() -> None:
     @T.prim_func
     def printing(A: T.Tensor((64, 64), T.float16), B: T.Tensor((4,), T.int64), n: T.int32):
-        with T.Kernel(2, threads=128) as bx:
+        with T.Kernel(2, threads=128):
             A_s = T.alloc_shared((8, 8), T.float16)
             T.copy(A[0:8, 0:8], A_s)
             T.print(A_s, msg="tile 100%")
@@ -252,6 +252,7 @@ def test_print_compiles_to_printf_from_one_thread_of_block_zero() -> None:
     assert "&& tx == 0) printf(" in src and ": n = %d\\n\", (int)(n));" in src and "B[3] = %lld" in src
     assert re.search(r"blockIdx\.z == 0\) printf\(\"[^\"]*: row: f\[i\] = %g", src)  # every iteration prints
     assert "not supported" not in src
+    _compiles(printing, "sm_90a")
 
 
 @pytest.mark.parametrize(("option", "match"), [({"prelude": "#define X 1"}, "prelude"),
@@ -259,13 +260,13 @@ def test_print_compiles_to_printf_from_one_thread_of_block_zero() -> None:
 def test_prelude_and_cluster_dims_are_not_silently_ignored(option: dict, match: str) -> None:
     @T.prim_func
     def opt(A: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=128, **option) as bx:  # the kernel
+        with T.Kernel(1, threads=128, **option):  # the kernel
             for i in T.Parallel(128):
                 A[i] = 1.0
 
     with pytest.raises(BackendNotImplementedError, match=match) as info:
         cuda_source(opt)
-    assert info.value.loc.line == _line_of("**option) as bx:  # the kernel")
+    assert info.value.loc.line == _line_of("**option):  # the kernel")
     a = torch.zeros(128)
     if "prelude" in option:
         with pytest.raises(BackendNotImplementedError, match="prelude"):
@@ -296,7 +297,7 @@ def test_strided_tensors_address_with_their_strides_and_pass_stride_variables() 
     @T.prim_func
     def strided(A: T.StridedTensor((128,), (2,), T.float32), B: T.StridedTensor((64, 4), (s, 1), T.float32),
                 C: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             for i in T.Parallel(128):
                 C[i] = A[i] + B[i // 2, i % 4]
 

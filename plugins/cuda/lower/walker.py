@@ -7,8 +7,8 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
-from ....core_ir.errors import LayoutError
 from ....core_ir.buffer import Buffer, Region
+from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, Print, Seq, Stmt, Store, While
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import rewrite

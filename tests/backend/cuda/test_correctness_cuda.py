@@ -27,18 +27,18 @@ def test_local_fill_clear_copy_every_thread_has_the_whole_array() -> None:
         with T.Kernel(64, threads=128) as bx:
             A_s = T.alloc_shared((8,), T.float32)
             T.copy(A[bx, 0:8], A_s)
-            l = T.alloc_local((8,), T.float32)
+            lo = T.alloc_local((8,), T.float32)
             m = T.alloc_local((8,), T.float32)
             c = T.alloc_local((8,), T.float32)
             g = T.alloc_local((8,), T.float32)
-            T.fill(l, 2.0)
+            T.fill(lo, 2.0)
             T.clear(c)
             T.copy(A_s, m)
             T.copy(A[bx, 0:8], g)
             for t in T.Parallel(128):
                 acc = T.alloc_var(T.float32, 0.0)
                 for k in T.serial(8):
-                    acc = acc + l[k] * m[k] + c[k] + g[k] * (t % 3)
+                    acc = acc + lo[k] * m[k] + c[k] + g[k] * (t % 3)
                 B[bx, t] = acc
 
     a = torch.randn(64, 8)
@@ -75,7 +75,7 @@ def test_float8_decodes_every_code_like_torch(dtype: torch.dtype) -> None:
 
     @T.prim_func
     def decode(A: T.Tensor((256,), fp8), B: T.Tensor((256,), T.float32)):
-        with T.Kernel(1, threads=256) as bx:
+        with T.Kernel(1, threads=256):
             for i in T.Parallel(256):
                 B[i] = A[i]
 
@@ -114,7 +114,7 @@ def test_strided_tensor_arguments_are_checked_and_used() -> None:
 
     @T.prim_func
     def strided(A: T.StridedTensor((64, 32), (s, 1), T.float32), B: T.Tensor((64, 32), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             for i, j in T.Parallel(64, 32):
                 B[i, j] = A[i, j] + 1.0
 
@@ -128,7 +128,7 @@ def test_strided_tensor_arguments_are_checked_and_used() -> None:
 def test_print_smoke(capfd: pytest.CaptureFixture[str]) -> None:
     @T.prim_func
     def printing(A: T.Tensor((4, 4), T.float32), n: T.int32):
-        with T.Kernel(2, threads=128) as bx:
+        with T.Kernel(2, threads=128):
             A_s = T.alloc_shared((4, 4), T.float32)
             T.copy(A, A_s)
             T.print(A_s, msg="tile")
