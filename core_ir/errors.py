@@ -39,6 +39,11 @@ class TileLangSyntaxError(TileLangError):
     """A construct the frontend does not accept (unsupported Python or T.* usage)."""
 
 
+class NotSupportedError(TileLangSyntaxError, AttributeError):
+    """``T.<name>`` for a name tilelang-x does not provide (also an ``AttributeError``, so
+    ``hasattr(T, name)`` stays false)."""
+
+
 class TileLangTypeError(TileLangError):
     """A dtype problem: unknown dtype, or operands whose dtypes cannot be combined."""
 

@@ -27,6 +27,7 @@ from ..core_ir.dtypes import (
     uint32,
     uint64,
 )
+from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
@@ -163,4 +164,4 @@ def __getattr__(name: str) -> object:
     hint = f"did you mean {', '.join('T.' + c for c in close)}?" if close else (
         "see tilelang_x.language.__all__ for what is available"
     )
-    raise _surface.NotSupportedError(f"T.{name} is not supported by tilelang-x", loc=caller_loc(), hint=hint)
+    raise NotSupportedError(f"T.{name} is not supported by tilelang-x", loc=caller_loc(), hint=hint)

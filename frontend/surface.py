@@ -30,11 +30,6 @@ from .fold import fold_extent
 from .frames import IRLoop, KernelFrame, _range_dims, nest, serial_loop
 from .spec import StridedTensorProxy, TensorProxy, dtype_of, shape_of
 
-
-class NotSupportedError(TileLangSyntaxError, AttributeError):
-    """``T.<name>`` for a name tilelang-x does not provide."""
-
-
 # ---- kernel and loops --------------------------------------------------------------------------
 
 Kernel = KernelFrame

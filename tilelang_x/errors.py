@@ -5,6 +5,7 @@ from .core_ir.errors import (
     BackendNotImplementedError,
     CompilationError,
     LayoutError,
+    NotSupportedError,
     OutOfBoundsError,
     ShapeMismatchError,
     TileLangError,
@@ -16,18 +17,8 @@ from .core_ir.errors import (
 )
 
 __all__ = [
-    "ArgumentError", "BackendNotImplementedError", "CompilationError", "LayoutError", "NotSupportedError",  # noqa: F822
+    "ArgumentError", "BackendNotImplementedError", "CompilationError", "LayoutError", "NotSupportedError",
     "OutOfBoundsError", "ShapeMismatchError", "TileLangError", "TileLangSyntaxError", "TileLangTypeError",
     "UnboundConstError", "UnknownTargetError", "VerificationError",
 ]
 
-
-def __getattr__(name: str) -> object:
-    # NotSupportedError (``T.<name>`` for a name tilelang-x does not provide) is defined by the
-    # frontend; imported on first use so that this module stays free of frontend imports.
-    if name == "NotSupportedError":
-        from .frontend.surface import NotSupportedError
-
-        globals()[name] = NotSupportedError
-        return NotSupportedError
-    raise AttributeError(f"module 'tilelang_x.errors' has no attribute {name!r}")
