@@ -13,13 +13,13 @@ from _common import attempt, checkpoint, device_info, emit, median_ms, parse_arg
 
 VARIANTS: dict[str, tuple[str, dict[str, bool]]] = {
     "ws": ("cuda:sm_90a", {}),  # the defaults
-    "nopersist": ("cuda:sm_90a", {"tlx.persistent": False}),
-    "nooverlap": ("cuda:sm_90a", {"tlx.persistent": False, "tlx.wgmma_overlap": False}),
+    "persist": ("cuda:sm_90a", {"tlx.persistent": True}),
+    "nooverlap": ("cuda:sm_90a", {"tlx.wgmma_overlap": False}),
     "tma": ("cuda:sm_90a", {"tl.disable_warp_specialized": True}),
     "ws_fa": ("cuda:sm_90a", {"tlx.ws_compute_loops": True}),  # FA warp-specialized too
 }
 #: the variants tried per kernel kind (the others change nothing there)
-KIND_VARIANTS = {"gemm": ("ws", "nopersist", "nooverlap", "tma"), "fa": ("ws", "ws_fa")}
+KIND_VARIANTS = {"gemm": ("ws", "persist", "nooverlap", "tma"), "fa": ("ws", "ws_fa")}
 
 
 def _compile(builder: Any, out_idx: list[int], variant: str, *args: Any, **kw: Any) -> Any:

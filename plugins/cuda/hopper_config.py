@@ -24,8 +24,9 @@ class HopperConfig:
     ws_compute_loops: bool = False
     #: persistent grid for the warp-specialized gemm-only kernel with more tiles than SMs (one block
     #: per SM walking tiles, the producer loading the next tile during the epilogue;
-    #: hopper_persistent.py); pass_configs={"tlx.persistent": False} turns it off.
-    persistent: bool = True
+    #: hopper_persistent.py): pass_configs={"tlx.persistent": True}. Correct on the H200 but no
+    #: faster there (2026-11-29: GEMM 4096³ 587 vs 593 TFLOP/s, 8192³ 631 vs 642), so off.
+    persistent: bool = False
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -42,7 +43,7 @@ def hopper_config(ctx: Any) -> HopperConfig:
     ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
     overlap = bool(configs.get("tlx.wgmma_overlap", True))
     return HopperConfig(wgmma, tma, ws, overlap, _flag(configs, "tlx.ws_compute_loops"),
-                        bool(configs.get("tlx.persistent", True)))
+                        _flag(configs, "tlx.persistent"))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

@@ -6,7 +6,12 @@ count computed from block indices, arguments and the loop variable only): the bl
 warpgroup, the producer, whose first thread issues the TMA loads of iteration k into stage k % S
 after waiting for ``empty[k % S]``; the original threads (consumers) wait for ``full[k % S]``, run
 the loop body and arrive on ``empty[k % S]``. With ≥ 256 consumers, ``setmaxnreg`` moves registers
-from the producer to the consumers. Everything outside the loop runs on the consumers.
+from the producer to the consumers. Everything outside the loop runs on the consumers. Only loops
+whose body is copies and gemms qualify (``tlx.ws_compute_loops`` lifts that: FlashAttention ran
+faster on the plain form on the H200). A gemm-only body keeps one wgmma group in flight
+(``wait_group 1``; iteration k releases stage k - 1; the last iteration drains inside the loop,
+since ptxas moves a drain placed after the loop below the epilogue's accumulator reads).
+``tlx.persistent`` walks tiles on a grid of one block per SM (hopper_persistent.py).
 
 Plain form (warp specialization off, or the kernel does not qualify): thread 0 issues the loads
 of iteration k + S - 1 at the top of iteration k, after a barrier (every thread is done with that

@@ -158,3 +158,16 @@ def test_overlapped_wgmma_drains_before_epilogue() -> None:
     first_read = next(i for i, ln in enumerate(lines) if "F2FP" in ln)
     drains = [i for i, ln in enumerate(lines) if "DEPBAR.LE gsb0, 0x0" in ln]
     assert drains and drains[0] < first_read, lines[:first_read + 2]
+
+
+def test_flash_attention_takes_plain_tma_and_persistent_is_opt_in() -> None:
+    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
+
+    source, ctx = _source(FUNCS["flash_attention_pipelined"]())
+    assert "tlx_tma_load" in source and "cuda.ws" not in ctx.data  # softmax in the loop: no producer warpgroup
+    gemm = _kernel_modules()["gemm"]
+    func = _prim(gemm.matmul(4096, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256))
+    _, plain = _source(func)
+    assert plain.data["cuda.meta"].grid_static == (16, 32, 1)
+    source, pers = _source(func, configs={"tlx.persistent": True})
+    assert pers.data["cuda.meta"].grid_static == (132, 1, 1) and "tlx_tile_j" in source
