@@ -91,6 +91,7 @@ def _extra(p: Any) -> None:
     p.add_argument("--seq", type=int, default=0, help="sequence length (default 4096, 1024 with --quick)")
     p.add_argument("--configs", default="", help="BMxBNxSTAGESxTHREADS,... instead of the default configs")
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
+    p.add_argument("--dims", default="128", help="head dims to measure, e.g. 64,128")
 
 
 def main() -> None:
@@ -98,10 +99,11 @@ def main() -> None:
     s = args.seq or (1024 if args.quick else 4096)
     results: list[dict[str, Any]] = []
     doc = {"bench": "attention", "info": device_info(), "results": results}
-    for causal in (False, True):
-        row, err = attempt(lambda causal=causal: bench_case(4, 32, s, 128, causal, args))
-        results.append(row if err is None else {"causal": causal, "error": err})
-        checkpoint(doc, args.out)
+    for d in (int(x) for x in args.dims.split(",") if x):
+        for causal in (False, True):
+            row, err = attempt(lambda causal=causal, d=d: bench_case(4, 32, s, d, causal, args))
+            results.append(row if err is None else {"D": d, "causal": causal, "error": err})
+            checkpoint(doc, args.out)
     emit(doc, args.out)
 
 

@@ -34,6 +34,8 @@ def _extra(p: Any) -> None:
     p.add_argument("--configs", default="", help="BMxBNxBKxSTAGESxTHREADS,... instead of the default configs")
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
     p.add_argument("--dtypes", default="", help="float16,bfloat16,... instead of the default dtypes")
+    p.add_argument("--relu", action="store_true",
+                   help="fuse a ReLU epilogue into our kernel; the reference is torch.relu(torch.matmul(a, b))")
 
 
 def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str, Any]:
@@ -47,9 +49,10 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     a = torch.randn(m, k, device="cuda").to(tdt)
     b = torch.randn(k, n, device="cuda").to(tdt)
     flops = 2.0 * m * n * k
-    ref = torch.matmul(a, b)
-    torch_ms = median_ms(lambda: torch.matmul(a, b), args.warmup, args.rep)
-    row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k,
+    reference = (lambda: torch.relu(torch.matmul(a, b))) if args.relu else (lambda: torch.matmul(a, b))
+    ref = reference()
+    torch_ms = median_ms(reference, args.warmup, args.rep)
+    row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k, "relu_epilogue": args.relu,
                            "torch_ms": round(torch_ms, 4), "torch_tflops": round(flops / torch_ms / 1e9, 1)}
     tried = []
     best = None
@@ -57,7 +60,7 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
         cfg = {"block_M": bm, "block_N": bn, "block_K": bk, "num_stages": stages, "threads": threads}
         with knobs.scope(target_default=args.target):
             kernel, err = attempt(lambda cfg=cfg: gemm.matmul(m, n, k, in_dtype=as_dtype(tdt), out_dtype=as_dtype(tdt),
-                                                              **cfg))
+                                                              relu=args.relu, **cfg))
         if err is None:
             out, err = attempt(lambda kernel=kernel: kernel(a, b))
         if err is None:

@@ -1,4 +1,5 @@
-"""Print a short table of the headline numbers in bench JSON files: ``python bench/summary.py a.json b.json``."""
+"""Print the headline numbers of bench JSON files (single benches, or the merged ``all.json`` of
+``bench/run_h200.sh``): ``python bench/summary.py a.json b.json``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ def main() -> None:
         except (OSError, ValueError) as e:
             print(f"{path}: {e}")
             continue
-        for r in doc.get("results", []):
+        docs = [doc] if "bench" in doc else [d for d in doc.values() if isinstance(d, dict)]
+        for doc, r in ((d, r) for d in docs for r in d.get("results", [])):
             keys = ("dtype", "M", "N", "K", "B", "H", "S", "D", "causal", "ours_tflops", "torch_tflops", "ratio",
                     "cudnn_tflops", "flash_tflops", "ratio_cudnn", "ratio_flash", "best_config", "error")
             print(doc.get("bench"), {k: r[k] for k in keys if k in r})

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every figure of the closing notes in one go, on a machine with one NVIDIA GPU (the H200 here):
+# installs the package, runs the GPU test suite, then the benchmarks, and merges their JSON into
+# "$OUT/all.json" (OUT defaults to ./bench-out). Takes about 7 minutes.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-bench-out}"
+work="$(mktemp -d)"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/install.log" 2>&1 || tail -20 "$OUT/install.log"
+timeout 170 python3 -m pytest -q -rf tests/backend/cuda > "$OUT/cuda_tests.log" 2>&1
+tail -3 "$OUT/cuda_tests.log"
+{
+  # Hopper path (target "cuda" resolves to sm_90a on an H100/H200)
+  python3 bench/gemm.py --shapes 4096x4096x4096,8192x8192x8192,8192x28672x4096 \
+    --configs 128x256x64x3x256,128x256x64x4x256 --timeout 150 --out "$work/gemm.json"
+  python3 bench/gemm.py --shapes 16x8192x8192 --timeout 60 --out "$work/gemm_decode.json"
+  python3 bench/gemm.py --shapes 8192x8192x8192 --dtypes float16 --relu --configs 128x256x64x3x256 \
+    --timeout 40 --out "$work/gemm_relu.json"
+  python3 bench/attention.py --dims 64,128 --configs 128x128x2x256,128x64x2x256 --timeout 100 \
+    --out "$work/attention.json"
+  # the portable sm_80-class path on the same GPU
+  python3 bench/gemm.py --target cuda:sm_90 --shapes 4096x4096x4096,8192x8192x8192 --dtypes float16 \
+    --configs 256x128x64x3x256,128x256x64x3x256 --timeout 60 --out "$work/gemm_sm80.json"
+  python3 bench/attention.py --target cuda:sm_90 --configs 128x128x2x256 --timeout 60 \
+    --out "$work/attention_sm80.json"
+  python3 bench/compile_time.py --timeout 60 --out "$work/compile_time.json"
+  python3 bench/launch_overhead.py --timeout 40 --out "$work/launch_overhead.json"
+  python3 -m tilelang_x doctor
+} > "$OUT/bench.log" 2>&1
+python3 - "$work" "$OUT/all.json" <<'PY'
+import json, pathlib, sys
+work, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+merged = {}
+for p in sorted(work.glob("*.json")):
+    try:
+        merged[p.stem] = json.loads(p.read_text())
+    except ValueError as exc:
+        merged[p.stem] = {"error": f"unreadable: {exc}"}
+out.write_text(json.dumps(merged, indent=1))
+PY
+python3 bench/summary.py "$OUT/all.json" 2>/dev/null || true
