@@ -329,7 +329,7 @@ def run_doctor(only: Sequence[str] = (), checks: Sequence[tuple[str, Callable[[A
             result.update(result="SKIP", reason=row["reason"] or "not available here")
         else:
             try:
-                target = row["target"] or registry.resolve_target(name)
+                target = registry.resolve_target(row["target"] or name)
                 result["target"] = str(target)
             except Exception as exc:  # noqa: BLE001 - report, go on with the next target
                 target = None

@@ -335,6 +335,14 @@ def _resolve_named(name: str, arch: str | None) -> Target | None:
     return None
 
 
+def _complete(target: Target) -> Target:
+    """A detected device's target may leave the architecture open (finding it can be costly):
+    the plugin's ``tlx_resolve_target`` fills it in, as it does for a target named without one."""
+    if target.arch is not None:
+        return target
+    return _resolve_named(target.backend, None) or target
+
+
 def resolve_target(spec: str | Target | None = None) -> Target:
     """Turn a target spec into a ``Target``.
 
@@ -344,7 +352,7 @@ def resolve_target(spec: str | Target | None = None) -> Target:
     ``UnknownTargetError`` listing the available targets when no plugin knows the name.
     """
     if isinstance(spec, Target):
-        return spec
+        return _complete(spec)
     if spec is None:
         spec = knobs.target.default
     if not isinstance(spec, str):
@@ -357,7 +365,7 @@ def resolve_target(spec: str | Target | None = None) -> Target:
         target, reason = auto_choice()
         if target.backend == INTERP:
             _note_fallback(reason)
-        return target
+        return _complete(target)
     name, _, arch = text.partition(":")
     target = _resolve_named(name.strip().lower(), arch.strip() or None)
     if target is None:

@@ -131,3 +131,14 @@ def test_describe_is_plain_data(no_devices: None) -> None:
     json.dumps(data)
     assert {p["name"] for p in data["plugins"]} >= {"interp", "cuda", "hip", "metal", "ascend"}
     assert data["auto"]["target"] == "interp"
+
+
+def test_auto_fills_in_the_architecture_a_detected_device_left_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CUDA plugin detects "a GPU" cheaply and reads its architecture only when asked: `auto`
+    # (and a Target without arch) must ask, or an H200 would get an sm_80 build it cannot load.
+    from tilelang_x.plugins.cuda import target as cuda_target
+
+    monkeypatch.setattr(registry, "auto_choice", lambda: (Target("cuda", None), "an NVIDIA GPU"))
+    monkeypatch.setattr(cuda_target, "device_arch", lambda: "sm_90")
+    assert registry.resolve_target("auto") == Target("cuda", "sm_90a")
+    assert registry.resolve_target(Target("cuda")) == Target("cuda", "sm_90a")
