@@ -208,6 +208,8 @@ class ArgBinder:
         the name of each dynamic dimension (and integer scalar parameter) to its value; the
         outputs are what the call returns (``None`` when the caller passed every parameter)."""
         if not self._fast_ready:
+            from .args_fast import fast_path
+
             self._fast = fast_path(self)
             self._fast_ready = self._fast is not None or "torch" in sys.modules
         if self._fast is not None:
@@ -224,12 +226,15 @@ class ArgBinder:
             raise self._count_error(len(args))
         dims: dict[E.Var, int] = {}
         values: list[Any] = [None] * len(self.specs)
-        like = None  # the first tensor argument: outputs follow its kind and device
+        like: Any = None  # the first tensor argument: outputs follow its kind and device
+        like_spec: Any = None
         for spec, arg in zip(given, args):
             if spec.is_tensor:
                 self._check_tensor(spec, arg, dims)
                 if like is None:
-                    like = arg
+                    like, like_spec = arg, spec
+                else:
+                    self._check_same_device(spec, arg, like_spec, like)
             else:
                 arg = self._check_scalar(spec, arg, dims)
             values[spec.index] = arg
@@ -306,6 +311,15 @@ class ArgBinder:
                 raise self.error(spec, "is not contiguous (row-major)", hint=f"pass `{how}`")
         elif spec.strides is not None:
             self._check_strides(spec, arg, shape, is_torch, dims)
+
+    def _check_same_device(self, spec: ParamSpec, arg: Any, first_spec: ParamSpec, first: Any) -> None:
+        """Tensors on two GPUs (the kernel runs on one: the other's memory is out of its reach)."""
+        torch = sys.modules.get("torch")
+        if torch is None or not isinstance(arg, torch.Tensor) or not isinstance(first, torch.Tensor):
+            return
+        if arg.device != first.device:
+            raise self.error(spec, f"is on {arg.device}, but parameter `{first_spec.name}` is on {first.device}",
+                             hint=f"move every tensor to one device, e.g. `.to('{first.device}')`")
 
     def _actual_strides(self, spec: ParamSpec, arg: Any, is_torch: bool) -> tuple[int, ...]:
         if is_torch:
@@ -458,117 +472,3 @@ class ArgBinder:
 
 def torch_name(dtype: DType) -> str:
     return _TORCH_NAMES.get(dtype.name, dtype.name)
-
-
-# ---- the fast path ------------------------------------------------------------------------------
-def fast_path(binder: ArgBinder) -> Any:
-    """A function generated for ``binder``'s signature that binds plain torch tensors (the common
-    case) in a few attribute reads, or ``None`` when the signature has no such fast path (torch
-    not loaded, a device other than cpu/cuda, shapes derived from other dims). It returns ``None``
-    for any argument it does not accept outright; ``bind`` then runs the full checks, which raise
-    the precise error."""
-    torch = sys.modules.get("torch")
-    if torch is None or binder.device_type not in ("cpu", "cuda"):
-        return None
-    names: dict[E.Var, str] = {}
-    for spec in binder.specs:
-        dims = spec.shape if spec.is_tensor else (spec.param,) if spec.dtype.is_int else ()
-        if spec.is_tensor and spec.strides is not None:
-            dims = (*dims, *spec.strides)
-        for d in dims:
-            if isinstance(d, E.Var):
-                names.setdefault(d, f"d{len(names)}")
-            elif not isinstance(d, int):
-                return None
-    if len({v.name for v in names}) != len(names):
-        return None  # two variables share a name: the dims mapping would be ambiguous
-    env: dict[str, Any] = {"Tensor": torch.Tensor, "empty": torch.empty}
-    device_check = "not {x}.is_cpu" if binder.device_type == "cpu" else "not {x}.is_cuda"
-
-    def checks(given: list[ParamSpec], bound: set[E.Var]) -> list[str] | None:
-        out = []
-        for spec in given:
-            x = f"a{spec.index}"
-            if not spec.is_tensor:
-                var = spec.param
-                if spec.dtype.is_int:
-                    out.append(f"if type({x}) is not int: return None")
-                    if var in bound:
-                        out.append(f"if {x} != {names[var]}: return None")
-                    else:
-                        out.append(f"{names[var]} = {x}")
-                        bound.add(var)
-                elif spec.dtype.is_float:
-                    out.append(f"if type({x}) is int: {x} = float({x})")
-                    out.append(f"elif type({x}) is not float: return None")
-                else:
-                    out.append(f"if type({x}) is not bool: return None")
-                continue
-            env[f"DT{spec.index}"] = torch_dtype(spec.dtype)
-            out.append(f"if type({x}) is not Tensor or {x}.dtype is not DT{spec.index}: return None")
-            if all(isinstance(d, int) for d in spec.shape):
-                out.append(f"if {x}.shape != {tuple(spec.shape)!r}: return None")
-            else:
-                out.append(f"s = {x}.shape")
-                out.append(f"if len(s) != {len(spec.shape)}: return None")
-                for axis, d in enumerate(spec.shape):
-                    if isinstance(d, int):
-                        out.append(f"if s[{axis}] != {d}: return None")
-                    elif d in bound:
-                        out.append(f"if s[{axis}] != {names[d]}: return None")
-                    else:
-                        out.append(f"{names[d]} = s[{axis}]")
-                        bound.add(d)
-            out.append(f"if {device_check.format(x=x)}: return None")
-            if spec.contiguous:
-                out.append(f"if not {x}.is_contiguous(): return None")
-            elif spec.strides is not None:  # exact strides only; size-1 dims etc. take the full checks
-                out.append(f"st = {x}.stride()")
-                for axis, d in enumerate(spec.strides):
-                    if isinstance(d, int):
-                        out.append(f"if st[{axis}] != {d}: return None")
-                    elif d in bound:
-                        out.append(f"if st[{axis}] != {names[d]}: return None")
-                    else:
-                        out.append(f"{names[d]} = st[{axis}]")
-                        bound.add(d)
-        return out
-
-    def dims_dict() -> str:
-        return "{" + ", ".join(f"{v.name!r}: {n}" for v, n in names.items()) + "}"
-
-    params = [f"a{s.index}" for s in binder.specs]
-    body = ["n = len(args)"]
-    bound: set[E.Var] = set()
-    in_checks = checks(binder.inputs, bound)
-    first_tensor = next((f"a{s.index}" for s in binder.inputs if s.is_tensor), None)
-    alloc = []
-    for spec in binder.outputs:
-        if first_tensor is None or spec.strides is not None \
-                or any(isinstance(d, E.Var) and d not in bound for d in spec.shape):
-            alloc = None
-            break
-        env[f"DT{spec.index}"] = torch_dtype(spec.dtype)
-        shape = ", ".join(str(d) if isinstance(d, int) else names[d] for d in spec.shape)
-        alloc.append(f"a{spec.index} = empty(({shape},), dtype=DT{spec.index}, device={first_tensor}.device)")
-    if alloc is not None and in_checks is not None:
-        outs = [f"a{s.index}" for s in binder.outputs]
-        result = "None" if not outs else outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ",)"
-        unpack = ", ".join(f"a{s.index}" for s in binder.inputs)
-        body.append(f"if n == {len(binder.inputs)}:")
-        block = [f"{unpack}, = args" if unpack else "pass", *in_checks, *alloc]
-        block.append(f"return [{', '.join(params)}], {dims_dict()}, {result}")
-        body += ["    " + line for line in block]
-    if binder.outputs:
-        all_checks = checks(binder.specs, set())
-        if all_checks is not None:
-            body.append(f"if n == {len(binder.specs)}:")
-            block = [f"{', '.join(params)}, = args", *all_checks]
-            block.append(f"return [{', '.join(params)}], {dims_dict()}, None")
-            body += ["    " + line for line in block]
-    body.append("return None")
-    source = "def fast(args):\n" + "".join(f"    {line}\n" for line in body)
-    exec(compile(source, f"<tilelang_x binder for {binder.func.name}>", "exec"), env)
-    fast = env["fast"]
-    fast.source = source
-    return fast

@@ -6,14 +6,16 @@ few driver entry points it calls are declared here and their addresses are hande
 ``runtime.py`` (which opened ``libcuda.so.1`` with ctypes), see ``bind_driver``.
 
 Per call it reads each tensor's device and data pointer, converts scalars into preallocated
-parameter slots, asks torch for the device's current stream and calls ``cuLaunchKernel``. Anything
-unusual (a non-tensor, a CPU tensor, tensors on two devices, a non-contiguous tensor, a failed
-launch) is handed to the Python callbacks, which raise the user-facing error.
+parameter slots (a TMA tensor map: its cached 128-byte encoding), evaluates the grid (integer
+programs run here, other grids call Python), asks torch for the device's current stream and calls
+``cuLaunchKernel``. Anything unusual (a non-tensor, a CPU tensor, tensors on two devices, a
+non-contiguous tensor, a tensor TMA cannot describe, a failed launch) is handed to the Python
+callbacks, which raise the user-facing error or switch to the fallback launcher.
 """
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 ctypedef int CUresult
 ctypedef void* CUfunction
@@ -43,6 +45,21 @@ cdef enum:
     C_F16 = 7
     C_BF16 = 8
     C_U64 = 9
+    C_TMAP = 10
+    TMAP_BYTES = 128
+
+# Grid program opcodes (same numbering as runtime.py's GRID_OPS).
+cdef enum:
+    G_CONST = 0
+    G_DIM = 1
+    G_ADD = 2
+    G_SUB = 3
+    G_MUL = 4
+    G_FLOORDIV = 5
+    G_MOD = 6
+    G_MIN = 7
+    G_MAX = 8
+    G_STACK = 16
 
 
 def bind_driver(uintptr_t launch, uintptr_t ctx_get, uintptr_t ctx_push, uintptr_t ctx_pop):
@@ -74,8 +91,17 @@ cdef inline uint16_t _f32_to_bf16(float x) noexcept:
     return <uint16_t>(bits >> 16)
 
 
+cdef enum:
+    GRID_LIMIT = 1 << 40  # operands beyond this go to the Python grid function (no int64 overflow)
+
+
 cdef class Launcher:
-    """``launcher(args, dims=())``: launch the kernel on the tensors' device and current stream."""
+    """``launcher(args, dims=())``: launch the kernel on the tensors' device and current stream.
+
+    ``launch_on(device, args, dims)`` is the entry for callers that checked the tensors already
+    (``JITKernel``'s argument binder): ``device`` is theirs, ``dims`` a tuple ordered like
+    ``dim_names``.
+    """
 
     cdef int n
     cdef uint64_t* slots
@@ -83,7 +109,7 @@ cdef class Launcher:
     cdef int* codes
     cdef int* from_dims
     cdef Py_ssize_t* index
-    cdef Py_ssize_t* buf_args  # positions in args of the buffer parameters
+    cdef char* tmap_raw
     cdef int nbuf
     cdef bint check_args
     cdef unsigned int last_grid[3]
@@ -93,6 +119,8 @@ cdef class Launcher:
     cdef Py_ssize_t ndims
     cdef unsigned int gx, gy, gz, bx, by, bz, smem
     cdef bint static_grid
+    cdef int64_t* gprog
+    cdef int goff[4]
     cdef object grid_fn
     cdef object resolve
     cdef object get_stream
@@ -101,11 +129,15 @@ cdef class Launcher:
     cdef object half_bits
     cdef object default_device
     cdef object dims_list
+    cdef object tma_map
+    cdef object use_fallback
+    cdef dict tmap_cache
     cdef int cur_dev
     cdef CUfunction cur_fn
     cdef CUcontext cur_ctx
     cdef readonly object meta
     cdef readonly object kernel
+    cdef readonly tuple dim_names
 
     def __cinit__(self):
         self.slots = NULL
@@ -113,42 +145,57 @@ cdef class Launcher:
         self.codes = NULL
         self.from_dims = NULL
         self.index = NULL
-        self.buf_args = NULL
+        self.tmap_raw = NULL
+        self.gprog = NULL
 
     def __init__(self, kernel, plan, helper, bint check_args=True):
         """``kernel``: runtime.LoadedKernel; ``plan``: runtime._Plan; ``helper``: runtime._Helper."""
-        cdef list codes = plan.codes, from_dims = plan.from_dims, index = plan.index, buf_args = plan.buf_args
+        cdef list codes = plan.codes, from_dims = plan.from_dims, index = plan.index
         grid_static = plan.grid_static
-        cdef int i
+        cdef int i, k, ntmap = 0
+        cdef char* base
         self.kernel = kernel
         self.meta = kernel.meta
         meta = kernel.meta
         self.resolve = kernel.resolve
         self.n = len(codes)
-        self.nbuf = len(buf_args)
+        self.nbuf = len(plan.buf_args)
         cdef int n = self.n if self.n > 0 else 1
         self.slots = <uint64_t*>malloc(n * sizeof(uint64_t))
         self.ptrs = <void**>malloc(n * sizeof(void*))
         self.codes = <int*>malloc(n * sizeof(int))
         self.from_dims = <int*>malloc(n * sizeof(int))
         self.index = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
-        self.buf_args = <Py_ssize_t*>malloc((self.nbuf if self.nbuf > 0 else 1) * sizeof(Py_ssize_t))
-        if not (self.slots and self.ptrs and self.codes and self.from_dims and self.index and self.buf_args):
+        if not (self.slots and self.ptrs and self.codes and self.from_dims and self.index):
             raise MemoryError()
         for i in range(self.n):
+            if codes[i] == C_TMAP:
+                ntmap += 1
+        if ntmap:
+            self.tmap_raw = <char*>malloc(ntmap * TMAP_BYTES + 64)
+            if not self.tmap_raw:
+                raise MemoryError()
+            memset(self.tmap_raw, 0, ntmap * TMAP_BYTES + 64)
+        base = <char*>((<uintptr_t>self.tmap_raw + 63) // 64 * 64)  # CUtensorMap is 64-byte aligned
+        k = 0
+        for i in range(self.n):
             self.slots[i] = 0
-            self.ptrs[i] = <void*>&self.slots[i]
             self.codes[i] = codes[i]
             self.from_dims[i] = from_dims[i]
             self.index[i] = index[i]
-        for i in range(self.nbuf):
-            self.buf_args[i] = buf_args[i]
+            if codes[i] == C_TMAP:
+                self.ptrs[i] = <void*>(base + TMAP_BYTES * k)
+                k += 1
+            else:
+                self.ptrs[i] = <void*>&self.slots[i]
+        self.tmap_cache = {}
         self.check_args = check_args
         self.last_stream = NULL
         self.last_grid[0] = self.last_grid[1] = self.last_grid[2] = 0
         self.dim_pos = helper.positions
         self.dim_position = helper.dim_position
-        self.ndims = len(kernel.meta.dims)
+        self.ndims = len(meta.dims)
+        self.dim_names = tuple(meta.dims)
         block = meta.block
         self.bx, self.by, self.bz = block[0], block[1], block[2]
         self.smem = meta.smem_bytes
@@ -156,15 +203,37 @@ cdef class Launcher:
         if self.static_grid:
             self.gx, self.gy, self.gz = grid_static[0], grid_static[1], grid_static[2]
         self.grid_fn = plan.grid_fn
+        self._set_grid_program(plan.grid_program)
         self.get_stream = helper.get_stream
         self.diagnose = helper.diagnose
         self.launch_error = helper.launch_error
         self.half_bits = helper.half_bits
         self.default_device = helper.default_device
         self.dims_list = helper.dims_list
+        self.tma_map = getattr(helper, "tma_map", None)
+        self.use_fallback = getattr(helper, "use_fallback", None)
         self.cur_dev = -1
         self.cur_fn = NULL
         self.cur_ctx = NULL
+
+    cdef _set_grid_program(self, program):
+        """``program``: three lists of ``(opcode, operand)`` (see runtime.grid_program), or None."""
+        cdef int axis, k = 0, total = 0
+        self.goff[0] = self.goff[1] = self.goff[2] = self.goff[3] = 0
+        if program is None or self.static_grid:
+            return
+        for axis in range(3):
+            total += len(program[axis])
+        self.gprog = <int64_t*>malloc((2 * total if total > 0 else 1) * sizeof(int64_t))
+        if not self.gprog:
+            raise MemoryError()
+        for axis in range(3):
+            self.goff[axis] = k
+            for op, arg in program[axis]:
+                self.gprog[k] = op
+                self.gprog[k + 1] = arg
+                k += 2
+        self.goff[3] = k
 
     def __dealloc__(self):
         free(self.slots)
@@ -172,7 +241,8 @@ cdef class Launcher:
         free(self.codes)
         free(self.from_dims)
         free(self.index)
-        free(self.buf_args)
+        free(self.tmap_raw)
+        free(self.gprog)
 
     cdef int _bind_device(self, int dev) except -1:
         fn, ctx = self.resolve(dev)
@@ -192,6 +262,61 @@ cdef class Launcher:
             if p >= 0:
                 out[p] = v
         return out
+
+    cdef int _run_grid(self, object dims, unsigned int* g) except -1:
+        """The grid from the integer program; 0 when it must come from the Python function
+        (no program, a division by zero, operands too large)."""
+        cdef int64_t stack[G_STACK]
+        cdef int sp, axis, k
+        cdef int64_t op, a, b, q
+        if self.gprog == NULL:
+            return 0
+        for axis in range(3):
+            sp = 0
+            for k in range(self.goff[axis], self.goff[axis + 1], 2):
+                op = self.gprog[k]
+                if op == G_CONST:
+                    stack[sp] = self.gprog[k + 1]
+                    sp += 1
+                    continue
+                if op == G_DIM:
+                    a = <int64_t>dims[self.gprog[k + 1]]
+                    if a > GRID_LIMIT or a < -GRID_LIMIT:
+                        return 0
+                    stack[sp] = a
+                    sp += 1
+                    continue
+                sp -= 1
+                b = stack[sp]
+                a = stack[sp - 1]
+                if op == G_ADD:
+                    a = a + b
+                elif op == G_SUB:
+                    a = a - b
+                elif op == G_MUL:
+                    if a > (1 << 20) or a < -(1 << 20) or b > (1 << 20) or b < -(1 << 20):
+                        if a != 0 and b != 0:
+                            return 0
+                    a = a * b
+                elif op == G_FLOORDIV or op == G_MOD:
+                    if b == 0:
+                        return 0
+                    q = a / b
+                    if q * b != a and ((a < 0) != (b < 0)):
+                        q -= 1  # floor, as Python's //
+                    a = q if op == G_FLOORDIV else a - q * b
+                elif op == G_MIN:
+                    a = a if a < b else b
+                else:
+                    a = a if a > b else b
+                if a > GRID_LIMIT or a < -GRID_LIMIT:
+                    return 0
+                stack[sp - 1] = a
+            a = stack[0]
+            if a > 0xFFFFFFFF:
+                return 0
+            g[axis] = <unsigned int>a if a > 0 else 1
+        return 1
 
     def _launch_repeat(self, int n):
         """Launch ``n`` more times with the last call's arguments, grid and stream, straight from C
@@ -217,38 +342,60 @@ cdef class Launcher:
             self.launch_error(res, self.cur_dev, tuple(self.last_grid))
 
     def __call__(self, args, dims=()):
-        cdef int i, code, dev = -1, d
-        cdef CUstream stream
-        cdef object a, t
-        cdef double fv
-        cdef float f32
-        cdef unsigned int gx, gy, gz
-        cdef CUcontext cur = NULL
-        cdef CUcontext popped = NULL
-        cdef CUresult res
-        if _cuLaunchKernel == NULL:
-            raise RuntimeError("tilelang_x CUDA launcher used before bind_driver()")
         if dims is None or not dims:
             dims = ()
         elif type(dims) is dict:
             dims = self._dims_from_dict(<dict>dims)
         elif type(dims) is not tuple and type(dims) is not list:
             dims = self.dims_list(dims)
+        return self._run(args, dims, -1, self.check_args)
+
+    def launch_on(self, int device, args, tuple dims):
+        """Launch on ``device`` with ``dims`` ordered like ``dim_names``, reading no tensor's device
+        and checking no contiguity: for callers that checked both (every tensor on ``device``)."""
+        return self._run(args, dims, device, False)
+
+    cdef object _run(self, object args, object dims, int dev, bint check):
+        cdef int i, code, d
+        cdef CUstream stream
+        cdef object a, t, m
+        cdef double fv
+        cdef float f32
+        cdef unsigned int g[3]
+        cdef CUcontext cur = NULL
+        cdef CUcontext popped = NULL
+        cdef CUresult res
+        cdef const char* mp
         cdef bint bad = False
-        cdef bint check = self.check_args
+        cdef bint given = dev >= 0
+        if _cuLaunchKernel == NULL:
+            raise RuntimeError("tilelang_x CUDA launcher used before bind_driver()")
         try:
             for i in range(self.n):
                 code = self.codes[i]
-                if code == C_PTR:
+                if code == C_PTR or code == C_TMAP:
                     t = args[self.index[i]]
-                    if dev < 0 or check:
+                    if not given and (dev < 0 or check):
                         d = t.get_device()
                         if dev < 0:
                             dev = d
-                        if d < 0 or d != dev or (check and not t.is_contiguous()):
+                        if d < 0 or d != dev or (check and code == C_PTR and not t.is_contiguous()):
                             bad = True
                             break
-                    self.slots[i] = <uint64_t>t.data_ptr()
+                    if code == C_PTR:
+                        self.slots[i] = <uint64_t>t.data_ptr()
+                        continue
+                    key = (i, t.data_ptr(), t.shape, t.stride())
+                    m = self.tmap_cache.get(key)
+                    if m is None:
+                        m = self.tma_map(i, t)
+                        if type(m) is not bytes:
+                            return self.use_fallback(args, dims, m)
+                        if len(self.tmap_cache) >= 256:
+                            self.tmap_cache.clear()
+                        self.tmap_cache[key] = m
+                    mp = <bytes>m
+                    memcpy(self.ptrs[i], mp, TMAP_BYTES)
                     continue
                 if self.from_dims[i]:
                     a = dims[self.index[i]]
@@ -274,34 +421,36 @@ cdef class Launcher:
                     (<uint16_t*>&self.slots[i])[0] = _f32_to_bf16(<float>(<double>a))
                 elif code == C_F16:
                     (<uint16_t*>&self.slots[i])[0] = <uint16_t>(<int>self.half_bits(a))
+            if not bad:
+                if self.static_grid:
+                    g[0], g[1], g[2] = self.gx, self.gy, self.gz
+                elif not self._run_grid(dims, g):
+                    gp = self.grid_fn(*dims)
+                    g[0] = gp[0] if gp[0] > 0 else 1
+                    g[1] = gp[1] if gp[1] > 0 else 1
+                    g[2] = gp[2] if gp[2] > 0 else 1
         except (TypeError, ValueError, OverflowError, AttributeError, IndexError):
             self.diagnose(args, dims)
             raise
         if bad:
             self.diagnose(args, dims)
             raise RuntimeError("invalid kernel arguments")  # diagnose always raises first
-        if self.nbuf == 0:
+        if self.nbuf == 0 and not given:
             dev = self.default_device()
-        if self.static_grid:
-            gx, gy, gz = self.gx, self.gy, self.gz
-        else:
-            g = self.grid_fn(*dims)
-            gx = g[0] if g[0] > 0 else 1
-            gy = g[1] if g[1] > 0 else 1
-            gz = g[2] if g[2] > 0 else 1
         if dev != self.cur_dev:
             self._bind_device(dev)
         stream = <CUstream><uintptr_t>self.get_stream(dev)
         _cuCtxGetCurrent(&cur)
         if cur != self.cur_ctx:
             _cuCtxPushCurrent(self.cur_ctx)
-        res = _cuLaunchKernel(self.cur_fn, gx, gy, gz, self.bx, self.by, self.bz, self.smem, stream,
+        res = _cuLaunchKernel(self.cur_fn, g[0], g[1], g[2], self.bx, self.by, self.bz, self.smem, stream,
                               self.ptrs, NULL)
-        self.last_grid[0] = gx
-        self.last_grid[1] = gy
-        self.last_grid[2] = gz
+        self.last_grid[0] = g[0]
+        self.last_grid[1] = g[1]
+        self.last_grid[2] = g[2]
         self.last_stream = stream
         if cur != self.cur_ctx:
             _cuCtxPopCurrent(&popped)
         if res != 0:
-            self.launch_error(res, dev, (gx, gy, gz))
+            self.launch_error(res, dev, (g[0], g[1], g[2]))
+        return None

@@ -9,6 +9,9 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
   shared buffer the loop never writes are loaded once before the loop (``lower/hoist.py``).
 - ``tlx.fold_clear``: ``T.clear(C)`` right before ``T.gemm(..., C)`` becomes ``clear_accum``, and
   a clearing mma gemm starts from zero accumulators in its first k-step instead of storing zeros.
+- ``tlx.vector_epilogue``: a fragment → global ``T.copy`` (the GEMM epilogue) stores the adjacent
+  columns a thread holds (pairs in the mma/wgmma accumulators) with one 4/8/16-byte store
+  (``lower/epilogue.py``); off: one store per element. Applies to the sm_80 and sm_90a paths.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ class PerfOptions:
     prefetch_fragments: bool = True
     hoist_fragments: bool = True
     fold_clear: bool = True
+    vector_epilogue: bool = True
 
 
 def perf_options(ctx: Any) -> PerfOptions:
@@ -31,4 +35,5 @@ def perf_options(ctx: Any) -> PerfOptions:
     def on(name: str) -> bool:
         return bool(configs.get(name, True))
 
-    return PerfOptions(on("tlx.prefetch_fragments"), on("tlx.hoist_fragments"), on("tlx.fold_clear"))
+    return PerfOptions(on("tlx.prefetch_fragments"), on("tlx.hoist_fragments"), on("tlx.fold_clear"),
+                       on("tlx.vector_epilogue"))

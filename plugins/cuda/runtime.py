@@ -27,10 +27,11 @@ from typing import Any
 from ...core_ir.errors import ArgumentError
 from . import driver
 from .compile import CudaBinary
+from .grid_program import grid_program
 from .meta import DEFAULT_SMEM_LIMIT, KernelMeta, make_grid_fn
 
 # Parameter codes shared with _launcher.pyx.
-C_PTR, C_I8, C_I16, C_I32, C_I64, C_F32, C_F64, C_F16, C_BF16, C_U64 = range(10)
+C_PTR, C_I8, C_I16, C_I32, C_I64, C_F32, C_F64, C_F16, C_BF16, C_U64, C_TMAP = range(11)
 
 _SCALAR_CODES: dict[str, int] = {
     "bool": C_I8, "int8": C_I8, "uint8": C_I8, "int16": C_I16, "uint16": C_I16, "int32": C_I32,
@@ -187,7 +188,9 @@ class LoadedKernel:
 
 
 class _Plan:
-    """What each C parameter is read from, precomputed once per kernel."""
+    """What each C parameter is read from, precomputed once per kernel. ``buf_args``: the
+    positions in ``args`` of the tensors (buffers and TMA tensor maps); ``grid_program``: the
+    dynamic grid as an integer program for the compiled launcher (``None``: call ``grid_fn``)."""
 
     def __init__(self, meta: KernelMeta) -> None:
         codes: list[int] = []
@@ -195,8 +198,8 @@ class _Plan:
         index: list[int] = []
         buf_args: list[int] = []
         for p in meta.params:
-            if p.kind == "buffer":
-                codes.append(C_PTR)
+            if p.kind in ("buffer", "tmap"):
+                codes.append(C_PTR if p.kind == "buffer" else C_TMAP)
                 buf_args.append(p.index)
             elif p.kind in ("scalar", "dim"):
                 code = _SCALAR_CODES.get(p.dtype)
@@ -213,6 +216,7 @@ class _Plan:
         self.buf_args = buf_args
         self.grid_static = meta.grid_static
         self.grid_fn = None if meta.grid_static is not None else make_grid_fn(meta.grid_source, meta.dims)
+        self.grid_program = None if meta.grid_static is not None else grid_program(meta.grid_source, meta.dims)
 
 
 def _stream_getter() -> Callable[[int], int]:
@@ -291,7 +295,7 @@ class _Helper:
                 continue
             a = args[p.index]
             what = self._arg_name(p.index)
-            if p.kind == "buffer":
+            if p.kind in ("buffer", "tmap"):
                 if not (hasattr(a, "data_ptr") and hasattr(a, "get_device")):
                     raise ArgumentError(f"{what} of kernel '{kname}' must be a torch tensor, got {type(a).__name__}")
                 dev = a.get_device()
@@ -308,7 +312,7 @@ class _Helper:
                         f"{what} on cuda:{dev}",
                         hint="move every tensor to one device",
                     )
-                if not a.is_contiguous():
+                if p.kind == "buffer" and not a.is_contiguous():
                     raise ArgumentError(
                         f"{what} of kernel '{kname}' is not contiguous (shape {tuple(a.shape)}, strides {a.stride()})",
                         hint="pass a contiguous tensor, e.g. x.contiguous()",
@@ -390,6 +394,12 @@ class CtypesLauncher:
         self._fn = ctypes.c_void_p()
         self._ctx = 0
         self._cur = ctypes.c_void_p()
+        self.dim_names: tuple[str, ...] = tuple(self.meta.dims)
+
+    def launch_on(self, device: int, args: Sequence[Any], dims: tuple[int, ...]) -> None:
+        """Launch with ``dims`` ordered like ``dim_names``, for callers that checked that every tensor
+        is a contiguous tensor on CUDA device ``device`` (this launcher reads the device anyway)."""
+        self(args, dims)
 
     def __call__(self, args: Sequence[Any], dims: Sequence[int] | Mapping[str, int] | None = ()) -> None:
         if not dims:
@@ -484,13 +494,21 @@ class _DeferredLauncher:
     """Stands in when no CUDA driver was found at load time (compiling on a machine without a GPU):
     the first call builds the real launcher, or raises ``CudaNotAvailableError``."""
 
-    def __init__(self, binary: CudaBinary, meta: KernelMeta, check_args: bool) -> None:
-        self.binary, self.meta, self.check_args = binary, meta, check_args
-        self._real: Callable[..., None] | None = None
+    def __init__(self, binary: CudaBinary, meta: KernelMeta, check_args: bool,
+                 fallback: Callable[[], Callable[..., None]] | None = None) -> None:
+        self.binary, self.meta, self.check_args, self.fallback = binary, meta, check_args, fallback
+        self._real: Any = None
+        self.dim_names: tuple[str, ...] = tuple(meta.dims)
+
+    def launch_on(self, device: int, args: Sequence[Any], dims: tuple[int, ...]) -> None:
+        if self._real is None:
+            self(args, dims)
+        else:
+            self._real.launch_on(device, args, dims)
 
     def __call__(self, args: Sequence[Any], dims: Any = ()) -> None:
         if self._real is None:
-            self._real = load(self.binary, self.meta, check_args=self.check_args)
+            self._real = load(self.binary, self.meta, check_args=self.check_args, fallback=self.fallback)
             if isinstance(self._real, _DeferredLauncher):
                 self._real = None
                 driver.libcuda()  # raises the error that says what is missing
@@ -506,19 +524,25 @@ def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,
     ``CudaNotAvailableError``. ``check_args=False`` skips the per-call checks that every tensor
     is a contiguous CUDA tensor on one device (the first tensor's device is used): for callers
     that checked already, such as ``JITKernel``'s argument binder. Kernels with TMA tensor maps
-    (sm_90a) get ``runtime_tma.TmaLauncher``; ``fallback`` builds the launcher it switches to for
-    tensors TMA cannot describe.
+    (sm_90a) encode them per call (cached, see ``runtime_tma``); ``fallback`` builds the launcher
+    they switch to for tensors TMA cannot describe.
+
+    Every launcher also has ``dim_names`` (``meta.dims``) and ``launch_on(device, args, dims)``
+    (dims as a tuple in that order), the entry of callers that checked the tensors themselves.
     """
     kernel = LoadedKernel(binary, meta)  # validates that the names agree
-    if meta.tensor_maps:
-        from .runtime_tma import TmaLauncher
-
-        return TmaLauncher(kernel, fallback)
     plan = _Plan(meta)
     try:
         driver.libcuda()
     except driver.CudaNotAvailableError:
-        return _DeferredLauncher(binary, meta, check_args)
+        return _DeferredLauncher(binary, meta, check_args, fallback)
+    if meta.tensor_maps:
+        from .runtime_tma import TmaLauncher, TmaMaps
+
+        maps = TmaMaps(kernel, fallback)
+        if launcher_kind() == "cython":
+            return _EXT.Launcher(kernel, plan, maps.helper(), check_args)
+        return TmaLauncher(kernel, maps)
     if launcher_kind() == "cython":
         return _EXT.Launcher(kernel, plan, _Helper(kernel), check_args)
     return CtypesLauncher(kernel, plan, check_args)

@@ -1,4 +1,4 @@
-"""The launcher of kernels with TMA tensor-map parameters (sm_90a).
+"""Kernels with TMA tensor-map parameters (sm_90a): encoding the maps, and the ctypes launcher.
 
 Each ``kind == "tmap"`` parameter is a 128-byte ``CUtensorMap`` encoded on the host with
 ``cuTensorMapEncodeTiled`` from the tensor's address, shape and strides (the box and swizzle come
@@ -6,6 +6,10 @@ from ``meta.tensor_maps``), cached per (address, shape, strides), and passed by 
 TMA cannot describe (address not 16-byte aligned, a stride not a multiple of 16 bytes, a
 non-unit innermost stride) switches the call to the ``fallback`` launcher (the same kernel
 compiled without TMA), with a debug log line, never a wrong answer.
+
+``TmaMaps`` holds the per-kernel part (which parameter is which map, the switch to the fallback);
+the compiled launcher (``_launcher.pyx``, parameter code ``C_TMAP``) calls its ``helper()``'s
+``tma_map`` on a cache miss. ``TmaLauncher`` is the ctypes twin used when it is not built.
 """
 
 from __future__ import annotations
@@ -61,44 +65,89 @@ def encode(t: Any, dtype: str, box: tuple[int, ...], swizzle: int) -> bytes:
     return ctypes.string_at(addr, _SLOT)
 
 
-class TmaLauncher:
-    """``launcher(args, dims=())`` for a kernel with tensor-map parameters (ctypes)."""
+class TmaMaps:
+    """One kernel's tensor maps: the description of each ``tmap`` parameter and the fallback."""
 
     def __init__(self, kernel: LoadedKernel, fallback: Callable[[], Callable[..., None]] | None = None) -> None:
         self.kernel = kernel
         self.meta = meta = kernel.meta
+        maps = iter(meta.tensor_maps)
+        #: parameter position -> (tensor arg index, dtype name, box, swizzle)
+        self.infos: dict[int, tuple[int, str, tuple[int, ...], int]] = {
+            i: next(maps) for i, p in enumerate(meta.params) if p.kind == "tmap"}
+        self._fallback_factory = fallback
+        self._fallback: Callable[..., None] | None = None
+
+    def encode_param(self, pos: int, t: Any) -> bytes | str:
+        """The map of parameter ``pos`` for tensor ``t``, or why TMA cannot describe ``t``."""
+        info = self.infos[pos]
+        try:
+            return encode(t, info[1], info[2], info[3])
+        except TmaUnsupported as e:
+            return str(e)
+
+    def helper(self) -> _Helper:
+        """The compiled launcher's helper: ``_Helper`` with ``tma_map`` and ``use_fallback``."""
+        helper = _Helper(self.kernel)
+        helper.tma_map = self.encode_param  # type: ignore[attr-defined]
+        helper.use_fallback = self.use_fallback  # type: ignore[attr-defined]
+        return helper
+
+    def use_fallback(self, args: Sequence[Any], dims: Any, why: str) -> None:
+        """Run this call on the launcher built without TMA (or say why there is none)."""
+        if self._fallback_factory is None:
+            raise ArgumentError(f"kernel '{self.meta.kernel_name}': a tensor cannot be described for TMA ({why})",
+                                hint="pass contiguous 16-byte-aligned tensors, or compile with "
+                                     "pass_configs={'tl.disable_tma_lower': True}")
+        if self._fallback is None:
+            log.debug("kernel '%s': TMA cannot describe a tensor (%s); using the cp.async build",
+                      self.meta.kernel_name, why)
+            self._fallback = self._fallback_factory()
+        self._fallback(args, dims)
+
+
+class TmaLauncher:
+    """``launcher(args, dims=())`` for a kernel with tensor-map parameters (ctypes)."""
+
+    def __init__(self, kernel: LoadedKernel, maps: TmaMaps) -> None:
+        self.kernel = kernel
+        self.meta = meta = kernel.meta
+        self.maps = maps
         n = max(1, len(meta.params))
         self._raw = (ctypes.c_uint8 * (_SLOT * n + 64))()
         base = (ctypes.addressof(self._raw) + 63) // 64 * 64
         self._addr = [base + _SLOT * i for i in range(n)]
         self._ptrs = (ctypes.c_void_p * n)(*self._addr)
-        maps = iter(meta.tensor_maps)
         self._items: list[tuple[str, int, Any]] = []
         for p in meta.params:
-            if p.kind == "tmap":
-                self._items.append(("tmap", p.index, next(maps)))
-            elif p.kind == "buffer":
-                self._items.append(("buffer", p.index, None))
+            if p.kind in ("tmap", "buffer"):
+                self._items.append((p.kind, p.index, None))
             else:
                 code = _SCALAR_CODES.get(p.dtype)
                 if code is None:
                     raise ArgumentError(f"kernel parameter '{p.name}' has dtype {p.dtype}, which cannot be passed")
                 self._items.append((p.kind, p.index, _conv(code)))
-        self._bufs = [p.index for p in meta.params if p.kind == "buffer"]
+        self._bufs = [p.index for p in meta.params if p.kind in ("buffer", "tmap")]
         self._cache: dict[tuple, bytes] = {}
         self._helper = _Helper(kernel)
-        self._fallback_factory = fallback
-        self._fallback: Callable[..., None] | None = None
         self._grid_fn = None if meta.grid_static is not None else meta.grid
+        self.dim_names: tuple[str, ...] = tuple(meta.dims)
 
-    def _map(self, t: Any, info: tuple[int, str, tuple[int, ...], int]) -> bytes:
-        key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), info)
+    def _map(self, pos: int, t: Any) -> bytes:
+        key = (pos, t.data_ptr(), tuple(t.shape), tuple(t.stride()))
         m = self._cache.get(key)
         if m is None:
-            if len(self._cache) > 256:
+            got = self.maps.encode_param(pos, t)
+            if isinstance(got, str):
+                raise TmaUnsupported(got)
+            if len(self._cache) >= 256:
                 self._cache.clear()
-            m = self._cache[key] = encode(t, info[1], info[2], info[3])
+            m = self._cache[key] = got
         return m
+
+    def launch_on(self, device: int, args: Sequence[Any], dims: tuple[int, ...]) -> None:
+        """Launch with ``dims`` ordered like ``dim_names`` (this launcher reads the device anyway)."""
+        self(args, dims)
 
     def __call__(self, args: Sequence[Any], dims: Sequence[int] | Mapping[str, int] | None = ()) -> None:
         if not dims:
@@ -110,13 +159,13 @@ class TmaLauncher:
             for i, (kind, idx, extra) in enumerate(self._items):
                 at = self._addr[i]
                 if kind == "tmap":
-                    ctypes.memmove(at, self._map(args[idx], extra), _SLOT)
+                    ctypes.memmove(at, self._map(i, args[idx]), _SLOT)
                 elif kind == "buffer":
                     ctypes.c_uint64.from_address(at).value = args[idx].data_ptr()
                 else:
                     ctypes.c_uint64.from_address(at).value = extra(dims[idx] if kind == "dim" else args[idx])
         except TmaUnsupported as e:
-            self._use_fallback(args, dims, str(e))
+            self.maps.use_fallback(args, dims, str(e))
             return
         except (AttributeError, TypeError, ValueError, OverflowError, IndexError, struct.error):
             self._helper.diagnose(args, dims)
@@ -139,14 +188,3 @@ class TmaLauncher:
             lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
         if res != 0:
             self._helper.launch_error(res, dev, (gx, gy, gz))
-
-    def _use_fallback(self, args: Sequence[Any], dims: Any, why: str) -> None:
-        if self._fallback_factory is None:
-            raise ArgumentError(f"kernel '{self.meta.kernel_name}': a tensor cannot be described for TMA ({why})",
-                                hint="pass contiguous 16-byte-aligned tensors, or compile with "
-                                     "pass_configs={'tl.disable_tma_lower': True}")
-        if self._fallback is None:
-            log.debug("kernel '%s': TMA cannot describe a tensor (%s); using the cp.async build",
-                      self.meta.kernel_name, why)
-            self._fallback = self._fallback_factory()
-        self._fallback(args, dims)

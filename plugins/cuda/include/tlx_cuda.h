@@ -82,6 +82,35 @@ TLX_DEV void tlx_copy8(void* d, const void* s, bool p) { tlx_v8 v = {0u, 0u}; if
 TLX_DEV void tlx_copy4(void* d, const void* s, bool p) {
   unsigned int v = 0u; if (p) v = *(const unsigned int*)s; *(unsigned int*)d = v;
 }
+// Vector stores of w adjacent elements (the vector epilogue, lower/epilogue.py; the caller proves
+// the address is w*elem-byte aligned): one 4/8/16-byte store instead of w element stores. Values
+// come in fp32 and are rounded once (round to nearest even), as an element store rounds them.
+TLX_DEV tlx_u32 tlx_cvt_h2(float lo, float hi) {
+  tlx_u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
+}
+TLX_DEV tlx_u32 tlx_cvt_b2(float lo, float hi) {
+  tlx_u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
+}
+TLX_DEV void tlx_st2(tlx_half* p, float a, float b) { *(tlx_u32*)p = tlx_cvt_h2(a, b); }
+TLX_DEV void tlx_st2(tlx_bf16* p, float a, float b) { *(tlx_u32*)p = tlx_cvt_b2(a, b); }
+TLX_DEV void tlx_st2(float* p, float a, float b) {
+  tlx_v8 v = {__float_as_uint(a), __float_as_uint(b)}; *(tlx_v8*)p = v;
+}
+TLX_DEV void tlx_st4(tlx_half* p, float a, float b, float c, float d) {
+  tlx_v8 v = {tlx_cvt_h2(a, b), tlx_cvt_h2(c, d)}; *(tlx_v8*)p = v;
+}
+TLX_DEV void tlx_st4(tlx_bf16* p, float a, float b, float c, float d) {
+  tlx_v8 v = {tlx_cvt_b2(a, b), tlx_cvt_b2(c, d)}; *(tlx_v8*)p = v;
+}
+TLX_DEV void tlx_st4(float* p, float a, float b, float c, float d) {
+  tlx_v16 v = {__float_as_uint(a), __float_as_uint(b), __float_as_uint(c), __float_as_uint(d)}; *(tlx_v16*)p = v;
+}
+TLX_DEV void tlx_st8(tlx_half* p, float a, float b, float c, float d, float e, float f, float g, float h) {
+  tlx_v16 v = {tlx_cvt_h2(a, b), tlx_cvt_h2(c, d), tlx_cvt_h2(e, f), tlx_cvt_h2(g, h)}; *(tlx_v16*)p = v;
+}
+TLX_DEV void tlx_st8(tlx_bf16* p, float a, float b, float c, float d, float e, float f, float g, float h) {
+  tlx_v16 v = {tlx_cvt_b2(a, b), tlx_cvt_b2(c, d), tlx_cvt_b2(e, f), tlx_cvt_b2(g, h)}; *(tlx_v16*)p = v;
+}
 TLX_DEV void tlx_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 #define TLX_CP_ASYNC_WAIT(n) asm volatile("cp.async.wait_group " #n ";" ::: "memory")
 

@@ -59,6 +59,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     opts = perf_options(ctx)
     lc.fold_clear, lc.prefetch_fragments, lc.hoist_fragments = (
         opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
+    lc.vector_epilogue = opts.vector_epilogue
     ctx.data["cuda.lower"] = lc
     hook = ctx.options.get("hook") if isinstance(getattr(ctx, "options", None), dict) else None
 

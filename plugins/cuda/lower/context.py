@@ -32,6 +32,7 @@ class LowerCtx:
     fold_clear: bool = False
     prefetch_fragments: bool = False
     hoist_fragments: bool = False
+    vector_epilogue: bool = False
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:

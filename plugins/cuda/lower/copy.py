@@ -16,6 +16,7 @@ from ..analysis import divisor, prove_lt
 from ..layout_inference import uses_copy_nest
 from ..lir import THREAD, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import copy_nest
+from .epilogue import lower_vector_store, vector_store_plan
 from .parallel import lower_nest
 
 
@@ -28,6 +29,10 @@ def lower_copy(op: Copy, lc: Any) -> Stmt:
         vec = _vector_plan(op, lc)
         if vec is not None:
             return _vector_copy(op, vec, lc)
+    if lc.vector_epilogue:
+        plan = vector_store_plan(op, lc)
+        if plan is not None:
+            return lower_vector_store(op, plan[0], plan[1], lc)
     entry = lc.loops.get(id(op))
     if entry is not None:
         return lower_nest(entry[1], entry[0], lc)

@@ -92,10 +92,5 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const tlx_half* __
       x[v_9 & 7] = x[v_9 & 7] / row_sum[0];
     }
   }
-  {  // parallel
-    #pragma unroll
-    for (int v_10 = 0; v_10 < 8; ++v_10) {
-      Y[(((bx * 4) + ((tx >> 5) & 3)) * 256) + (((tx & 31) * 8) + (v_10 & 7))] = tlx_f2h(x[v_10 & 7]);
-    }
-  }
+  tlx_st8(&Y[(((bx * 4) + ((tx >> 5) & 3)) * 256) + (((tx & 31) * 8) + 0)], x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]);
 }
