@@ -9,6 +9,13 @@ Measures, in microseconds of host (CPU) time per call, on tiny tensors so the GP
   (static shape), with the output passed in (``prealloc``) and allocated by the kernel (``alloc``);
 - ``torch_*``: torch.add with ``out=`` and ``a + b`` (a vendor-library launch for scale).
 
+Each ``tile`` kernel also reports ``driver_floor`` (its own cuLaunchKernel called from C in a
+loop), ``launcher_only`` (the launcher fed the checked arguments) and ``over_floor_*`` (our host
+time above the floor, the part we control).
+
+``--fake-driver`` runs without a GPU: a no-op C ``cuLaunchKernel`` and CPU tensors, timing only
+our own host work per call (see ``_fake_cuda.py``).
+
 Run: ``python bench/launch_overhead.py --out $OUT/launch_overhead.json``
 """
 
@@ -30,23 +37,28 @@ extern "C" __global__ void __launch_bounds__(256) vector_add(const float* __rest
 """
 
 
-def host_us(call: Callable[[], Any], calls: int, batch: int = 100) -> dict[str, float]:
+def host_us(call: Callable[[], Any], calls: int, batch: int = 100, gpu: bool = True) -> dict[str, float]:
     """Median and min over batches of the host time per call, in microseconds."""
     import torch
 
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
     for _ in range(50):
         call()
-    torch.cuda.synchronize()
+    sync()
     per_call = []
     for _ in range(max(1, calls // batch)):
-        torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter_ns()
         for _ in range(batch):
             call()
         t1 = time.perf_counter_ns()
         per_call.append((t1 - t0) / batch / 1000.0)
-    torch.cuda.synchronize()
+    sync()
     return {"median_us": round(statistics.median(per_call), 3), "min_us": round(min(per_call), 3)}
+
+
+def _over(total: dict[str, float], floor: dict[str, float]) -> float:
+    return round(total["median_us"] - floor["median_us"], 3)
 
 
 def handwritten(kind: str, calls: int) -> dict[str, Any]:
@@ -122,31 +134,106 @@ def tile_kernels(calls: int) -> dict[str, Any]:
     n = 1024
     a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     c = torch.empty_like(a)
-    if vadd is None:
-        out["vector_add"] = {"error": err}
-    else:
-        ok, err = attempt(lambda: torch.testing.assert_close(vadd(a, b), a + b))
-        out["vector_add"] = {"error": err} if err else {
-            "prealloc": host_us(lambda: vadd(a, b, c), calls),
-            "alloc": host_us(lambda: vadd(a, b), calls),
-        }
-    a2, b2 = a.view(32, 32), b.view(32, 32)
-    c2 = c.view(32, 32)
-    if leaky is None:
-        out["leaky_add_static"] = {"error": err2}
-    else:
-        out["leaky_add_static"] = {
-            "prealloc": host_us(lambda: leaky(a2, b2, c2), calls),
-            "alloc": host_us(lambda: leaky(a2, b2), calls),
-        }
+    a2, b2, c2 = a.view(32, 32), b.view(32, 32), c.view(32, 32)
+    for name, kernel, error, args in (("vector_add", vadd, err, (a, b)), ("leaky_add_static", leaky, err2, (a2, b2))):
+        if kernel is None:
+            out[name] = {"error": error}
+            continue
+        ok, error = attempt(lambda kernel=kernel, name=name, args=args: torch.testing.assert_close(
+            kernel(*args), _reference(name, *args)))
+        out[name] = {"error": error} if error else tile_parts(kernel, args, c2 if args[0].dim() == 2 else c, calls)
+    return out
+
+
+def _reference(name: str, x: Any, y: Any) -> Any:
+    s = x + y
+    return s if name == "vector_add" else s.where(s > 0, s * 0.1)
+
+
+def tile_parts(kernel: Any, inputs: tuple[Any, ...], out: Any, calls: int, gpu: bool = True) -> dict[str, Any]:
+    """One kernel object's host time per call, both ways, with the launcher and driver alone."""
+    args = (*inputs, out)
+    result: dict[str, Any] = {
+        "prealloc": host_us(lambda: kernel(*args), calls, gpu=gpu),
+        "alloc": host_us(lambda: kernel(*inputs), calls, gpu=gpu),
+    }
+    values, dims, _ = kernel._binder.bind(args)
+    launcher = kernel.launcher
+    if hasattr(launcher, "launch_on"):
+        dev = max(0, out.get_device())
+        ordered = tuple(dims[name] for name in launcher.dim_names)
+        result["launcher_only"] = host_us(lambda: launcher.launch_on(dev, values, ordered), calls, gpu=gpu)
+    result["binder_only"] = host_us(lambda: kernel._binder.bind(args), calls, gpu=gpu)
+    if hasattr(launcher, "_launch_repeat"):
+        kernel(*args)
+        floor = host_us(lambda: launcher._launch_repeat(100), calls // 100, batch=1, gpu=gpu)
+        result["driver_floor"] = floor = {k: round(v / 100, 3) for k, v in floor.items()}
+        result["over_floor_prealloc_us"] = _over(result["prealloc"], floor)
+        result["over_floor_alloc_us"] = _over(result["alloc"], floor)
+    return result
+
+
+def fake_driver(calls: int) -> dict[str, Any]:
+    """Our host time per call above a no-op driver, on CPU tensors (no GPU needed)."""
+    import _fake_cuda as fake
+    import torch
+
+    from tests.kernels import elementwise
+    from tilelang_x import knobs
+    from tilelang_x.plugins.cuda.meta import KernelMeta, ParamSpec
+
+    make = fake.compiled_launchers(fake.fake_library())
+    params = (ParamSpec("a", "buffer", 0, "float32", "const float*"),
+              ParamSpec("b", "buffer", 1, "float32", "const float*"),
+              ParamSpec("c", "buffer", 2, "float32", "float*"),
+              ParamSpec("n", "dim", 0, "int32", "int"))
+    dynamic = KernelMeta("vector_add", params, (256, 1, 1), dims=("n",), grid_source="(({n} + 255) // 256, 1, 1)")
+    static = KernelMeta("vector_add", params, (256, 1, 1), dims=("n",), grid_static=(4, 1, 1))
+    n = 1024
+    a, b = torch.randn(n), torch.randn(n)
+    c = torch.empty_like(a)
+    args, dims_list, dims_map = [a, b, c], [n], {"n": n}
+    out: dict[str, Any] = {}
+    dyn, st, unchecked = make(dynamic), make(static), make(static, False)
+    out["launcher_cython"] = {
+        "dynamic_grid_dims_list": host_us(lambda: dyn(args, dims_list), calls, gpu=False),
+        "dynamic_grid_dims_mapping": host_us(lambda: dyn(args, dims_map), calls, gpu=False),
+        "dynamic_grid_launch_on": host_us(lambda: dyn.launch_on(0, args, (n,)), calls, gpu=False),
+        "static_grid": host_us(lambda: st(args, dims_list), calls, gpu=False),
+        "static_grid_check_args_false": host_us(lambda: unchecked(args, dims_list), calls, gpu=False),
+    }
+    with knobs.scope(target_default="cuda:sm_90a"):
+        kernels = {"vector_add": elementwise.vector_add(), "leaky_add_static": elementwise.leaky_add(32, 32)}
+    for name, kernel in kernels.items():
+        fake.on_cpu(kernel, make(kernel.launcher.meta, False))
+        inputs, o = ((a, b), c) if name == "vector_add" else ((a.view(32, 32), b.view(32, 32)), c.view(32, 32))
+        out[name] = tile_parts(kernel, inputs, o, calls, gpu=False)
+    f32, dev = torch.float32, a.device
+    out["torch_add_out"] = host_us(lambda: torch.add(a, b, out=c), calls, gpu=False)
+    out["alloc"] = {
+        "torch.empty(device=a.device)": host_us(lambda: torch.empty((n,), dtype=f32, device=a.device), calls,
+                                                gpu=False),
+        "torch.empty(cached device)": host_us(lambda: torch.empty((n,), dtype=f32, device=dev), calls, gpu=False),
+        "a.new_empty": host_us(lambda: a.new_empty((n,), dtype=f32), calls, gpu=False),
+        "torch.empty_like(a)": host_us(lambda: torch.empty_like(a), calls, gpu=False),
+    }
     return out
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0], lambda p: p.add_argument("--calls", type=int, default=20000))
+    def extra(p: Any) -> None:
+        p.add_argument("--calls", type=int, default=20000)
+        p.add_argument("--fake-driver", action="store_true",
+                       help="no GPU: time our host work above a no-op cuLaunchKernel on CPU tensors")
+
+    args = parse_args(__doc__.splitlines()[0], extra)
     import torch
 
     calls = 2000 if args.quick else args.calls
+    if args.fake_driver:
+        result = {"bench": "launch_overhead_fake_driver", "info": device_info(), **fake_driver(calls)}
+        emit(result, args.out)
+        return
     result: dict[str, Any] = {"bench": "launch_overhead", "info": device_info(), "target_us": 3.0,
                               "tilelang_reference_us": 10.0}
     for kind in ("cython", "ctypes"):

@@ -9,6 +9,7 @@ Passing every parameter, outputs included, writes into the caller's tensors and 
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from .args import ArgBinder, normalize_out_idx
@@ -61,7 +62,8 @@ class JITKernel:
         self.func = func
         self.target = target
         self.source = source if source is not None else ""
-        self.launcher = launcher
+        self._launcher = launcher
+        self._call: Any = self._first_call
         self.lowered_func = lowered_func if lowered_func is not None else func
         if len(self.lowered_func.params) != len(func.params):
             raise ValueError(
@@ -82,9 +84,33 @@ class JITKernel:
     def params(self) -> tuple[Any, ...]:
         return self.func.params
 
+    @property
+    def launcher(self) -> Any:
+        """``launcher(values, dims)``: the backend's launch of the compiled kernel."""
+        return self._launcher
+
+    @launcher.setter
+    def launcher(self, launcher: Any) -> None:
+        self._launcher = launcher
+        self._call = self._first_call
+
     def __call__(self, *args: Any) -> Any:
+        return self._call(args)
+
+    def _first_call(self, args: tuple[Any, ...]) -> Any:
+        """Generate the fused check-and-launch path (``args_fast.fused_call``) once torch is loaded."""
+        from .args_fast import fused_call
+
+        fused = fused_call(self._binder, self._launcher, self._checked_call)
+        if fused is not None:
+            self._call = fused
+        elif "torch" in sys.modules:
+            self._call = self._checked_call
+        return self._call(args) if fused is not None else self._checked_call(args)
+
+    def _checked_call(self, args: tuple[Any, ...]) -> Any:
         values, dims, outputs = self._binder.bind(args)
-        self.launcher(values, dims)
+        self._launcher(values, dims)
         return outputs
 
     def get_kernel_source(self) -> str:

@@ -32,6 +32,7 @@ cdef launch_fn_t _cuLaunchKernel = NULL
 cdef ctx_get_fn_t _cuCtxGetCurrent = NULL
 cdef ctx_push_fn_t _cuCtxPushCurrent = NULL
 cdef ctx_pop_fn_t _cuCtxPopCurrent = NULL
+cdef int _min_device = 0  # -1: CPU tensors pass the device check (benchmarks with a fake driver)
 
 # Parameter codes (same numbering as runtime.py's CODES).
 cdef enum:
@@ -71,6 +72,13 @@ def bind_driver(uintptr_t launch, uintptr_t ctx_get, uintptr_t ctx_push, uintptr
     _cuCtxPopCurrent = <ctx_pop_fn_t><void*>ctx_pop
 
 
+def _accept_host_tensors(bint accept):
+    """Let CPU tensors through the device check (``bench/launch_overhead.py --fake-driver`` times
+    the launch path on them against a no-op driver); never for real launches."""
+    global _min_device
+    _min_device = -1 if accept else 0
+
+
 def is_bound():
     """Whether ``bind_driver`` was called."""
     return _cuLaunchKernel != NULL
@@ -91,8 +99,9 @@ cdef inline uint16_t _f32_to_bf16(float x) noexcept:
     return <uint16_t>(bits >> 16)
 
 
-cdef enum:
-    GRID_LIMIT = 1 << 40  # operands beyond this go to the Python grid function (no int64 overflow)
+# Grid operands beyond this go to the Python grid function (so int64 never overflows).
+cdef int64_t GRID_LIMIT = (<int64_t>1) << 40
+cdef int64_t MUL_LIMIT = (<int64_t>1) << 22  # one factor at most this: |product| < 2**62
 
 
 cdef class Launcher:
@@ -294,9 +303,8 @@ cdef class Launcher:
                 elif op == G_SUB:
                     a = a - b
                 elif op == G_MUL:
-                    if a > (1 << 20) or a < -(1 << 20) or b > (1 << 20) or b < -(1 << 20):
-                        if a != 0 and b != 0:
-                            return 0
+                    if (a > MUL_LIMIT or a < -MUL_LIMIT) and (b > MUL_LIMIT or b < -MUL_LIMIT):
+                        return 0
                     a = a * b
                 elif op == G_FLOORDIV or op == G_MOD:
                     if b == 0:
@@ -348,14 +356,14 @@ cdef class Launcher:
             dims = self._dims_from_dict(<dict>dims)
         elif type(dims) is not tuple and type(dims) is not list:
             dims = self.dims_list(dims)
-        return self._run(args, dims, -1, self.check_args)
+        return self._run(args, dims, -1, False, self.check_args)
 
     def launch_on(self, int device, args, tuple dims):
         """Launch on ``device`` with ``dims`` ordered like ``dim_names``, reading no tensor's device
         and checking no contiguity: for callers that checked both (every tensor on ``device``)."""
-        return self._run(args, dims, device, False)
+        return self._run(args, dims, device, True, False)
 
-    cdef object _run(self, object args, object dims, int dev, bint check):
+    cdef object _run(self, object args, object dims, int dev, bint given, bint check):
         cdef int i, code, d
         cdef CUstream stream
         cdef object a, t, m
@@ -367,7 +375,7 @@ cdef class Launcher:
         cdef CUresult res
         cdef const char* mp
         cdef bint bad = False
-        cdef bint given = dev >= 0
+        cdef bint first = True
         if _cuLaunchKernel == NULL:
             raise RuntimeError("tilelang_x CUDA launcher used before bind_driver()")
         try:
@@ -375,11 +383,12 @@ cdef class Launcher:
                 code = self.codes[i]
                 if code == C_PTR or code == C_TMAP:
                     t = args[self.index[i]]
-                    if not given and (dev < 0 or check):
+                    if not given and (first or check):
                         d = t.get_device()
-                        if dev < 0:
+                        if first:
                             dev = d
-                        if d < 0 or d != dev or (check and code == C_PTR and not t.is_contiguous()):
+                            first = False
+                        if d < _min_device or d != dev or (check and code == C_PTR and not t.is_contiguous()):
                             bad = True
                             break
                     if code == C_PTR:

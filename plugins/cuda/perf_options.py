@@ -12,6 +12,9 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
 - ``tlx.vector_epilogue``: a fragment → global ``T.copy`` (the GEMM epilogue) stores the adjacent
   columns a thread holds (pairs in the mma/wgmma accumulators) with one 4/8/16-byte store
   (``lower/epilogue.py``); off: one store per element. Applies to the sm_80 and sm_90a paths.
+- ``tlx.staged_epilogue``: on sm_90a, an fp16/bf16 copy of a wgmma accumulator to global goes
+  through a per-warp shared staging slot (stmatrix, then 16-byte coalesced stores;
+  ``lower/staged_epilogue.py``); not in persistent kernels. Off: the vector epilogue above.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ class PerfOptions:
     hoist_fragments: bool = True
     fold_clear: bool = True
     vector_epilogue: bool = True
+    staged_epilogue: bool = True
 
 
 def perf_options(ctx: Any) -> PerfOptions:
@@ -36,4 +40,4 @@ def perf_options(ctx: Any) -> PerfOptions:
         return bool(configs.get(name, True))
 
     return PerfOptions(on("tlx.prefetch_fragments"), on("tlx.hoist_fragments"), on("tlx.fold_clear"),
-                       on("tlx.vector_epilogue"))
+                       on("tlx.vector_epilogue"), on("tlx.staged_epilogue"))

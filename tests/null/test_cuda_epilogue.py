@@ -24,6 +24,8 @@ from tilelang_x.plugins.cuda.lir import Block, Evaluate, Intrin, PtrTo
 from tilelang_x.target import Target
 
 OFF = {"tlx.vector_epilogue": False}
+#: the vector path alone (the staged epilogue, test_cuda_staged_epilogue.py, would take the sm_90a cases)
+VEC = {"tlx.staged_epilogue": False}
 
 _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
         "//": lambda a, b: a // b, "%": lambda a, b: a % b, "<": lambda a, b: a < b,
@@ -139,7 +141,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_vector_epilogue_writes_what_the_element_copy_writes(name: str) -> None:
     make, arch, fn = CASES[name]
-    vec, grid, threads = _epilogue(make(), arch, {})
+    vec, grid, threads = _epilogue(make(), arch, VEC)
     assert any(isinstance(n, Intrin) and n.fn == fn for n in walk(vec)), "the vector path was not taken"
     ref, grid_ref, threads_ref = _epilogue(make(), arch, OFF)
     assert not any(isinstance(n, Intrin) and n.fn.startswith("tlx_st") for n in walk(ref))
@@ -148,7 +150,7 @@ def test_vector_epilogue_writes_what_the_element_copy_writes(name: str) -> None:
 
 
 def test_odd_row_length_keeps_element_stores() -> None:
-    vec, _, _ = _epilogue(_gemm(64, 137, 64, block_M=64, block_N=64, block_K=32), "sm_90a", {})
+    vec, _, _ = _epilogue(_gemm(64, 137, 64, block_M=64, block_N=64, block_K=32), "sm_90a", VEC)
     assert not any(isinstance(n, Intrin) and n.fn.startswith("tlx_st") for n in walk(vec))
 
 
@@ -176,6 +178,6 @@ def _stores(func: Any, configs: dict[str, bool]) -> dict[str, int]:
 def test_sass_wgmma_epilogue_stores_pairs() -> None:
     """128×256 tile, 256 consumer threads: 64 4-byte stores per thread instead of 128 2-byte ones."""
     func = _gemm(512, 512, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
-    on, off = _stores(func, {}), _stores(func, OFF)
+    on, off = _stores(func, VEC), _stores(func, OFF)
     assert on.get("STG.E") == 64 and not on.get("STG.E.U16"), on
     assert off.get("STG.E.U16") == 128 and not off.get("STG.E"), off

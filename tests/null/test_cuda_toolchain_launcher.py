@@ -46,7 +46,7 @@ class FakeDriver:
         def launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
             values = []
             for i, p in enumerate(meta.params):
-                size = SIZES["buffer" if p.kind == "buffer" else p.dtype]
+                size = 128 if p.kind == "tmap" else SIZES["buffer" if p.kind == "buffer" else p.dtype]
                 values.append(ctypes.string_at(params[i], size))
             self.launches.append(dict(fn=fn, grid=(gx, gy, gz), block=(bx, by, bz), smem=smem, stream=stream,
                                       values=values))
@@ -341,3 +341,109 @@ def test_cubin_and_metadata_must_name_the_same_kernel():
 
     with pytest.raises(ArgumentError, match="launch metadata names 'k'"):
         runtime.load(CudaBinary(b"\x7fELF", "sm_90a", "other"), _meta())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("source", [
+    "(({M} + 127) // 128, 2, 1)",
+    "(max({M} // 3, 1), min({M}, 7) % 4, (0 - {M}) // 100 + 50)",  # floor division of negatives
+    "({M} * 8000000 * 8000000 // 1000000000000, 1, 1)",  # a product beyond the program: the Python function
+    "(({M} + 1) // ({M} - {M} + 1), 1, 1)",
+])
+def test_grid_program_matches_the_grid_function(make, kind, source):
+    from tilelang_x.plugins.cuda.grid_program import grid_program
+
+    meta = _meta(grid_source=source)
+    launcher, fake, _ = make(meta, kind)
+    values = [1, 127, 129, 1000, 4097, 65535]
+    for m in values:
+        launcher(ARGS, [m])
+    assert [r["grid"] for r in fake.launches] == [meta.grid([m]) for m in values]
+    assert grid_program(source, ("M",)) is not None
+
+
+@pytest.mark.skipif(_launcher is None, reason="compiled launcher not built")
+def test_grid_program_runs_without_python(make):
+    meta = _meta(grid_source="(({M} + 127) // 128, 2, 1)")
+    launcher, fake, kernel = make(meta, "cython")
+    plan = runtime._Plan(meta)
+    plan.grid_fn = None  # calling it would raise TypeError (and fail the launch)
+    helper = runtime._Helper(kernel)
+    helper.get_stream = lambda dev: 0x77
+    _launcher.Launcher(kernel, plan, helper)(ARGS, [300])
+    assert fake.launches[-1]["grid"] == (3, 2, 1)
+
+
+def test_grid_program_rejects_what_it_cannot_run():
+    from tilelang_x.plugins.cuda.grid_program import grid_program, run
+
+    assert grid_program("(({M} + 127) / 128, 1, 1)", ("M",)) is None
+    assert grid_program("(abs({M}), 1, 1)", ("M",)) is None
+    assert grid_program("({M}, 1)", ("M",)) is None
+    prog = grid_program("(-{M} // 3, max({M}, {N}, 9), {N} % 5)", ("M", "N"))
+    assert prog is not None and run(prog, [10, 12]) == (1, 12, 2)
+    assert run(prog, [-10, 3]) == (3, 9, 3) and run(prog, [7, 0]) == (1, 9, 1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_launch_on_takes_the_callers_device_and_ordered_dims(make, kind):
+    launcher, fake, kernel = make(_meta(), kind)
+    assert launcher.dim_names == ("M",)
+    on1 = [FakeTensor(1, device=1) if isinstance(a, FakeTensor) else a for a in ARGS]
+    launcher.launch_on(1, on1, (300,))
+    assert fake.launches[-1]["grid"] == (3, 2, 1) and fake.launches[-1]["stream"] == 0x78
+    assert struct.unpack("<i", fake.launches[-1]["values"][9])[0] == 300
+    with pytest.raises(ArgumentError, match="dynamic dimension 'M'"):
+        launcher.launch_on(1, on1, ())
+
+
+def _tma_meta() -> KernelMeta:
+    params = (ParamSpec("A", "tmap", 0, "float16", "CUtensorMap"),
+              ParamSpec("B", "buffer", 1, "float16", "half*"),
+              ParamSpec("M", "dim", 0, "int32", "int"))
+    return KernelMeta(kernel_name="k", params=params, block=(128, 1, 1), dims=("M",),
+                      grid_source="(({M} + 127) // 128, 1, 1)", tensor_maps=((0, "float16", (64, 64), 3),))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_tma_maps_are_cached_passed_by_value_and_fall_back(monkeypatch, make, kind):
+    from tilelang_x.plugins.cuda import runtime_tma
+
+    encoded: list[int] = []
+
+    def encode(t, dtype, box, swizzle):
+        if t.data_ptr() % 16:
+            raise runtime_tma.TmaUnsupported(f"address {t.data_ptr():#x}")
+        encoded.append(t.data_ptr())
+        return bytes([t.data_ptr() >> 8 & 0xFF]) * 128
+
+    fallback_calls: list[tuple] = []
+    monkeypatch.setattr(runtime_tma, "encode", encode)
+    meta = _tma_meta()
+    fake = FakeDriver(meta)
+    kernel = FakeKernel(meta)
+    monkeypatch.setattr(driver, "_LIB", fake.lib)
+    maps = runtime_tma.TmaMaps(kernel, lambda: lambda args, dims: fallback_calls.append((args, dims)))
+    saved = _launcher.bound_addresses() if _launcher is not None else None
+    if kind == "cython":
+        _launcher.bind_driver(*fake.addresses())
+        helper = maps.helper()
+        helper.get_stream = lambda dev: 0x77
+        launcher = _launcher.Launcher(kernel, runtime._Plan(meta), helper)
+    else:
+        launcher = runtime_tma.TmaLauncher(kernel, maps)
+        launcher._helper.get_stream = lambda dev: 0x77
+    try:
+        x, y = FakeTensor(0xA100), FakeTensor(0xB000)
+        launcher([x, y], [300])
+        launcher([x, y], {"M": 1})
+        launcher([FakeTensor(0xC200), y], [1])
+        launcher([FakeTensor(0xC208), y], [1])  # not 16-byte aligned: the fallback runs it
+    finally:
+        if saved is not None:
+            _launcher.bind_driver(*saved)
+    assert encoded == [0xA100, 0xC200]
+    assert [r["values"][0] for r in fake.launches] == [b"\xA1" * 128] * 2 + [b"\xC2" * 128]
+    assert [struct.unpack("<Q", r["values"][1])[0] for r in fake.launches] == [0xB000] * 3
+    assert [r["grid"] for r in fake.launches] == [(3, 1, 1), (1, 1, 1), (1, 1, 1)]
+    assert len(fallback_calls) == 1 and fallback_calls[0][0][0].ptr == 0xC208

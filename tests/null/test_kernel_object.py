@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from tilelang_x.args_fast import fast_path
 from tilelang_x.core_ir import Buffer, PrimFunc, Seq, SourceLoc, Var, dtypes
 from tilelang_x.core_ir.errors import ArgumentError, TileLangError
 from tilelang_x.kernel import JITKernel
@@ -224,7 +225,7 @@ def test_fast_path_agrees_with_full_checks() -> None:
         (torch.ones(0, 4, dtype=torch.float16), 1.0, 0),
     ]
     kernel(h, 1.0, 3)  # the fast path is generated on the first call
-    fast = kernel._binder._fast
+    fast = fast_path(kernel._binder)
     assert fast is not None
     for args in cases:
         slow = _bind_slow(kernel, args)
@@ -234,6 +235,52 @@ def test_fast_path_agrees_with_full_checks() -> None:
         assert slow != "error", f"fast path accepted {args!r} that the full checks reject"
         assert _same(list(quick[0]), list(slow[0])) and quick[1] == slow[1] and _same(quick[2], slow[2])
     assert fast((h, 1.0, 3)) is not None  # the common case really is fast
+    _check_fused(kernel, cases, (h, 1.0, 3))
+
+
+class OrderedRecorder(Recorder):
+    """A launcher that takes its dims as a tuple ordered like ``dim_names``."""
+
+    def __init__(self, dim_names: tuple[str, ...]) -> None:
+        super().__init__()
+        self.dim_names = dim_names
+
+    def __call__(self, args: list[Any], dims: Any) -> None:
+        self.calls.append((list(args), dims if isinstance(dims, dict) else dict(zip(self.dim_names, dims))))
+
+
+def _outcome(call: Any, rec: Recorder, args: tuple[Any, ...]) -> Any:
+    rec.calls.clear()
+    try:
+        result = call(args)
+    except ArgumentError as e:
+        return "error", str(e)
+    return result, rec.calls[:]
+
+
+def _same_output(x: Any, y: Any) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.shape == y.shape and x.dtype == y.dtype
+    return _same(x, y)
+
+
+def _check_fused(kernel: JITKernel, cases: list[tuple[Any, ...]], common: tuple[Any, ...],
+                 dim_names: tuple[str, ...] = ("M",)) -> None:
+    """The fused check-and-launch path does what the full checks and the launcher do."""
+    for rec in (Recorder(), OrderedRecorder(dim_names)):
+        kernel.launcher = rec
+        kernel(*common)
+        assert kernel._call != kernel._checked_call and "launcher(" in kernel._call.source
+        for args in [*cases, common]:
+            fused = _outcome(kernel._call, rec, args)
+            full = _outcome(kernel._checked_call, rec, args)
+            if isinstance(full[0], str):
+                assert fused == full, args
+            else:
+                assert _same_output(fused[0], full[0]), args
+                assert len(fused[1]) == len(full[1]) == 1
+                assert all(_same_output(a, b) for a, b in zip(fused[1][0][0], full[1][0][0]))
+                assert fused[1][0][1] == full[1][0][1], args
 
 
 # ---- declared strides (T.StridedTensor) ---------------------------------------------------------
@@ -280,7 +327,7 @@ def test_fast_path_agrees_with_full_checks_on_strides() -> None:
     big = torch.zeros(3, 8)
     good = (big[:, :4], big[:, :4], torch.zeros(3, 4))
     kernel(*good)
-    fast = kernel._binder._fast
+    fast = fast_path(kernel._binder)
     assert fast is not None and fast(good) is not None
     cases = [
         good, (torch.zeros(3, 4), big[:, :4], torch.zeros(3, 4)), (big[:, :4], torch.zeros(3, 4), torch.zeros(3, 4)),
@@ -295,3 +342,4 @@ def test_fast_path_agrees_with_full_checks_on_strides() -> None:
             continue
         assert slow != "error", f"fast path accepted {args!r} that the full checks reject"
         assert _same(list(quick[0]), list(slow[0])) and quick[1] == slow[1]
+    _check_fused(kernel, cases, good, ("M", "s"))

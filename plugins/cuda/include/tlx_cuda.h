@@ -131,6 +131,12 @@ TLX_DEV void tlx_ldsm_x1_t(tlx_u32* r, tlx_u32 a) {
 TLX_DEV void tlx_ldsm_x2_t(tlx_u32* r, tlx_u32 a) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
 }
+// stmatrix (sm_90, the staged epilogue, lower/staged_epilogue.py): lanes 8i..8i+7 address the 16-byte
+// rows of matrix i; register i of lane l is row l/4, elements 2(l%4), 2(l%4)+1 of matrix i.
+TLX_DEV void tlx_stsm_x4(tlx_u32 a, tlx_u32 r0, tlx_u32 r1, tlx_u32 r2, tlx_u32 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};"
+               :: "r"(a), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
 TLX_DEV void tlx_ldsm_x4_t(tlx_u32* r, tlx_u32 a) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));

@@ -60,6 +60,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc.fold_clear, lc.prefetch_fragments, lc.hoist_fragments = (
         opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
     lc.vector_epilogue = opts.vector_epilogue
+    lc.staged_epilogue, lc.smem_spare = _staged_setup(func, ctx, opts.vector_epilogue and opts.staged_epilogue)
     ctx.data["cuda.lower"] = lc
     hook = ctx.options.get("hook") if isinstance(getattr(ctx, "options", None), dict) else None
 
@@ -72,3 +73,29 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
 
     body = lower_body(func.body, lc, dispatch)
     return dataclasses.replace(func, body=body)
+
+
+def _staged_setup(func: PrimFunc, ctx: Any, wanted: bool) -> tuple[bool, int]:
+    """Whether the staged epilogue may be used (sm_90a, not persistent), and the shared memory
+    bytes a workspace may still take (the limit minus the kernel's shared tiles, each counted
+    with the largest alignment padding codegen may add)."""
+    import math
+
+    from ....core_ir.stmt import Alloc
+    from ....core_ir.visit import walk
+    from ..hopper_config import hopper_config
+    from ..target import CAPABILITIES
+
+    arch = getattr(getattr(ctx, "target", None), "arch", None)
+    if not wanted or arch != "sm_90a" or hopper_config(ctx).persistent:
+        return False, 0
+    used = 0
+    for n in walk(func.body):
+        if isinstance(n, Alloc) and n.buffer.scope == "shared":
+            shape = n.buffer.static_shape()
+            if shape is None:
+                return False, 0
+            used += math.prod(shape) * n.buffer.dtype.bytes + 1024
+    limit = CAPABILITIES[arch]["max_smem"]
+    assert isinstance(limit, int)
+    return True, limit - used

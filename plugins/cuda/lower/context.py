@@ -33,6 +33,10 @@ class LowerCtx:
     prefetch_fragments: bool = False
     hoist_fragments: bool = False
     vector_epilogue: bool = False
+    #: the staged (stmatrix + 16-byte store) epilogue (lower/staged_epilogue.py); sm_90a only
+    staged_epilogue: bool = False
+    #: shared memory bytes left for workspaces (the target's limit minus the kernel's tiles)
+    smem_spare: int = 0
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:
@@ -65,6 +69,9 @@ class LowerCtx:
             out = Buffer(buf.name, (lay.num_local,), buf.dtype, "local", buf.loc)
             self.locals[buf] = out
         return out
+
+    def workspace_bytes(self) -> int:
+        return sum(b.shape[0].value * b.dtype.bytes + 16 for b in self.workspaces)  # type: ignore[attr-defined]
 
     def workspace(self, name: str, size: int, dtype: dtypes.DType) -> Buffer:
         buf = Buffer(self.fresh(name), (size,), dtype, "shared")

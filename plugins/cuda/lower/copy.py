@@ -18,6 +18,7 @@ from ..lir import THREAD, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import copy_nest
 from .epilogue import lower_vector_store, vector_store_plan
 from .parallel import lower_nest
+from .staged_epilogue import lower_staged_store, staged_plan
 
 
 def lower_copy(op: Copy, lc: Any) -> Stmt:
@@ -29,6 +30,9 @@ def lower_copy(op: Copy, lc: Any) -> Stmt:
         vec = _vector_plan(op, lc)
         if vec is not None:
             return _vector_copy(op, vec, lc)
+    staged = staged_plan(op, lc)
+    if staged is not None:
+        return lower_staged_store(op, *staged, lc)
     if lc.vector_epilogue:
         plan = vector_store_plan(op, lc)
         if plan is not None:

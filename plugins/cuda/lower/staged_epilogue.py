@@ -1,0 +1,165 @@
+"""Staged epilogue for wgmma accumulators (sm_90a): fragment → global fp16/bf16 copies go through
+shared memory so that global stores are 16-byte and coalesced.
+
+Each warp owns 16 rows of its warpgroup's accumulator (per 64-row block ``mi``) and all the
+warpgroup's columns. It walks them in chunks of 16 rows × ``C`` columns (``C`` = 64, 32 or 16):
+
+1. ``stmatrix.x4`` of the converted pairs into the warp's own ``16 × C`` staging slot: matrix
+   ``i`` of one x4 is the 8×8 block (``h = i & 1``, column block ``2s + (i >> 1)``); register ``i``
+   of lane ``l`` holds row ``l/4``, columns ``2(l%4)``, ``+1`` — exactly the accumulator pair of
+   slot (``h``, ``ni``) of that lane (backends.md A2, A6). Rows are XOR-swizzled by 16-byte chunk
+   (``chunk ^ f(row)``, the PanelLayout formula), so both the stmatrix rows and the read-back are
+   free of bank conflicts.
+2. ``__syncwarp()``; every lane loads 16 bytes (8 columns of one row) and stores them to global
+   with one 16-byte store, guarded by ``row < M`` and ``col < N`` (``col`` and the row length are
+   multiples of 8, so a vector is wholly in or out of range).
+3. ``__syncwarp()`` before the next chunk overwrites the slot.
+
+The staging buffer is a dedicated workspace (warps × 16 × C elements, 16 KB for 8 warps and
+C = 64), so it overlaps no live data, and only the owning warp touches its slot: no block or
+named barrier is needed (warp-specialized producers and the other warpgroup's wgmma are not
+involved). Taken only for the exact wgmma accumulator layout, no replication, sm_90a, not in
+persistent kernels (the epilogue would repeat per tile) and when the workspace fits the shared
+memory limit. Switch: pass config ``tlx.staged_epilogue`` (default on)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.stmt import If, Seq, Stmt
+from ....core_ir.tileops import Copy
+from ..analysis import divisor, prove_lt
+from ..layout import Fragment, local_map, slot_expr
+from ..layout_hopper import wgmma_c_fragment
+from ..lir import THREAD, U32, Block, Evaluate, Intrin, PtrTo, SmemAddr
+from ..nests import squeezed
+from .epilogue import vector_store_plan
+
+_CVT = {dtypes.float16.name: "tlx_cvt_h2", dtypes.bfloat16.name: "tlx_cvt_b2"}
+
+
+def _wgmma_shape(lay: Fragment, m: int, n: int) -> tuple[int, int] | None:
+    """(wgm, wgn) when ``lay`` is exactly the wgmma accumulator of an m × n tile."""
+    if lay.rep or lay.threads % 128:
+        return None
+    wgs = lay.threads // 128
+    for wgm in range(1, wgs + 1):
+        if wgs % wgm:
+            continue
+        wgn = wgs // wgm
+        if m % (64 * wgm) or n % (8 * wgn) or (n // wgn) % 16:
+            continue
+        ref = wgmma_c_fragment(m, n, wgm, wgn)
+        if ref.dims == lay.dims and ref.threads == lay.threads:
+            return wgm, wgn
+    return None
+
+
+def staged_plan(op: Copy, lc: Any) -> tuple[Fragment, int, int, int] | None:
+    """(loop layout, wgm, wgn, chunk columns C) for ``op``, or ``None`` (use the other paths)."""
+    if not lc.staged_epilogue:
+        return None
+    dst = op.dst
+    if dst.buffer.dtype.name not in _CVT or dst.buffer.ndim < 2 or op.src.buffer.ndim != 2:
+        return None
+    plan = vector_store_plan(op, lc)
+    if plan is None:
+        return None
+    lay = plan[0]
+    m, n = (E.as_int(e) for e in squeezed(op.src))
+    assert m is not None and n is not None
+    shape = _wgmma_shape(lay, m, n)
+    if shape is None or lay.threads != lc.threads:
+        return None
+    if divisor(dst.starts[-1]) % 8 or divisor(dst.buffer.shape[-1]) % 8:
+        return None
+    nn = n // shape[1]
+    chunk = next(c for c in (64, 32, 16) if nn % c == 0)
+    if (lay.threads // 32) * 16 * chunk * 2 + 16 > lc.smem_spare - lc.workspace_bytes():
+        return None
+    return lay, shape[0], shape[1], chunk
+
+
+def _swz(r: E.Expr, k: E.Expr, chunk: int) -> E.Expr:
+    """Element offset of row ``r``, 16-byte chunk ``k`` in a 16 × ``chunk`` slot."""
+    nk = chunk // 8
+    f = r % 8 if nk == 8 else (r // (8 // nk)) % nk
+    return r * chunk + E.binary("^", k, f) * 8
+
+
+def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, lc: Any) -> Stmt:
+    src, dst = op.src, op.dst
+    m, n = (E.as_int(e) for e in squeezed(src))
+    assert m is not None and n is not None
+    mi, nn = m // (64 * wgm), n // wgn
+    terms = local_map(lay, [0, 1], lc.frag(src.buffer))
+    assert terms is not None, "the copy's loop layout holds the fragment (layout inference checked it)"
+    local = lc.local_of(src.buffer)
+    warps = lay.threads // 32
+    ws = lc.workspace("epi_stage", warps * 16 * chunk, dst.buffer.dtype)
+    lane, warp = THREAD % 32, THREAD // 32
+    base = warp * (16 * chunk)
+    wg_m = (THREAD // (128 * wgn)) % wgm if wgm > 1 else E.const(0)
+    wg_n = (THREAD // 128) % wgn if wgn > 1 else E.const(0)
+    cvt = _CVT[dst.buffer.dtype.name]
+
+    def reg(v: int) -> E.Expr:
+        value: E.Expr = E.Load(local, (slot_expr(terms, E.const(v)),), op.loc)
+        return value if src.buffer.dtype == dtypes.float32 else E.cast(value, dtypes.float32)
+
+    # stmatrix lane address: matrix i = lane / 8, its row lane % 8
+    mat = lane // 8
+    w_row = (mat % 2) * 8 + lane % 8
+    per_row = chunk // 8  # 16-byte chunks per slot row
+    rows_per_it = 32 // per_row
+    r_row_l, r_k = lane // per_row, lane % per_row
+    stmts: list[Stmt] = []
+    for mb in range(mi):
+        row0 = ((wg_m * mi + mb) * 4 + (THREAD // 32) % 4) * 16
+        for cc in range(nn // chunk):
+            if stmts:
+                stmts.append(Evaluate(Intrin("__syncwarp", ()), op.loc))
+            for s in range(chunk // 16):
+                regs = []
+                for i in range(4):
+                    ni = cc * (chunk // 8) + 2 * s + (i >> 1)
+                    v = mb * (nn // 2) + ni * 4 + (i & 1) * 2
+                    regs.append(Intrin(cvt, (reg(v), reg(v + 1)), U32))
+                k = mat // 2 + 2 * s
+                addr = SmemAddr(ws, (base + _swz(w_row, k, chunk),), "w")
+                stmts.append(Evaluate(Intrin("tlx_stsm_x4", (addr, *regs)), op.loc))
+            stmts.append(Evaluate(Intrin("__syncwarp", ()), op.loc))
+            for it in range(chunk // 16):
+                r = r_row_l + it * rows_per_it if it else r_row_l
+                row = row0 + r
+                col = wg_n * nn + cc * chunk + r_k * 8
+                idx = _dst_index(op, row, col)
+                shared = PtrTo(ws, (base + _swz(r, r_k, chunk),), "r")
+                body: Stmt = Evaluate(Intrin("tlx_copy16", (PtrTo(dst.buffer, idx, "w"), shared, E.const(True))),
+                                      op.loc)
+                cond = _guard(idx, dst.buffer.shape, lc)
+                stmts.append(body if cond is None else If(cond, body, None, op.loc))
+    return Block(Seq(tuple(stmts), op.loc), "parallel", op.loc)
+
+
+def _dst_index(op: Copy, row: E.Expr, col: E.Expr) -> tuple[E.Expr, ...]:
+    coords = iter((row, col))
+    idx: list[E.Expr] = []
+    for start, ext in zip(op.dst.starts, op.dst.extents):
+        if E.as_int(ext) == 1:
+            idx.append(start)
+        else:
+            c = next(coords)
+            idx.append(c if E.as_int(start) == 0 else start + c)
+    return tuple(idx)
+
+
+def _guard(idx: tuple[E.Expr, ...], shape: tuple[E.Expr, ...], lc: Any) -> E.Expr | None:
+    cond: E.Expr | None = None
+    for i, dim in zip(idx, shape):
+        if not prove_lt(i, dim, lc.ranges):
+            c = E.binary("<", i, dim)
+            cond = c if cond is None else E.binary("and", cond, c)
+    return cond
