@@ -37,8 +37,22 @@ def _extra(p: Any) -> None:
     p.add_argument("--configs", default="", help="BMxBNxBKxSTAGESxTHREADS,... instead of the default configs")
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
     p.add_argument("--dtypes", default="", help="float16,bfloat16,... instead of the default dtypes")
+    p.add_argument("--pass-configs", default="",
+                   help='JSON pass_configs for our kernel, e.g. \'{"tlx.auto_rasterize": false}\'')
     p.add_argument("--relu", action="store_true",
                    help="fuse a ReLU epilogue into our kernel; the reference is torch.relu(torch.matmul(a, b))")
+
+
+def _build(matmul: Any, m: int, n: int, k: int, dt: Any, args: Any, cfg: dict[str, int]) -> Any:
+    """The user's kernel as the jit builds it, or, with ``--pass-configs``, compiled with those."""
+    kw = dict(in_dtype=dt, out_dtype=dt, relu=args.relu, **cfg)
+    if not args.pass_configs:
+        return matmul(m, n, k, **kw)
+    import json
+
+    import tilelang_x
+
+    return tilelang_x.compile(matmul.get_ir(m, n, k, **kw), out_idx=[-1], pass_configs=json.loads(args.pass_configs))
 
 
 def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str, Any]:
@@ -56,14 +70,14 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     ref = reference()
     torch_ms = median_ms(reference, args.warmup, args.rep)
     row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k, "relu_epilogue": args.relu,
+                           "pass_configs": args.pass_configs or None,
                            "torch_ms": round(torch_ms, 4), "torch_tflops": round(flops / torch_ms / 1e9, 1)}
     tried = []
     best = None
     for bm, bn, bk, stages, threads in configs_for(m, args.quick, args.configs):
         cfg = {"block_M": bm, "block_N": bn, "block_K": bk, "num_stages": stages, "threads": threads}
         with knobs.scope(target_default=args.target):
-            kernel, err = attempt(lambda cfg=cfg: gemm.matmul(m, n, k, in_dtype=as_dtype(tdt), out_dtype=as_dtype(tdt),
-                                                              relu=args.relu, **cfg))
+            kernel, err = attempt(lambda cfg=cfg: _build(gemm.matmul, m, n, k, as_dtype(tdt), args, cfg))
         if err is None:
             out, err = attempt(lambda kernel=kernel: kernel(a, b))
         if err is None:

@@ -16,10 +16,18 @@ tail -3 "$OUT/cuda_tests.log"
   python3 bench/gemm.py --shapes 4096x4096x4096,8192x8192x8192,8192x28672x4096 \
     --configs 128x256x64x3x256,128x256x64x4x256 --timeout 150 --out "$work/gemm.json"
   python3 bench/gemm.py --shapes 16x8192x8192 --timeout 60 --out "$work/gemm_decode.json"
+  # A/B of the automatic block rasterisation (plugins/cuda/rasterize.py): the same kernels without it
+  python3 bench/gemm.py --shapes 8192x8192x8192,8192x28672x4096 --dtypes float16,bfloat16 \
+    --configs 128x256x64x3x256 --pass-configs '{"tlx.auto_rasterize": false}' --timeout 90 \
+    --out "$work/gemm_no_raster.json"
   python3 bench/gemm.py --shapes 8192x8192x8192 --dtypes float16 --relu --configs 128x256x64x3x256 \
     --timeout 40 --out "$work/gemm_relu.json"
   python3 bench/attention.py --dims 64,128 --configs 128x128x2x256,128x64x2x256 --timeout 100 \
     --out "$work/attention.json"
+  # A/B of the QK^T / softmax overlap (plugins/cuda/hopper_overlap.py, off by default): correctness, speed
+  TILELANG_X_PASS_CONFIGS='{"tlx.gemm_softmax_overlap": true}' python3 -m pytest -q tests/backend/cuda -k attention
+  TILELANG_X_PASS_CONFIGS='{"tlx.gemm_softmax_overlap": true}' python3 bench/attention.py --dims 64,128 \
+    --configs 128x128x2x256 --timeout 80 --out "$work/attention_overlap.json"
   # the portable sm_80-class path on the same GPU
   python3 bench/gemm.py --target cuda:sm_90 --shapes 4096x4096x4096,8192x8192x8192 --dtypes float16 \
     --configs 256x128x64x3x256,128x256x64x3x256 --timeout 60 --out "$work/gemm_sm80.json"

@@ -19,6 +19,7 @@ compiles is named in a ``PluginWarning``, left out, and the kernel is compiled a
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -111,6 +112,23 @@ def _write_dump(path: str, text: str) -> None:
         ) from None
 
 
+def _with_default_pass_configs(opts: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``TILELANG_X_PASS_CONFIGS`` (a JSON object) under the kernel's own pass_configs."""
+    text = knobs.compile.pass_configs
+    if not text:
+        return opts
+    try:
+        defaults = json.loads(text)
+    except ValueError as exc:
+        raise TileLangError(f"TILELANG_X_PASS_CONFIGS is not valid JSON: {exc}",
+                            hint='e.g. TILELANG_X_PASS_CONFIGS=\'{"tlx.staged_epilogue": false}\'') from None
+    if not isinstance(defaults, dict):
+        raise TileLangError("TILELANG_X_PASS_CONFIGS must be a JSON object of pass_configs",
+                            hint='e.g. TILELANG_X_PASS_CONFIGS=\'{"tlx.staged_epilogue": false}\'')
+    opts["pass_configs"] = {**defaults, **(opts.get("pass_configs") or {})}
+    return opts
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
@@ -150,7 +168,7 @@ def compile_prim_func(
     if not isinstance(func, PrimFunc):
         raise TypeError(f"compile_prim_func expects a PrimFunc, got {type(func).__name__}")
     tgt = registry.resolve_target(target)
-    opts = dict(options or {})
+    opts = _with_default_pass_configs(dict(options or {}))
     outs = normalize_out_idx(func, out_idx)
     if outs != func.out_idx:
         func = dataclasses.replace(func, out_idx=outs)

@@ -70,6 +70,9 @@ class _Compile(_Namespace):
     dump_dir = _Knob("DUMP_DIR", "tilelang_x_dump", str, "Folder the stage dumps go to.")
     nvcc = _Knob("NVCC", "", str, "Path of nvcc; found on PATH or under CUDA_HOME when empty.")
     use_nvrtc = _Knob("USE_NVRTC", True, bool, "Compile CUDA in-process with NVRTC when it is installed.")
+    pass_configs = _Knob("PASS_CONFIGS", "", str,
+                         "JSON object of pass_configs applied to every kernel (a kernel's own pass_configs win), "
+                         'e.g. {"tlx.staged_epilogue": false}: switches compiler features for A/B runs.')
     nvrtc = _Knob("NVRTC", "", str, "Path of libnvrtc.so; found in the nvidia-cuda-nvrtc wheel or toolkit when empty.")
     cuda_home = _Knob("CUDA_HOME", os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "", str,
                       "CUDA toolkit folder (headers, nvcc); defaults to $CUDA_HOME / $CUDA_PATH.")

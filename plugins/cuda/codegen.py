@@ -249,7 +249,10 @@ class _Gen:
         swz = next((n for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "swizzle"), None)
         data = tuple(swz.data) if swz is not None else ()
         enable = bool(data[2]) if len(data) > 2 else True
-        if swz is not None and enable and len(kernel.block_vars) == 2:
+        auto = self.ctx.data.get("cuda.raster_panel") if swz is None else None  # rasterize.py
+        if auto and len(kernel.block_vars) == 2:
+            data, enable = (int(auto), "row", True), True
+        if (swz is not None or auto) and enable and len(kernel.block_vars) == 2:
             panel = int(data[0]) if data else 8
             column = len(data) > 1 and str(data[1]).lower().startswith("col")
             bx, by = (self.name(v, v.name) for v in kernel.block_vars)

@@ -24,6 +24,7 @@ Results in ``ctx.data``: ``cuda.preset_layouts`` (the panel layouts of the TMA t
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 from ...core_ir import dtypes
@@ -32,6 +33,7 @@ from ...core_ir.buffer import Buffer, Region
 from ...core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt
 from ...core_ir.tileops import Copy, Gemm
 from ...core_ir.visit import rewrite, substitute, walk
+from . import hopper_overlap as overlap
 from .hopper_config import hopper_config, log
 from .hopper_persistent import plan_persistent
 from .layout_hopper import panel_layout
@@ -272,8 +274,16 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         def fn(x: Any) -> Any:
             if isinstance(x, For) and x.kind == "pipelined":
                 plans = cx.plan(x)
+                if plans is not None and overlap_on:
+                    stages = max(1, int(x.ann().get("num_stages", 2) or 1))
+                    rest = [s for s in _body(x) if not _is_producer(s)]
+                    plan = overlap.match(rest, plans, overlap.used_outside(func.body, x), stages)
+                    if plan is not None:
+                        return overlap.overlap_loop(x, plan, cx, sys.modules[__name__])
                 return _plain_loop(x, plans, cx) if plans is not None else _pipeline(x, sm80)
             return None
+
+        overlap_on = cfg.wgmma and overlap.enabled(ctx)
 
         body = rewrite(body, fn)
     multi = {**cx.multi, **sm80}

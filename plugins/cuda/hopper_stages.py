@@ -11,6 +11,7 @@ from .hopper_finalize import hopper_finalize_stage
 from .hopper_pipeline import hopper_pipeline_stage
 from .layout_inference import infer_stage
 from .lower import lower_stage
+from .rasterize import plan_stage
 from .sync import sync_stage
 from .wgmma_rule import wgmma_rule
 
@@ -25,6 +26,7 @@ def _setup(func: Any, ctx: Any) -> Any:
 def hopper_stages() -> list[tuple[str, Any]]:
     return [
         ("hopper_setup", _setup),
+        ("rasterize", plan_stage),
         ("pipeline", hopper_pipeline_stage),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),

@@ -7,6 +7,7 @@ from typing import Any
 from .layout_inference import infer_stage
 from .lower import lower_stage
 from .pipelining import pipeline_stage
+from .rasterize import plan_stage
 from .sync import sync_stage
 
 
@@ -16,6 +17,7 @@ def stages(target: Any) -> list[tuple[str, Any]]:
 
         return hopper_stages()
     return [
+        ("rasterize", plan_stage),
         ("pipeline", pipeline_stage),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),

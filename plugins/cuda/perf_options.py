@@ -15,6 +15,9 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
 - ``tlx.staged_epilogue``: on sm_90a, an fp16/bf16 copy of a wgmma accumulator to global goes
   through a per-warp shared staging slot (stmatrix, then 16-byte coalesced stores;
   ``lower/staged_epilogue.py``); not in persistent kernels. Off: the vector epilogue above.
+- ``tlx.auto_rasterize``: a large 2-D grid of a one-gemm kernel runs its blocks in panels of tile
+  rows for L2 reuse (the ``T.use_swizzle`` remap, panel height from the grid, tile and L2 size;
+  ``rasterize.py``, read there); never when the kernel calls ``T.use_swizzle``. Both paths.
 """
 
 from __future__ import annotations

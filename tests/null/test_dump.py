@@ -169,3 +169,20 @@ def test_dump_through_the_jit_decorator(tmp_path: Path) -> None:
     _run(factory(64))
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["scale2.00.input.txt", f"scale2.{len(compiler.dump_stage_names('interp')) - 1:02d}.codegen.txt"]
+
+
+def test_pass_configs_knob_is_merged_under_the_kernels_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = []
+    real = compiler.build
+
+    def spy(func, tgt, opts, *a, **k):  # type: ignore[no-untyped-def]
+        seen.append(dict(opts.get("pass_configs") or {}))
+        return real(func, tgt, opts, *a, **k)
+
+    monkeypatch.setattr(compiler, "build", spy)
+    monkeypatch.setenv("TILELANG_X_PASS_CONFIGS", '{"tlx.a": 1, "tlx.b": 2}')
+    compiler.compile_prim_func(scale_func(), target="interp", out_idx=[-1], options={"pass_configs": {"tlx.b": 3}})
+    assert seen == [{"tlx.a": 1, "tlx.b": 3}]
+    monkeypatch.setenv("TILELANG_X_PASS_CONFIGS", "[1]")
+    with pytest.raises(TileLangError, match="JSON object"):
+        compiler.compile_prim_func(scale_func(8), target="interp", out_idx=[-1])
