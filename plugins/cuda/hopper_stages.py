@@ -13,6 +13,7 @@ from .layout_inference import infer_stage
 from .lower import lower_stage
 from .rasterize import plan_stage
 from .sync import sync_stage
+from .unswitch_mask import unswitch_stage
 from .wgmma_rule import wgmma_rule
 
 
@@ -27,6 +28,7 @@ def hopper_stages() -> list[tuple[str, Any]]:
     return [
         ("hopper_setup", _setup),
         ("rasterize", plan_stage),
+        ("unswitch_masks", unswitch_stage),
         ("pipeline", hopper_pipeline_stage),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),

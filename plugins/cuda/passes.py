@@ -9,6 +9,7 @@ from .lower import lower_stage
 from .pipelining import pipeline_stage
 from .rasterize import plan_stage
 from .sync import sync_stage
+from .unswitch_mask import unswitch_stage
 
 
 def stages(target: Any) -> list[tuple[str, Any]]:
@@ -18,6 +19,7 @@ def stages(target: Any) -> list[tuple[str, Any]]:
         return hopper_stages()
     return [
         ("rasterize", plan_stage),
+        ("unswitch_masks", unswitch_stage),
         ("pipeline", pipeline_stage),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),
