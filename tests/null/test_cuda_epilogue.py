@@ -5,16 +5,13 @@ element-wise copy (the switch turned off), tails included; the SASS shows the wi
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.null.cuda_helpers import sass_ops
 from tests.null.cuda_suite_funcs import _kernel_modules, _prim
-from tests.null.test_cuda_hopper import _cuobjdump, _source
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.stages import StageContext, run_stages
@@ -155,24 +152,7 @@ def test_odd_row_length_keeps_element_stores() -> None:
 
 
 def _stores(func: Any, configs: dict[str, bool]) -> dict[str, int]:
-    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
-
-    tool = _cuobjdump()
-    if tool is None or (find_nvrtc() is None and find_nvcc() is None):
-        pytest.skip("needs a CUDA compiler and cuobjdump (pip install nvidia-cuda-cuobjdump)")
-    source, ctx = _source(func, "sm_90a", configs)
-    binary = compile_cuda(source, "sm_90a", kernel_name=ctx.data["cuda.meta"].kernel_name)
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tlx_epilogue_{os.getpid()}.cubin")
-    with open(path, "wb") as fh:
-        fh.write(binary.cubin)
-    try:
-        text = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=True).stdout
-    finally:
-        os.unlink(path)
-    ops: dict[str, int] = {}
-    for op in re.findall(r"\b(STG\.E(?:\.U16|\.64|\.128)?)\b", text):
-        ops[op] = ops.get(op, 0) + 1
-    return ops
+    return sass_ops(func, r"\b(STG\.E(?:\.U16|\.64|\.128)?)\b", "sm_90a", configs)
 
 
 def test_sass_wgmma_epilogue_stores_pairs() -> None:

@@ -5,66 +5,26 @@ that prove the path was taken: HGMMA (wgmma), UTMALDG (TMA loads), SYNCS (mbarri
 
 from __future__ import annotations
 
-import glob
-import os
 import re
-import shutil
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
 from tests.null.cuda_funcs_guard import suite_or_skip
+from tests.null.cuda_helpers import cuda_source, sass_ops, sass_text
 from tilelang_x.core_ir import expr as E
-from tilelang_x.core_ir.stages import StageContext, run_stages
-from tilelang_x.target import Target
 
 FUNCS = suite_or_skip()
 HOPPER_KERNELS = ["gemm_128x128x32_3stage", "gemm_transpose_B", "gemm_bf16_fp32_accum", "gemm_fp16_tails",
                   "flash_attention", "flash_attention_causal", "flash_attention_pipelined"]
 
 
-def _cuobjdump() -> str | None:
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    for site in sys.path:
-        hits = glob.glob(os.path.join(site, "nvidia", "*", "bin", "cuobjdump"))
-        if hits:
-            return hits[0]
-    return None
-
-
 def _source(func: Any, arch: str = "sm_90a", configs: dict[str, bool] | None = None) -> tuple[str, Any]:
-    from tilelang_x.compiler import _core_stages
-    from tilelang_x.plugins.cuda.codegen import generate
-    from tilelang_x.plugins.cuda.passes import stages
-
-    ctx = StageContext(Target("cuda", arch), {"pass_configs": configs or {}})
-    lowered = run_stages(func, _core_stages() + stages(ctx.target), ctx)
-    return generate(lowered, ctx), ctx
+    return cuda_source(func, arch, configs)
 
 
 def _sass(func: Any, arch: str = "sm_90a", configs: dict[str, bool] | None = None) -> dict[str, int]:
-    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
-
-    tool = _cuobjdump()
-    if tool is None or (find_nvrtc() is None and find_nvcc() is None):
-        pytest.skip("needs a CUDA compiler and cuobjdump (pip install nvidia-cuda-cuobjdump)")
-    source, ctx = _source(func, arch, configs)
-    binary = compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name)
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tlx_hopper_{os.getpid()}.cubin")
-    with open(path, "wb") as fh:
-        fh.write(binary.cubin)
-    try:
-        text = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=True).stdout
-    finally:
-        os.unlink(path)
-    ops: dict[str, int] = {}
-    for op in re.findall(r"\b(HGMMA|HMMA|UTMALDG|SYNCS|USETMAXREG|LDGSTS)\b", text):
-        ops[op] = ops.get(op, 0) + 1
-    return ops
+    return sass_ops(func, r"\b(HGMMA|HMMA|UTMALDG|SYNCS|USETMAXREG|LDGSTS)\b", arch, configs)
 
 
 @pytest.mark.parametrize("name", HOPPER_KERNELS)
@@ -140,20 +100,7 @@ def test_overlapped_wgmma_drains_before_epilogue() -> None:
 
     gemm = _kernel_modules()["gemm"]
     func = _prim(gemm.matmul(512, 512, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256))
-    tool = _cuobjdump()
-    if tool is None:
-        pytest.skip("needs cuobjdump")
-    from tilelang_x.plugins.cuda.compile import compile_cuda
-
-    source, ctx = _source(func)
-    binary = compile_cuda(source, "sm_90a", kernel_name=ctx.data["cuda.meta"].kernel_name)
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tlx_drain_{os.getpid()}.cubin")
-    with open(path, "wb") as fh:
-        fh.write(binary.cubin)
-    try:
-        text = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=True).stdout
-    finally:
-        os.unlink(path)
+    text = sass_text(func)
     lines = [ln for ln in text.splitlines() if re.search(r"HGMMA|DEPBAR|F2FP|EXIT", ln)]
     first_read = next(i for i, ln in enumerate(lines) if "F2FP" in ln)
     drains = [i for i, ln in enumerate(lines) if "DEPBAR.LE gsb0, 0x0" in ln]

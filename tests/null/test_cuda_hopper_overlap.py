@@ -6,15 +6,15 @@ the plain pipeline."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from typing import Any
 
 import pytest
 
 from tests.null.cuda_funcs_guard import suite_or_skip
-from tests.null.test_cuda_hopper import HOPPER_KERNELS, _cuobjdump, _source
+from tests.null.cuda_helpers import cuda_source as _source
+from tests.null.cuda_helpers import sass_text
+from tests.null.test_cuda_hopper import HOPPER_KERNELS
 
 FUNCS = suite_or_skip()
 ON = {"tlx.gemm_softmax_overlap": True}
@@ -28,20 +28,7 @@ def _fa(causal: bool, dim: int) -> Any:
 
 
 def _sass_text(func: Any, configs: dict[str, bool]) -> str:
-    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
-
-    tool = _cuobjdump()
-    if tool is None or (find_nvrtc() is None and find_nvcc() is None):
-        pytest.skip("needs a CUDA compiler and cuobjdump")
-    source, ctx = _source(func, "sm_90a", configs)
-    binary = compile_cuda(source, "sm_90a", kernel_name=ctx.data["cuda.meta"].kernel_name)
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tlx_overlap_{os.getpid()}.cubin")
-    with open(path, "wb") as fh:
-        fh.write(binary.cubin)
-    try:
-        return subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=True).stdout
-    finally:
-        os.unlink(path)
+    return sass_text(func, "sm_90a", configs)
 
 
 def _instructions(sass: str) -> list[str]:

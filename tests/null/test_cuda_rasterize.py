@@ -28,7 +28,7 @@ def _matmul(m: int, n: int, k: int, **kw: Any) -> Any:
 
 
 def _source(func: Any, arch: str, configs: dict[str, bool] | None = None) -> tuple[str, Any]:
-    from tests.null.test_cuda_hopper import _source as source
+    from tests.null.cuda_helpers import cuda_source as source
 
     return source(func, arch, configs)
 

@@ -186,30 +186,10 @@ def test_fp32_output_keeps_the_vector_epilogue() -> None:
 
 
 def _sass_ops(func: Any, configs: dict[str, bool]) -> dict[str, int]:
-    import os
-    import re
-    import subprocess
+    from tests.null.cuda_helpers import sass_ops
 
-    from tests.null.test_cuda_hopper import _cuobjdump, _source
-    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
-
-    tool = _cuobjdump()
-    if tool is None or (find_nvrtc() is None and find_nvcc() is None):
-        pytest.skip("needs a CUDA compiler and cuobjdump (pip install nvidia-cuda-cuobjdump)")
-    source, ctx = _source(func, "sm_90a", configs)
-    binary = compile_cuda(source, "sm_90a", kernel_name=ctx.data["cuda.meta"].kernel_name)
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tlx_staged_{os.getpid()}.cubin")
-    with open(path, "wb") as fh:
-        fh.write(binary.cubin)
-    try:
-        text = subprocess.run([tool, "-sass", path], capture_output=True, text=True, check=True).stdout
-    finally:
-        os.unlink(path)
-    ops: dict[str, int] = {}
-    for op in re.findall(r"\b(STG\.E(?:\.U16|\.64|\.128)?|STSM\.[A-Z0-9.]+|LDS(?:\.[A-Z0-9]+)*|BAR\.[A-Z.]+)\b",
-                         text):
-        ops[op] = ops.get(op, 0) + 1
-    return ops
+    return sass_ops(func, r"\b(STG\.E(?:\.U16|\.64|\.128)?|STSM\.[A-Z0-9.]+|LDS(?:\.[A-Z0-9]+)*|BAR\.[A-Z.]+)\b",
+                    "sm_90a", configs)
 
 
 def test_sass_staged_epilogue() -> None:
