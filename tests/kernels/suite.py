@@ -110,6 +110,8 @@ CASES: list[Case] = [
     Case("gemm_transpose_B", _gemm(256, 128, 128, trans_B=True, block_M=64, block_N=64)),
     Case("gemm_bf16_fp32_accum", _gemm(128, 256, 128, dtype=torch.bfloat16, out=torch.float32,
                                         block_M=64, block_N=64), atol=2e-2),
+    Case("gemm_fp8_e4m3_transpose_B", _gemm(128, 256, 256, dtype=torch.float8_e4m3fn, out=torch.float16, trans_B=True,
+                                             block_M=128, block_N=128, block_K=64, threads=256), atol=5e-2),
     Case("gemm_relu_epilogue", _gemm(128, 128, 256, relu=True, block_M=64, block_N=64)),
     Case("gemm_eager_relu", _gemm_eager),
     Case("leaky_add_if_then_else", _leaky_add, atol=1e-5, rtol=1e-5),
