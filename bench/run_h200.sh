@@ -24,7 +24,7 @@ tail -3 "$OUT/cuda_tests.log"
     --timeout 40 --out "$work/gemm_relu.json"
   python3 bench/attention.py --dims 64,128 --configs 128x128x2x256,128x64x2x256 --timeout 100 \
     --out "$work/attention.json"
-  # A/B of the QK^T / softmax overlap (plugins/cuda/hopper_overlap.py, off by default): correctness, speed
+  # A/B of the QK^T / softmax overlap (plugins/cuda/hopper/overlap.py, off by default): correctness, speed
   TILELANG_X_PASS_CONFIGS='{"tlx.gemm_softmax_overlap": true}' python3 -m pytest -q tests/backend/cuda -k attention
   TILELANG_X_PASS_CONFIGS='{"tlx.gemm_softmax_overlap": true}' python3 bench/attention.py --dims 64,128 \
     --configs 128x128x2x256 --timeout 80 --out "$work/attention_overlap.json"

@@ -14,7 +14,7 @@ from .unswitch_mask import unswitch_stage
 
 def stages(target: Any) -> list[tuple[str, Any]]:
     if getattr(target, "arch", None) == "sm_90a":
-        from .hopper_stages import hopper_stages
+        from .hopper.stages import hopper_stages
 
         return hopper_stages()
     return [

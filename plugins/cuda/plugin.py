@@ -90,7 +90,7 @@ def tlx_load(target: Any, func: Any, binary: Any, ctx: Any) -> Any:
     meta = ctx.data["cuda.meta"]
     fallback = None
     if meta.tensor_maps:
-        from .hopper_config import no_tma_rebuild
+        from .hopper.config import no_tma_rebuild
 
         fallback = no_tma_rebuild(ctx)
     return load(binary, meta, check_args=False, fallback=fallback)

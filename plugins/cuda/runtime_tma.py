@@ -22,8 +22,8 @@ from typing import Any
 
 from ...core_ir.errors import ArgumentError
 from . import driver
+from .hopper.tma import TMA_DTYPE
 from .runtime import _SCALAR_CODES, LoadedKernel, _conv, _current_device, _Helper
-from .tma import TMA_DTYPE
 
 log = logging.getLogger("tilelang_x.cuda.tma")
 

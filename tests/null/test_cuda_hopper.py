@@ -76,7 +76,7 @@ def test_unaligned_rows_keep_cp_async() -> None:
 @pytest.mark.parametrize("span, elem", [(128, 2), (64, 2), (32, 2), (128, 1)])
 def test_panel_layout_matches_hardware_swizzle(span: int, elem: int) -> None:
     """Byte offsets equal the TMA / wgmma swizzle of backends.md A5 on panel-contiguous bytes."""
-    from tilelang_x.plugins.cuda.layout_hopper import panel_layout
+    from tilelang_x.plugins.cuda.hopper.layout import panel_layout
 
     cols = 2 * span // elem if span == 128 else span // elem
     lay = panel_layout((16, cols), elem)
@@ -118,3 +118,11 @@ def test_flash_attention_takes_plain_tma_and_persistent_is_opt_in() -> None:
     assert plain.data["cuda.meta"].grid_static == (16, 32, 1)
     source, pers = _source(func, configs={"tlx.persistent": True})
     assert pers.data["cuda.meta"].grid_static == (132, 1, 1) and "tlx_tile_j" in source
+
+
+@pytest.mark.parametrize("configs", [{}, {"tlx.gemm_softmax_overlap": True}])
+def test_generated_source_is_deterministic(configs: dict[str, bool]) -> None:
+    """The source is the disk cache's key: names must not depend on object identities."""
+    first, _ = _source(FUNCS["flash_attention_pipelined"](), "sm_90a", configs)
+    second, _ = _source(FUNCS["flash_attention_pipelined"](), "sm_90a", configs)
+    assert first == second

@@ -1,4 +1,4 @@
-"""``tlx.gemm_softmax_overlap`` (plugins/cuda/hopper_overlap.py), checked without a GPU: the
+"""``tlx.gemm_softmax_overlap`` (plugins/cuda/hopper/overlap.py), checked without a GPU: the
 FlashAttention loop issues the next block's score wgmma into a second register set before the
 softmax, the generated SASS leaves those registers alone until the ``wait_group 0`` (no
 WARPGROUP.DEPBAR between that wgmma and the softmax's MUFU.EX2), and loops of other shapes keep

@@ -83,7 +83,7 @@ def _staged_setup(func: PrimFunc, ctx: Any, wanted: bool) -> tuple[bool, int]:
 
     from ....core_ir.stmt import Alloc
     from ....core_ir.visit import walk
-    from ..hopper_config import hopper_config
+    from ..hopper.config import hopper_config
     from ..target import CAPABILITIES
 
     arch = getattr(getattr(ctx, "target", None), "arch", None)

@@ -1,7 +1,7 @@
 """T.gemm on the wgmma path (sm_90a, plan kind ``wgmma``): each warpgroup issues
 ``wgmma.mma_async`` m64nNk16 steps over its rows (64 per step) and its N/wgn columns, B (and A,
 unless it is a register fragment) read from shared memory through descriptors of the panel
-layout (layout_hopper.py). Sequence: fence the accumulators, ``wgmma.fence``, all k steps,
+layout (hopper/layout.py). Sequence: fence the accumulators, ``wgmma.fence``, all k steps,
 commit, wait for 0 groups, fence the accumulators again (so no access moves across). With
 ``wg_wait = n > 0`` (set by the warp-specialized pipeline on a gemm-only loop) it waits for all but
 n groups and the loop's end drains the rest."""
@@ -15,8 +15,8 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, Seq, Stmt
 from ....core_ir.tileops import Gemm
-from ..hopper_header import wgmma_name
-from ..layout_hopper import DESC_MODE, PanelLayout
+from ..hopper.header import wgmma_name
+from ..hopper.layout import DESC_MODE, PanelLayout
 from ..layout_inference import GemmPlan
 from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
 

@@ -31,8 +31,8 @@ from ....core_ir import expr as E
 from ....core_ir.stmt import If, Seq, Stmt
 from ....core_ir.tileops import Copy
 from ..analysis import divisor, prove_lt
+from ..hopper.layout import wgmma_c_fragment
 from ..layout import Fragment, local_map, slot_expr
-from ..layout_hopper import wgmma_c_fragment
 from ..lir import THREAD, U32, Block, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import squeezed
 from .epilogue import vector_store_plan

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core_ir import expr as E
-from .layout import Digit, Fragment, SharedLayout
+from ....core_ir import expr as E
+from ..layout import Digit, Fragment, SharedLayout
 
 #: descriptor / TMA swizzle code per swizzle span in bytes
 DESC_MODE = {128: 1, 64: 2, 32: 3}

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ...core_ir import dtypes
-from ...core_ir import expr as E
-from ...core_ir.stmt import For, Kernel, Seq, Stmt
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.stmt import For, Kernel, Seq, Stmt
 
 #: SMs of the H100 / H200 SXM; a smaller part runs the extra blocks as a second (short) wave.
 DEFAULT_SMS = 132

@@ -3,7 +3,7 @@
 
 A copy qualifies when its global tensor is a kernel argument with dense rows whose byte stride is
 a multiple of 16, its tile spans two dims of the tensor (the last one contiguous) and lands in a
-2-d shared tile that has a panel layout (layout_hopper.py): one load per panel of W columns, box
+2-d shared tile that has a panel layout (hopper/layout.py): one load per panel of W columns, box
 (W, 1, .., R, .., 1) innermost first. Out-of-range rows and columns are zero-filled by the copy
 engine. The map itself is built on the host at launch from the tensor (runtime_tma.py).
 """
@@ -14,13 +14,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ...core_ir import dtypes
-from ...core_ir import expr as E
-from ...core_ir.buffer import Buffer, Region
-from ...core_ir.tileops import Copy
-from .analysis import divisor
-from .layout_hopper import TMA_SWIZZLE, PanelLayout, panel_layout
-from .lir import Evaluate, Intrin, SmemAddr
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer, Region
+from ....core_ir.tileops import Copy
+from ..analysis import divisor
+from ..lir import Evaluate, Intrin, SmemAddr
+from .layout import TMA_SWIZZLE, PanelLayout, panel_layout
 
 #: CUtensorMapDataType per element dtype name
 TMA_DTYPE = {"uint8": 0, "int8": 0, "float8_e4m3": 0, "float8_e5m2": 0, "uint16": 1, "int16": 1,

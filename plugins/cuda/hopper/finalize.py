@@ -15,11 +15,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...core_ir import expr as E
-from ...core_ir.stmt import Kernel, PrimFunc, Seq
-from ...core_ir.visit import rewrite, walk
-from .hopper_header import WGMMA_FORMS, hopper_header, wgmma_source
-from .lir import Barrier, Evaluate, Intrin
+from ....core_ir import expr as E
+from ....core_ir.stmt import Kernel, PrimFunc, Seq
+from ....core_ir.visit import rewrite, walk
+from ..lir import Barrier, Evaluate, Intrin
+from .header import WGMMA_FORMS, hopper_header, wgmma_source
 from .tma import TmaSpec
 
 _HOPPER_PREFIXES = ("tlx_wgmma", "tlx_mbar", "tlx_tma", "tlx_fence_proxy", "TLX_SETMAXNREG")

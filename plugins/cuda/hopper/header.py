@@ -12,7 +12,7 @@ _AB = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "e4m3", "float8_e5m2
 
 @functools.lru_cache(maxsize=1)
 def hopper_header() -> str:
-    with open(os.path.join(os.path.dirname(__file__), "include", "tlx_hopper.h")) as fh:
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "include", "tlx_hopper.h")) as fh:
         return fh.read()
 
 

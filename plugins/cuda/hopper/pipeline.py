@@ -27,19 +27,19 @@ import dataclasses
 import sys
 from typing import Any
 
-from ...core_ir import dtypes
-from ...core_ir import expr as E
-from ...core_ir.buffer import Buffer, Region
-from ...core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt
-from ...core_ir.tileops import Copy, Gemm
-from ...core_ir.visit import rewrite, substitute, walk
-from . import hopper_overlap as overlap
-from .hopper_config import hopper_config, log
-from .hopper_persistent import plan_persistent
-from .layout_hopper import panel_layout
-from .layout_inference import find_kernel
-from .lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
-from .pipelining import _pipeline, pipeline_stage
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer, Region
+from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt
+from ....core_ir.tileops import Copy, Gemm
+from ....core_ir.visit import rewrite, substitute, walk
+from ..layout_inference import find_kernel
+from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
+from ..pipelining import _pipeline, pipeline_stage
+from . import overlap
+from .config import hopper_config, log
+from .layout import panel_layout
+from .persistent import plan_persistent
 from .tma import TmaCopy, TmaSpec, plan_tma, tile_bytes
 
 PRODUCER_THREADS = 128
@@ -130,7 +130,7 @@ def _init(bars: list[tuple[Buffer, int]], stages: int) -> list[Stmt]:
 def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
     stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
     cx.stage_buffers(plans, stages)
-    full = Buffer(f"tlx_full_{id(loop) % 997}", (stages,), dtypes.uint64, "shared")
+    full = Buffer("tlx_full", (stages,), dtypes.uint64, "shared")
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
     it = E.Var(k.name + "_i", k.dtype)

@@ -25,13 +25,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...core_ir import dtypes
-from ...core_ir import expr as E
-from ...core_ir.buffer import Buffer, Region
-from ...core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
-from ...core_ir.tileops import Copy, CumSum, Fill, Gemm, Reduce, TileOp
-from ...core_ir.visit import rewrite, substitute, walk
-from .lir import THREAD, Barrier
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer, Region
+from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
+from ....core_ir.tileops import Copy, CumSum, Fill, Gemm, Reduce, TileOp
+from ....core_ir.visit import rewrite, substitute, walk
+from ..lir import THREAD, Barrier
 from .tma import TmaCopy
 
 KEY = "tlx.gemm_softmax_overlap"
@@ -146,9 +146,8 @@ def overlap_loop(loop: For, plan: Plan, cx: Any, helpers: Any) -> Stmt:
     h = helpers
     stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
     cx.stage_buffers(plan.first + plan.second, stages)
-    tag = id(loop) % 997
-    kfull = Buffer(f"tlx_kfull_{tag}", (stages,), dtypes.uint64, "shared")
-    vfull = Buffer(f"tlx_vfull_{tag}", (stages,), dtypes.uint64, "shared")
+    kfull = Buffer("tlx_kfull", (stages,), dtypes.uint64, "shared")
+    vfull = Buffer("tlx_vfull", (stages,), dtypes.uint64, "shared")
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
     it = E.Var(k.name + "_i", k.dtype)

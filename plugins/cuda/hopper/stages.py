@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .hopper_config import hopper_config
-from .hopper_finalize import hopper_finalize_stage
-from .hopper_pipeline import hopper_pipeline_stage
-from .layout_inference import infer_stage
-from .lower import lower_stage
-from .rasterize import plan_stage
-from .sync import sync_stage
-from .unswitch_mask import unswitch_stage
+from ..layout_inference import infer_stage
+from ..lower import lower_stage
+from ..rasterize import plan_stage
+from ..sync import sync_stage
+from ..unswitch_mask import unswitch_stage
+from .config import hopper_config
+from .finalize import hopper_finalize_stage
+from .pipeline import hopper_pipeline_stage
 from .wgmma_rule import wgmma_rule
 
 

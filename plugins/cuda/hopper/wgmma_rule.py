@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core_ir import dtypes
-from ...core_ir import expr as E
-from ...core_ir.buffer import Buffer, Region
-from ...core_ir.tileops import Gemm
-from .layout import Fragment, local_map
-from .layout_hopper import PanelLayout, panel_layout, wgmma_a_fragment, wgmma_c_fragment
-from .layout_inference import GemmPlan, where
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer, Region
+from ....core_ir.tileops import Gemm
+from ..layout import Fragment, local_map
+from ..layout_inference import GemmPlan, where
+from .layout import PanelLayout, panel_layout, wgmma_a_fragment, wgmma_c_fragment
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
 _FP8 = (dtypes.float8_e4m3, dtypes.float8_e5m2)
