@@ -1,55 +1,18 @@
-"""The suite kernels (tests/kernels) as PrimFuncs, for the CUDA codegen tests (no GPU needed).
-
-Until ``tilelang_x.jit`` exists, its decorator is stood in by one that returns the builder
-itself, so ``gemm.matmul(M, N, K)`` gives the ``PrimFunc``.
-"""
+"""The suite kernels (tests/kernels) as tile-level PrimFuncs (``get_ir``: nothing is compiled), for
+the CUDA codegen tests that need no GPU, plus a few variants the CUDA tests exercise."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
 from collections.abc import Callable
 
+from tests.kernels import attention, elementwise, gemm, reductions
+from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir.stmt import PrimFunc
 
 
-def _kernel_modules() -> dict[str, types.ModuleType]:
-    import tilelang_x
-
-    try:
-        tilelang_x.jit  # noqa: B018
-    except (AttributeError, ModuleNotFoundError):
-        def jit(fn=None, **_):
-            return fn if fn is not None else (lambda f: f)
-
-        stub = types.ModuleType("tilelang_x.jit")
-        stub.jit = jit
-        sys.modules["tilelang_x.jit"] = stub
-        tilelang_x.__dict__["jit"] = jit
-    names = ("gemm", "elementwise", "reductions", "attention")
-    return {n: importlib.import_module(f"tests.kernels.{n}") for n in names}
-
-
-def _prim(obj: object) -> PrimFunc:
-    if isinstance(obj, PrimFunc):
-        return obj
-    for attr in ("prim_func", "func", "get_prim_func"):
-        got = getattr(obj, attr, None)
-        if callable(got):
-            got = got()
-        if isinstance(got, PrimFunc):
-            return got
-    raise TypeError(f"cannot get a PrimFunc from {obj!r}")
-
-
 def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
-    m = _kernel_modules()
-    g, e, r, a = m["gemm"], m["elementwise"], m["reductions"], m["attention"]
-    from tilelang_x.core_ir import dtypes
-
     def mm(*args, **kw):
-        return lambda: _prim(g.matmul(*args, **kw))
+        return lambda: gemm.matmul.get_ir(*args, **kw)
 
     return {
         "gemm_fp16_256": mm(256, 256, 256),
@@ -61,14 +24,14 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "gemm_relu_epilogue": mm(128, 128, 256, relu=True, block_M=64, block_N=64),
         "gemm_fp32_fma": mm(128, 128, 64, in_dtype=dtypes.float32, out_dtype=dtypes.float32, block_M=64,
                             block_N=64, block_K=16),
-        "leaky_add_if_then_else": lambda: _prim(e.leaky_add(100, 70)),
-        "vector_add_dynamic": lambda: _prim(e.vector_add()),
-        "softmax_rows": lambda: _prim(r.softmax(64, 256)),
-        "rms_norm": lambda: _prim(r.rms_norm(64, 512)),
-        "cumsum": lambda: _prim(r.cumsum(32, 128)),
-        "cumsum_reverse": lambda: _prim(r.cumsum(32, 128, reverse=True)),
-        "column_sum_atomic_add": lambda: _prim(r.column_sum(200, 100)),
-        "flash_attention": lambda: _prim(a.flash_attention(1, 2, 256, 64, False)),
-        "flash_attention_causal": lambda: _prim(a.flash_attention(1, 2, 256, 64, True)),
-        "flash_attention_pipelined": lambda: _prim(a.flash_attention(1, 2, 256, 64, True, num_stages=2)),
+        "leaky_add_if_then_else": lambda: elementwise.leaky_add.get_ir(100, 70),
+        "vector_add_dynamic": lambda: elementwise.vector_add.get_ir(),
+        "softmax_rows": lambda: reductions.softmax.get_ir(64, 256),
+        "rms_norm": lambda: reductions.rms_norm.get_ir(64, 512),
+        "cumsum": lambda: reductions.cumsum.get_ir(32, 128),
+        "cumsum_reverse": lambda: reductions.cumsum.get_ir(32, 128, reverse=True),
+        "column_sum_atomic_add": lambda: reductions.column_sum.get_ir(200, 100),
+        "flash_attention": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, False),
+        "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
+        "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),
     }

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from tests.null.cuda_funcs_guard import suite_or_skip
 from tests.null.cuda_helpers import cuda_source
+from tests.null.cuda_suite_funcs import suite_funcs
 from tilelang_x import knobs
 
-FUNCS = suite_or_skip()
+FUNCS = suite_funcs()
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "cuda")
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.kernels import gemm
 from tests.null.cuda_helpers import sass_ops
-from tests.null.cuda_suite_funcs import _kernel_modules, _prim
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.stages import StageContext, run_stages
@@ -121,7 +121,7 @@ def _writes(block: Any, grid: list[int], threads: int) -> set[tuple[int, int, in
 
 
 def _gemm(*args: Any, **kw: Any) -> Any:
-    return _prim(_kernel_modules()["gemm"].matmul(*args, **kw))
+    return gemm.matmul.get_ir(*args, **kw)
 
 
 CASES = {

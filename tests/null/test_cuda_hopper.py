@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from tests.null.cuda_funcs_guard import suite_or_skip
 from tests.null.cuda_helpers import cuda_source, sass_ops, sass_text
+from tests.null.cuda_suite_funcs import suite_funcs
 from tilelang_x.core_ir import expr as E
 
-FUNCS = suite_or_skip()
+FUNCS = suite_funcs()
 HOPPER_KERNELS = ["gemm_128x128x32_3stage", "gemm_transpose_B", "gemm_bf16_fp32_accum", "gemm_fp16_tails",
                   "flash_attention", "flash_attention_causal", "flash_attention_pipelined"]
 
@@ -35,10 +35,8 @@ def test_sass_proves_hopper_path(name: str) -> None:
 
 
 def test_warp_specialized_gemm_splits_registers() -> None:
-    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
-
-    gemm = _kernel_modules()["gemm"]
-    func = _prim(gemm.matmul(512, 512, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256))
+    from tests.kernels import gemm
+    func = gemm.matmul.get_ir(512, 512, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
     ops = _sass(func)
     assert ops.get("USETMAXREG") and ops.get("HGMMA") and ops.get("UTMALDG"), ops
     source, ctx = _source(func)
@@ -64,10 +62,8 @@ def test_pre_hopper_target_takes_sm80_path() -> None:
 
 
 def test_unaligned_rows_keep_cp_async() -> None:
-    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
-
-    gemm = _kernel_modules()["gemm"]
-    func = _prim(gemm.matmul(128, 128, 100, block_M=64, block_N=64, block_K=32, num_stages=2))  # 200-byte rows
+    from tests.kernels import gemm
+    func = gemm.matmul.get_ir(128, 128, 100, block_M=64, block_N=64, block_K=32, num_stages=2)  # 200-byte rows
     source, ctx = _source(func)
     assert ctx.data["cuda.meta"].tensor_maps == ()  # A's rows cannot be a TMA map: the loop keeps cp.async
     assert "tlx_cp_async" in source and "tlx_wgmma_ss_" in source
@@ -96,10 +92,8 @@ def test_overlapped_wgmma_drains_before_epilogue() -> None:
     """With a wgmma group in flight across k-iterations, every read of an accumulator register in
     the SASS comes after a ``wait_group 0`` (ptxas sinks a drain placed after the loop below the
     epilogue's reads; the last iteration drains inside the loop)."""
-    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
-
-    gemm = _kernel_modules()["gemm"]
-    func = _prim(gemm.matmul(512, 512, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256))
+    from tests.kernels import gemm
+    func = gemm.matmul.get_ir(512, 512, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
     text = sass_text(func)
     lines = [ln for ln in text.splitlines() if re.search(r"HGMMA|DEPBAR|F2FP|EXIT", ln)]
     first_read = next(i for i, ln in enumerate(lines) if "F2FP" in ln)
@@ -108,12 +102,11 @@ def test_overlapped_wgmma_drains_before_epilogue() -> None:
 
 
 def test_flash_attention_takes_plain_tma_and_persistent_is_opt_in() -> None:
-    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
+    from tests.kernels import gemm
 
     source, ctx = _source(FUNCS["flash_attention_pipelined"]())
     assert "tlx_tma_load" in source and "cuda.ws" not in ctx.data  # softmax in the loop: no producer warpgroup
-    gemm = _kernel_modules()["gemm"]
-    func = _prim(gemm.matmul(4096, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256))
+    func = gemm.matmul.get_ir(4096, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
     _, plain = _source(func)
     assert plain.data["cuda.meta"].grid_static == (16, 32, 1)
     source, pers = _source(func, configs={"tlx.persistent": True})

@@ -11,20 +11,19 @@ from typing import Any
 
 import pytest
 
-from tests.null.cuda_funcs_guard import suite_or_skip
 from tests.null.cuda_helpers import cuda_source as _source
 from tests.null.cuda_helpers import sass_text
+from tests.null.cuda_suite_funcs import suite_funcs
 from tests.null.test_cuda_hopper import HOPPER_KERNELS
 
-FUNCS = suite_or_skip()
+FUNCS = suite_funcs()
 ON = {"tlx.gemm_softmax_overlap": True}
 
 
 def _fa(causal: bool, dim: int) -> Any:
-    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
 
-    a = _kernel_modules()["attention"]
-    return _prim(a.flash_attention(1, 2, 1024, dim, causal, block_M=128, block_N=128, num_stages=2, threads=256))
+    from tests.kernels import attention as a
+    return a.flash_attention.get_ir(1, 2, 1024, dim, causal, block_M=128, block_N=128, num_stages=2, threads=256)
 
 
 def _sass_text(func: Any, configs: dict[str, bool]) -> str:
@@ -91,10 +90,8 @@ def test_score_wgmma_overlaps_softmax(causal: bool, dim: int) -> None:
 
 
 def test_other_loops_keep_the_plain_pipeline() -> None:
-    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
-
-    gemm = _kernel_modules()["gemm"]
-    func = _prim(gemm.matmul(512, 512, 512, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256))
+    from tests.kernels import gemm
+    func = gemm.matmul.get_ir(512, 512, 512, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256)
     configs = {**ON, "tl.disable_warp_specialized": True}
     assert _source(func, "sm_90a", configs)[0] == _source(func, "sm_90a", {"tl.disable_warp_specialized": True})[0]
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from tests.null.cuda_funcs_guard import suite_or_skip
+from tests.null.cuda_suite_funcs import suite_funcs
 from tilelang_x.core_ir.stages import StageContext, run_stages
 from tilelang_x.target import Target
 
-FUNCS = suite_or_skip()
+FUNCS = suite_funcs()
 OFF = {"tlx.prefetch_fragments": False, "tlx.hoist_fragments": False, "tlx.fold_clear": False}
 
 

@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
-from tests.null.cuda_funcs_guard import suite_or_skip
+from tests.null.cuda_suite_funcs import suite_funcs
 from tilelang_x.plugins.cuda.rasterize import choose_panel, remap
 
-FUNCS = suite_or_skip()
+FUNCS = suite_funcs()
 BIG = (8192, 28672, 4096)
 TILE = {"block_M": 128, "block_N": 256, "block_K": 64, "num_stages": 3, "threads": 256}
 
 
 def _matmul(m: int, n: int, k: int, **kw: Any) -> Any:
-    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
+    from tests.kernels import gemm
 
-    return _prim(_kernel_modules()["gemm"].matmul(m, n, k, **kw))
+    return gemm.matmul.get_ir(m, n, k, **kw)
 
 
 def _source(func: Any, arch: str, configs: dict[str, bool] | None = None) -> tuple[str, Any]:

@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from tests.null.cuda_funcs_guard import suite_or_skip
+from tests.null.cuda_suite_funcs import suite_funcs
 from tilelang_x.core_ir import dtypes as D
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer
@@ -19,7 +19,7 @@ from tilelang_x.core_ir.stmt import For, If, Seq, Store
 from tilelang_x.core_ir.visit import walk
 from tilelang_x.plugins.cuda.unswitch_mask import KEY, unswitch_masks
 
-FUNCS = suite_or_skip()
+FUNCS = suite_funcs()
 ON = {KEY: True}
 
 
@@ -122,10 +122,9 @@ def _run_interp(func, *args):
 
 
 def test_interp_equivalence_causal():
-    from tests.null.cuda_suite_funcs import _kernel_modules, _prim
 
-    a = _kernel_modules()["attention"]
-    f = _prim(a.flash_attention(1, 1, 128, 16, True, block_M=32, block_N=16, num_stages=1, threads=128))
+    from tests.kernels import attention as a
+    f = a.flash_attention.get_ir(1, 1, 128, 16, True, block_M=32, block_N=16, num_stages=1, threads=128)
     g = dataclasses.replace(f, body=unswitch_masks(f.body))
     assert any(isinstance(n, If) for n in walk(g.body)) and not any(isinstance(n, If) for n in walk(f.body))
     rng = np.random.default_rng(0)
