@@ -22,7 +22,7 @@ BIG_CONFIGS = [(128, 256, 64, 3, 256), (128, 128, 64, 4, 256), (128, 256, 64, 4,
 # M <= 64 (decode, memory-bound on B): BN=64 gives N/64 = 128 CTAs for N=8192 (one per SM of 132;
 # BN=128 leaves half the SMs idle), and deeper stages keep more of B in flight per SM
 SMALL_M_CONFIGS = [(64, 64, 128, 4, 128), (64, 128, 64, 4, 128), (64, 256, 64, 3, 128), (64, 64, 128, 6, 128),
-                   (64, 64, 64, 8, 128), (64, 32, 128, 8, 128), (64, 64, 256, 4, 128)]
+                   (64, 64, 64, 8, 128)]
 
 
 def configs_for(m: int, quick: bool, custom: str = "") -> list[tuple[int, ...]]:
