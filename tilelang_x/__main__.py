@@ -315,6 +315,8 @@ def run_doctor(only: Sequence[str] = (), checks: Sequence[tuple[str, Callable[[A
     """Run ``checks`` (default ``DOCTOR_CHECKS``) on every available target (or those in
     ``only``); returns one result per target: ``{"target", "result": PASS|FAIL|SKIP, "reason",
     "seconds"}``. ``echo`` is called with each result as it is known."""
+    import torch  # noqa: F401 - imported before the first check so its time is not charged to it
+
     from . import registry
 
     checks = DOCTOR_CHECKS if checks is None else checks
