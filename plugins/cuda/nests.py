@@ -7,6 +7,8 @@ Out-of-range global elements read as zero and are not written (the interpreter's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer, Region
 from ...core_ir.stmt import For, If, Seq, Stmt, Store
@@ -38,16 +40,17 @@ def loop_starts(loop: For) -> list[E.Expr | None]:
     return out
 
 
-def _region_index(r: Region, loop_vars: list[E.Var], shape: list[E.Expr]) -> tuple[E.Expr, ...]:
-    """Indices into ``r``'s buffer for the squeezed loop position."""
+def region_index(r: Region, coords: Iterable[E.Expr]) -> tuple[E.Expr, ...]:
+    """Indices into ``r``'s buffer of the element at ``coords`` of its squeezed shape (one
+    coordinate per dimension of extent other than 1; unit dimensions take their start)."""
     out = []
-    it = iter(loop_vars)
+    it = iter(coords)
     for start, ext in zip(r.starts, r.extents):
         if E.as_int(ext) == 1:
             out.append(start)
         else:
-            v = next(it)
-            out.append(v if E.as_int(start) == 0 else start + v)
+            c = next(it)
+            out.append(c if E.as_int(start) == 0 else start + c)
     return tuple(out)
 
 
@@ -81,8 +84,8 @@ def copy_nest(op: Copy) -> For:
     vars_ = [E.Var(f"i{n}") for n in range(len(shape))]
     src_vars = vars_ if squeezed(op.src) else []
     dst_vars = vars_ if squeezed(op.dst) else []
-    si = _region_index(op.src, src_vars, shape)
-    di = _region_index(op.dst, dst_vars, shape)
+    si = region_index(op.src, src_vars)
+    di = region_index(op.dst, dst_vars)
     value: E.Expr = E.cast(E.Load(op.src.buffer, si, op.loc), op.dst.buffer.dtype)
     sc = in_bounds(op.src.buffer, si, op.src, [])
     if sc is not None:
@@ -97,7 +100,7 @@ def copy_nest(op: Copy) -> For:
 def fill_nest(op: Fill) -> For:
     shape = squeezed(op.dst) or [E.const(1)]
     vars_ = [E.Var(f"i{n}") for n in range(len(shape))]
-    di = _region_index(op.dst, vars_ if squeezed(op.dst) else [], shape)
+    di = region_index(op.dst, vars_ if squeezed(op.dst) else [])
     body: Stmt = Store(op.dst.buffer, di, E.cast(op.value, op.dst.buffer.dtype), op.loc)
     dc = in_bounds(op.dst.buffer, di, op.dst, [])
     if dc is not None:
@@ -111,8 +114,8 @@ def atomic_nest(op: Atomic) -> For | None:
         return None
     shape = squeezed(op.dst) or [E.const(1)]
     vars_ = [E.Var(f"i{n}") for n in range(len(shape))]
-    di = _region_index(op.dst, vars_ if squeezed(op.dst) else [], shape)
-    vi = _region_index(op.value, vars_ if squeezed(op.value) else [], shape)
+    di = region_index(op.dst, vars_ if squeezed(op.dst) else [])
+    vi = region_index(op.value, vars_ if squeezed(op.value) else [])
     body: Stmt = AtomicStore(op.kind, op.dst.buffer, di, E.Load(op.value.buffer, vi, op.loc), op.loc)
     dc = in_bounds(op.dst.buffer, di, op.dst, [])
     if dc is not None:

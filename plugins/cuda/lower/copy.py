@@ -15,7 +15,7 @@ from ....core_ir.tileops import Copy
 from ..analysis import divisor, prove_lt
 from ..layout_inference import uses_copy_nest
 from ..lir import THREAD, Evaluate, Intrin, PtrTo, SmemAddr
-from ..nests import copy_nest
+from ..nests import copy_nest, region_index
 from .epilogue import lower_vector_store, vector_store_plan
 from .parallel import lower_nest
 from .staged_epilogue import lower_staged_store, staged_plan
@@ -97,8 +97,8 @@ def _vector_copy(op: Copy, vec: int, lc: Any) -> Stmt:
     flat = it * threads + THREAD if iters > 1 else THREAD
     coords = _split_flat(it, iters, threads, shape)  # type: ignore[arg-type]
     coords[-1] = coords[-1] * vec
-    sidx = _index(src, coords)
-    didx = _index(dst, coords)
+    sidx = region_index(src, coords)
+    didx = region_index(dst, coords)
     ranges = dict(lc.ranges)
     ranges[it] = (0, iters - 1)
     pred: E.Expr = E.const(True)
@@ -158,18 +158,6 @@ def _split_flat(it: E.Var, iters: int, threads: int, shape: list[int]) -> list[E
 def _provably_lt(i: E.Expr, dim: E.Expr, ranges: dict[E.Var, tuple[int, int]], flat: E.Expr, total: int) -> bool:
     r = dict(ranges)
     return prove_lt(i, dim, r)
-
-
-def _index(r: Region, coords: list[E.Expr]) -> tuple[E.Expr, ...]:
-    out = []
-    it = iter(coords)
-    for start, ext in zip(r.starts, r.extents):
-        if E.as_int(ext) == 1:
-            out.append(start)
-        else:
-            c = next(it)
-            out.append(c if E.as_int(start) == 0 else start + c)
-    return tuple(out)
 
 
 __all__ = ["lower_copy", "For"]

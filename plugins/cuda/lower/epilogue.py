@@ -24,7 +24,7 @@ from ....core_ir.tileops import Copy
 from ..analysis import divisor, prove_lt
 from ..layout import Fragment, local_map, slot_expr
 from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo
-from ..nests import squeezed
+from ..nests import region_index, squeezed
 
 #: element types with ``tlx_st<w>`` overloads in tlx_cuda.h, and the widths they have
 _WIDTHS = {dtypes.float16.name: (8, 4, 2), dtypes.bfloat16.name: (8, 4, 2), dtypes.float32.name: (4, 2)}
@@ -70,14 +70,7 @@ def lower_vector_store(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
     groups = lay.num_local // w
     g = E.Var(lc.fresh("vg"))
     v: E.Expr = g * w if groups > 1 else E.const(0)
-    coords = iter(lay.coords(THREAD, v))
-    idx: list[E.Expr] = []
-    for start, ext in zip(dst.starts, dst.extents):
-        if E.as_int(ext) == 1:
-            idx.append(start)
-        else:
-            c = next(coords)
-            idx.append(c if E.as_int(start) == 0 else start + c)
+    idx = region_index(dst, lay.coords(THREAD, v))
     ranges = dict(lc.ranges)
     ranges[g] = (0, max(groups - 1, 0))
     local = lc.local_of(src.buffer)
@@ -87,7 +80,7 @@ def lower_vector_store(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
         value: E.Expr = E.Load(local, (slot,), op.loc)
         # fp32 in: the helper rounds once to the destination type (as an element store does)
         values.append(value if src.buffer.dtype == dtypes.float32 else E.cast(value, dtypes.float32))
-    body: Stmt = Evaluate(Intrin(f"tlx_st{w}", (PtrTo(dst.buffer, tuple(idx), "w"), *values)), op.loc)
+    body: Stmt = Evaluate(Intrin(f"tlx_st{w}", (PtrTo(dst.buffer, idx, "w"), *values)), op.loc)
     cond: E.Expr | None = None
     for i, dim in zip(idx, dst.buffer.shape):  # the group's first column decides for all w (see above)
         if not prove_lt(i, dim, ranges):

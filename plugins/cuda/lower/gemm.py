@@ -9,28 +9,16 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
-from ....core_ir.buffer import Buffer, Region
+from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import Alloc, For, Seq, Stmt, Store
 from ....core_ir.tileops import Gemm
 from ..layout_inference import GemmPlan
 from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
+from ..nests import region_index
 
 
 def _unroll(var: E.Var, n: int, body: Stmt) -> Stmt:
     return For(var, E.const(n), "unroll", body)
-
-
-def tile_index(r: Region, a: E.Expr, b: E.Expr) -> tuple[E.Expr, ...]:
-    """Buffer indices of element (a, b) of the 2-d tile ``r`` (unit dims take their start)."""
-    out = []
-    it = iter((a, b))
-    for start, ext in zip(r.starts, r.extents):
-        if E.as_int(ext) == 1:
-            out.append(start)
-        else:
-            x = next(it)
-            out.append(x if E.as_int(start) == 0 else start + x)
-    return tuple(out)
 
 
 def lower_gemm(op: Gemm, lc: Any) -> Stmt:
@@ -105,12 +93,12 @@ def load_a(t: MmaTile, lc: Any, af: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
     elif not op.trans_A:
         m = t.row0 + mi * 16 + lane % 16
         k = kk * 16 + (lane // 16) * 8
-        load = Evaluate(Intrin("tlx_ldsm_x4", (dst, SmemAddr(op.A.buffer, tile_index(op.A, m, k)))))
+        load = Evaluate(Intrin("tlx_ldsm_x4", (dst, SmemAddr(op.A.buffer, region_index(op.A, (m, k))))))
     else:
         grp = lane // 8
         k = kk * 16 + (grp // 2) * 8 + lane % 8
         m = t.row0 + mi * 16 + (grp % 2) * 8
-        load = Evaluate(Intrin("tlx_ldsm_x4_t", (dst, SmemAddr(op.A.buffer, tile_index(op.A, k, m)))))
+        load = Evaluate(Intrin("tlx_ldsm_x4_t", (dst, SmemAddr(op.A.buffer, region_index(op.A, (k, m))))))
     return _unroll(mi, t.mi_n, load)
 
 
@@ -127,11 +115,11 @@ def load_b(t: MmaTile, lc: Any, bf: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
         if not op.trans_B:
             k = kk * 16 + lane % 16
             n = t.col0 + nj * 16 + (lane // 16) * 8
-            call = Intrin("tlx_ldsm_x4_t", (dst, SmemAddr(op.B.buffer, tile_index(op.B, k, n))))
+            call = Intrin("tlx_ldsm_x4_t", (dst, SmemAddr(op.B.buffer, region_index(op.B, (k, n)))))
         else:
             n = t.col0 + nj * 16 + (lane // 16) * 8 + lane % 8
             k = kk * 16 + ((lane // 8) % 2) * 8
-            call = Intrin("tlx_ldsm_x4", (dst, SmemAddr(op.B.buffer, tile_index(op.B, n, k))))
+            call = Intrin("tlx_ldsm_x4", (dst, SmemAddr(op.B.buffer, region_index(op.B, (n, k)))))
         b_loads.append(_unroll(nj, pairs, Evaluate(call)))
     if t.ni_n % 2:
         last = t.ni_n - 1
@@ -139,11 +127,11 @@ def load_b(t: MmaTile, lc: Any, bf: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
         if not op.trans_B:
             k = kk * 16 + lane % 16
             n = t.col0 + last * 8
-            call = Intrin("tlx_ldsm_x2_t", (dst, SmemAddr(op.B.buffer, tile_index(op.B, k, n))))
+            call = Intrin("tlx_ldsm_x2_t", (dst, SmemAddr(op.B.buffer, region_index(op.B, (k, n)))))
         else:
             n = t.col0 + last * 8 + lane % 8
             k = kk * 16 + ((lane // 8) % 2) * 8
-            call = Intrin("tlx_ldsm_x2", (dst, SmemAddr(op.B.buffer, tile_index(op.B, n, k))))
+            call = Intrin("tlx_ldsm_x2", (dst, SmemAddr(op.B.buffer, region_index(op.B, (n, k)))))
         b_loads.append(Evaluate(call))
     return Seq(tuple(b_loads))
 
@@ -186,8 +174,8 @@ def _fma(op: Gemm, plan: GemmPlan, lc: Any, c_loc: Buffer) -> Stmt:
     v = E.Var(lc.fresh("v"))
     k = E.Var(lc.fresh("k"))
     i, j = lay.coords(THREAD, v)
-    a = E.Load(op.A.buffer, tile_index(op.A, k, i) if op.trans_A else tile_index(op.A, i, k))
-    b = E.Load(op.B.buffer, tile_index(op.B, j, k) if op.trans_B else tile_index(op.B, k, j))
+    a = E.Load(op.A.buffer, region_index(op.A, (k, i)) if op.trans_A else region_index(op.A, (i, k)))
+    b = E.Load(op.B.buffer, region_index(op.B, (j, k)) if op.trans_B else region_index(op.B, (k, j)))
     acc_t = c_loc.dtype
     prod = E.cast(a, acc_t) * E.cast(b, acc_t)
     upd = Store(c_loc, (v,), E.Load(c_loc, (v,)) + prod)

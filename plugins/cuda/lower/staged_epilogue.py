@@ -34,7 +34,7 @@ from ..analysis import divisor, prove_lt
 from ..hopper.layout import wgmma_c_fragment
 from ..layout import Fragment, local_map, slot_expr
 from ..lir import THREAD, U32, Block, Evaluate, Intrin, PtrTo, SmemAddr
-from ..nests import squeezed
+from ..nests import region_index, squeezed
 from .epilogue import vector_store_plan
 
 _CVT = {dtypes.float16.name: "tlx_cvt_h2", dtypes.bfloat16.name: "tlx_cvt_b2"}
@@ -145,15 +145,7 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
 
 
 def _dst_index(op: Copy, row: E.Expr, col: E.Expr) -> tuple[E.Expr, ...]:
-    coords = iter((row, col))
-    idx: list[E.Expr] = []
-    for start, ext in zip(op.dst.starts, op.dst.extents):
-        if E.as_int(ext) == 1:
-            idx.append(start)
-        else:
-            c = next(coords)
-            idx.append(c if E.as_int(start) == 0 else start + c)
-    return tuple(idx)
+    return region_index(op.dst, (row, col))
 
 
 def _guard(idx: tuple[E.Expr, ...], shape: tuple[E.Expr, ...], lc: Any) -> E.Expr | None:
