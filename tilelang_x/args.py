@@ -69,42 +69,17 @@ def numpy_dtype(dtype: DType) -> Any:
 
 def eval_dim(e: Any, dims: dict[E.Var, int]) -> int | None:
     """The integer value of a shape expression with ``dims`` bound, or ``None`` if it cannot be
-    computed (an unbound variable or an unsupported operation)."""
+    computed (an unbound variable, a division by zero, a non-integer result)."""
     value = E.as_int(e)
     if value is not None:
         return value
-    if isinstance(e, E.Var):
-        return dims.get(e)
-    if isinstance(e, E.Cast):
-        return eval_dim(e.a, dims)
-    if isinstance(e, E.UnaryOp) and e.op == "neg":
-        a = eval_dim(e.a, dims)
-        return None if a is None else -a
-    if isinstance(e, E.BinOp):
-        a, b = eval_dim(e.a, dims), eval_dim(e.b, dims)
-        if a is None or b is None:
-            return None
-        op = e.op
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op in ("//", "/", "%") and b == 0:
-            return None
-        if op == "//":
-            return a // b
-        if op == "/":
-            q = abs(a) // abs(b)
-            return q if (a >= 0) == (b >= 0) else -q
-        if op == "%":
-            return a % b
-        if op == "min":
-            return min(a, b)
-        if op == "max":
-            return max(a, b)
-    return None
+    from .core_ir.evaluate import evaluate
+
+    try:
+        value = evaluate(e, dims)
+    except (KeyError, ZeroDivisionError, TypeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def normalize_out_idx(func: PrimFunc, out_idx: Any) -> tuple[int, ...]:
