@@ -80,6 +80,37 @@ def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:
         return None, text[:2000]
 
 
+def try_configs(
+    configs: list[dict[str, int]], build: Callable[[dict[str, int]], Any], run: Callable[[Any], Any],
+    ref: Any, flops: float, args: argparse.Namespace,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Build each configuration for ``args.target``, check it against ``ref`` (relative error
+    < 1e-2) and time it; returns every configuration's entry (its time or its error) and the
+    fastest correct one."""
+    from tilelang_x import knobs
+
+    tried: list[dict[str, Any]] = []
+    best: dict[str, Any] | None = None
+    for cfg in configs:
+        with knobs.scope(target_default=args.target):
+            kernel, err = attempt(lambda cfg=cfg: build(cfg))
+        if err is None:
+            out, err = attempt(lambda kernel=kernel: run(kernel))
+        if err is None:
+            e = rel_err(out, ref)
+            if not e < 1e-2:
+                err = f"wrong result: relative error {e:.3g}"
+        if err is not None:
+            tried.append({**cfg, "error": err})
+            continue
+        ms = median_ms(lambda kernel=kernel: run(kernel), args.warmup, args.rep)
+        entry = {**cfg, "ms": round(ms, 4), "tflops": round(flops / ms / 1e9, 1), "rel_err": float(f"{e:.3g}")}
+        tried.append(entry)
+        if best is None or ms < best["ms"]:
+            best = entry
+    return tried, best
+
+
 def rel_err(actual: Any, expected: Any) -> float:
     a, e = actual.double(), expected.double()
     return float((a - e).norm() / e.norm().clamp_min(1e-30))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, rel_err
+from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, try_configs
 
 # (block_M, block_N, num_stages, threads)
 CONFIGS = [(128, 128, 2, 256), (128, 64, 2, 256), (128, 64, 2, 128), (64, 64, 1, 128)]
@@ -40,7 +40,6 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
     import torch.nn.functional as F
 
     from tests.kernels import attention
-    from tilelang_x import knobs
 
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16) for _ in range(3))
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
@@ -53,28 +52,12 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
         if err:
             row[f"{key}_error"] = err
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    tried, best = [], None
     configs = CONFIGS[:2] if args.quick else CONFIGS
     if args.configs:  # "BMxBNxSTAGESxTHREADS,..."
         configs = [tuple(int(x) for x in c.split("x")) for c in args.configs.split(",") if c]  # type: ignore[misc]
-    for bm, bn, stages, threads in configs:
-        cfg = {"block_M": bm, "block_N": bn, "num_stages": stages, "threads": threads}
-        with knobs.scope(target_default=args.target):
-            kernel, err = attempt(lambda cfg=cfg: attention.flash_attention(b, h, s, d, causal, **cfg))
-        if err is None:
-            out, err = attempt(lambda kernel=kernel: kernel(q, k, v))
-        if err is None:
-            e = rel_err(out, ref)
-            if not e < 1e-2:
-                err = f"wrong result: relative error {e:.3g}"
-        if err is not None:
-            tried.append({**cfg, "error": err})
-            continue
-        ms = median_ms(lambda kernel=kernel: kernel(q, k, v), args.warmup, args.rep)
-        entry = {**cfg, "ms": round(ms, 4), "tflops": tflops(ms), "rel_err": float(f"{e:.3g}")}
-        tried.append(entry)
-        if best is None or ms < best["ms"]:
-            best = entry
+    configs = [{"block_M": bm, "block_N": bn, "num_stages": st, "threads": th} for bm, bn, st, th in configs]
+    tried, best = try_configs(configs, lambda cfg: attention.flash_attention(b, h, s, d, causal, **cfg),
+                              lambda kernel: kernel(q, k, v), ref, flops, args)
     if best is not None:
         row.update(ours_ms=best["ms"], ours_tflops=best["tflops"],
                    best_config={k: best[k] for k in ("block_M", "block_N", "num_stages", "threads")})

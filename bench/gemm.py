@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, rel_err
+from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, try_configs
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (8192, 28672, 4096)]
 
@@ -59,7 +59,6 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     import torch
 
     from tests.kernels import gemm
-    from tilelang_x import knobs
     from tilelang_x.core_ir.dtypes import as_dtype
 
     tdt = getattr(torch, dtype_name)
@@ -72,26 +71,10 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k, "relu_epilogue": args.relu,
                            "pass_configs": args.pass_configs or None,
                            "torch_ms": round(torch_ms, 4), "torch_tflops": round(flops / torch_ms / 1e9, 1)}
-    tried = []
-    best = None
-    for bm, bn, bk, stages, threads in configs_for(m, args.quick, args.configs):
-        cfg = {"block_M": bm, "block_N": bn, "block_K": bk, "num_stages": stages, "threads": threads}
-        with knobs.scope(target_default=args.target):
-            kernel, err = attempt(lambda cfg=cfg: _build(gemm.matmul, m, n, k, as_dtype(tdt), args, cfg))
-        if err is None:
-            out, err = attempt(lambda kernel=kernel: kernel(a, b))
-        if err is None:
-            e = rel_err(out, ref)
-            if not e < 1e-2:
-                err = f"wrong result: relative error {e:.3g}"
-        if err is not None:
-            tried.append({**cfg, "error": err})
-            continue
-        ms = median_ms(lambda kernel=kernel: kernel(a, b), args.warmup, args.rep)
-        entry = {**cfg, "ms": round(ms, 4), "tflops": round(flops / ms / 1e9, 1), "rel_err": float(f"{e:.3g}")}
-        tried.append(entry)
-        if best is None or ms < best["ms"]:
-            best = entry
+    configs = [{"block_M": bm, "block_N": bn, "block_K": bk, "num_stages": stages, "threads": threads}
+               for bm, bn, bk, stages, threads in configs_for(m, args.quick, args.configs)]
+    tried, best = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, as_dtype(tdt), args, cfg),
+                              lambda kernel: kernel(a, b), ref, flops, args)
     if best is not None:
         row.update(ours_ms=best["ms"], ours_tflops=best["tflops"], ratio=round(torch_ms / best["ms"], 3),
                    best_config={k: best[k] for k in ("block_M", "block_N", "block_K", "num_stages", "threads")})
