@@ -14,7 +14,7 @@ read here, where every tensor is checked to be on it.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .core_ir import expr as E
@@ -140,21 +140,28 @@ class _Generator:
             return [f"if type({x}) is int: {x} = float({x})", f"elif type({x}) is not float: {miss}"]
         return [f"if type({x}) is not bool: {miss}"]
 
+    def _match(self, seq: str, want: Sequence[Any], bound: set[E.Var]) -> list[str]:
+        """Lines checking each ``seq[axis]`` against ``want[axis]``: a constant, a variable bound
+        already, or a variable this binds."""
+        out = []
+        for axis, d in enumerate(want):
+            if isinstance(d, int):
+                out.append(f"if {seq}[{axis}] != {d}: {self.miss}")
+            elif d in bound:
+                out.append(f"if {seq}[{axis}] != {self.names[d]}: {self.miss}")
+            else:
+                out.append(f"{self.names[d]} = {seq}[{axis}]")
+                bound.add(d)
+        return out
+
     def _tensor_checks(self, spec: ParamSpec, bound: set[E.Var], first: str | None) -> list[str]:
-        x, miss, names = f"a{spec.index}", self.miss, self.names
+        x, miss = f"a{spec.index}", self.miss
         out = [f"if type({x}) is not Tensor or {x}.dtype is not DT{spec.index}: {miss}"]
         if all(isinstance(d, int) for d in spec.shape):
             out.append(f"if {x}.shape != {tuple(spec.shape)!r}: {miss}")
         else:
             out += ["s = " + f"{x}.shape", f"if len(s) != {len(spec.shape)}: {miss}"]
-            for axis, d in enumerate(spec.shape):
-                if isinstance(d, int):
-                    out.append(f"if s[{axis}] != {d}: {miss}")
-                elif d in bound:
-                    out.append(f"if s[{axis}] != {names[d]}: {miss}")
-                else:
-                    out.append(f"{names[d]} = s[{axis}]")
-                    bound.add(d)
+            out += self._match("s", spec.shape, bound)
         if self.binder.device_type == "cpu":
             out.append(f"if not {x}.is_cpu: {miss}")
         elif first is None:  # CUDA: every tensor on the first one's GPU
@@ -165,14 +172,7 @@ class _Generator:
             out.append(f"if not {x}.is_contiguous(): {miss}")
         elif spec.strides is not None:  # exact strides only; size-1 dims etc. take the full checks
             out.append(f"st = {x}.stride()")
-            for axis, d in enumerate(spec.strides):
-                if isinstance(d, int):
-                    out.append(f"if st[{axis}] != {d}: {miss}")
-                elif d in bound:
-                    out.append(f"if st[{axis}] != {names[d]}: {miss}")
-                else:
-                    out.append(f"{names[d]} = st[{axis}]")
-                    bound.add(d)
+            out += self._match("st", spec.strides, bound)
         return out
 
     def _allocation(self, spec: ParamSpec, given: list[ParamSpec], bound: set[E.Var], first: str | None) -> str | None:
