@@ -67,25 +67,31 @@ class _Sync:
             return dataclasses.replace(s, body=body), st
         if isinstance(s, Barrier):
             return s, EMPTY
-        if isinstance(s, For) and not _is_unit(s):
-            _, end = self.stmt(s.body, st)
-            body, end2 = self.stmt(s.body, _merge(st, end))
-            return dataclasses.replace(s, body=body), _merge(st, end2)
-        if isinstance(s, While):
-            _, end = self.stmt(s.body, st)
-            body, end2 = self.stmt(s.body, _merge(st, end))
-            return dataclasses.replace(s, body=body), _merge(st, end2)
+        if isinstance(s, (For, While)) and not _is_unit(s):
+            return self.loop(s, st)
         if isinstance(s, If) and not _is_unit(s):
             then, s1 = self.stmt(s.then, st)
             other, s2 = (None, st) if s.otherwise is None else self.stmt(s.otherwise, st)
             return dataclasses.replace(s, then=then, otherwise=other), _merge(s1, s2)
         return self.leaf(s, st)
 
+    def loop(self, s: For | While, st: State) -> tuple[Stmt, State]:
+        """A hazard between what precedes the loop and its body gets one barrier before the loop,
+        not one in every iteration (which would also keep warpgroups in lockstep); hazards carried
+        from one iteration to the next are found by walking the body twice."""
+        w, r, _ = accesses(s.body)
+        hoisted = _conflict(st, w, r)
+        if hoisted:
+            st = EMPTY
+        _, end = self.stmt(s.body, st)
+        body, end2 = self.stmt(s.body, _merge(st, end))
+        out: Stmt = dataclasses.replace(s, body=body)
+        return (Seq((Barrier(), out), s.loc) if hoisted else out), _merge(st, end2)
+
     def leaf(self, s: Stmt, st: State) -> tuple[Stmt, State]:
         w, r, has_barrier = accesses(s)
         written, read = st
-        need = bool((r & written) or (w & (written | read)))
-        if need:
+        if _conflict(st, w, r):
             out: Stmt = Seq((Barrier(), s))
             written, read = frozenset(), frozenset()
         else:
@@ -93,6 +99,11 @@ class _Sync:
         if has_barrier:
             written, read = frozenset(), frozenset()
         return out, (written | frozenset(w), read | frozenset(r))
+
+
+def _conflict(st: State, w: set[int], r: set[int]) -> bool:
+    written, read = st
+    return bool((r & written) or (w & (written | read)))
 
 
 def _is_unit(s: Stmt) -> bool:
