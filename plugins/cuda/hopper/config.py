@@ -27,6 +27,9 @@ class HopperConfig:
     #: hopper_persistent.py): pass_configs={"tlx.persistent": True}. Correct on the H200 but no
     #: faster there (2026-11-29: GEMM 4096³ 587 vs 593 TFLOP/s, 8192³ 631 vs 642), so off.
     persistent: bool = False
+    #: two consumer warpgroups of a warp-specialized compute loop take turns issuing their wgmma
+    #: groups (hopper/pingpong.py); pass_configs={"tlx.pingpong": False} turns it off.
+    pingpong: bool = True
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -43,7 +46,7 @@ def hopper_config(ctx: Any) -> HopperConfig:
     ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
     overlap = bool(configs.get("tlx.wgmma_overlap", True))
     return HopperConfig(wgmma, tma, ws, overlap, _flag(configs, "tlx.ws_compute_loops"),
-                        _flag(configs, "tlx.persistent"))
+                        _flag(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

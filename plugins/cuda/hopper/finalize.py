@@ -6,6 +6,8 @@ path.
 - Warp-specialized kernels: the consumers' barriers become ``bar.sync 1, consumers`` (the producer
   warpgroup never joins them), the block grows by the producer warpgroup and the kernel gets
   ``__launch_bounds__(threads, 1)`` (setmaxnreg needs an entry register cap).
+- Two consumer warpgroups of a warp-specialized compute loop take turns issuing wgmma
+  (pingpong.py).
 - ``cuda.extra_headers``: tlx_hopper.h and the wgmma wrappers used; ``cuda.tmaps``: only the
   tensor maps the code uses.
 """
@@ -19,7 +21,9 @@ from ....core_ir import expr as E
 from ....core_ir.stmt import Kernel, PrimFunc, Seq
 from ....core_ir.visit import rewrite, walk
 from ..lir import Barrier, Evaluate, Intrin
+from .config import hopper_config
 from .header import WGMMA_FORMS, hopper_header, wgmma_source
+from .pingpong import pingpong
 from .tma import TmaSpec
 
 _HOPPER_PREFIXES = ("tlx_wgmma", "tlx_mbar", "tlx_tma", "tlx_fence_proxy", "TLX_SETMAXNREG")
@@ -50,7 +54,10 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             return dataclasses.replace(n, threads=(ws["consumers"] + 128,))
         return None
 
-    body = rewrite(func.body, fix)
+    body = func.body
+    if ws is not None and hopper_config(ctx).pingpong:
+        body = pingpong(body, ws["consumers"])
+    body = rewrite(body, fix)
     if ws is not None:
         ctx.data["cuda.min_blocks"] = 1
     used = {id(n) for n in walk(body) if isinstance(n, E.Var)}

@@ -40,6 +40,7 @@ from . import overlap
 from .config import hopper_config, log
 from .layout import panel_layout
 from .persistent import plan_persistent
+from .pingpong import CONSUMER_LOOP
 from .tma import TmaCopy, TmaSpec, plan_tma, tile_bytes
 
 PRODUCER_THREADS = 128
@@ -228,6 +229,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     gc = pers.counter(n, it) if pers else it
     sc = gc % stages
     rest = [_staged(substitute(s, {k: start + it}), cx.multi, sc) for s in _body(loop) if not _is_producer(s)]
+    compute = any(not isinstance(s, Gemm) for s in rest)
     release: Stmt = _call("tlx_mbar_arrive", _bar(empty, sc))
     after: list[Stmt] = []
     if cx.overlap and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
@@ -238,8 +240,9 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
         rest = [dataclasses.replace(rest[0], wg_wait=1), If(E.binary("==", it, n - 1), _call("tlx_wgmma_drain"), None)]
         release = If(E.binary(">", gc, 0), _call("tlx_mbar_arrive", _bar(empty, (gc + stages - 1) % stages)), None)
         after = [_call("tlx_wgmma_drain")]
+    ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
     cons_loop = For(it, n, "serial", Seq((_call("tlx_mbar_wait", _bar(full, sc), (gc // stages) % 2), *rest,
-                                          release)), None, (("pipelined", stages),), loop.loc)
+                                          release)), None, ann, loop.loc)
     hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]
     consumer = [x for i, s in enumerate(top) if not any(s is h for h in hoisted)
                 for x in ([cons_loop, *after] if i == at else [s])]

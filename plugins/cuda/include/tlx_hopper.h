@@ -49,6 +49,10 @@ TLX_DEV void tlx_tma_prefetch(const tlx_tmap& m) {
 // ---- ordering (A7) --------------------------------------------------------------------------------
 TLX_DEV void tlx_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 TLX_DEV void tlx_named_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+// ping-pong of two consumer warpgroups (hopper/pingpong.py): warpgroup wg waits for its turn on
+// named barrier 2 + wg and hands the turn over on the other one's (bar.arrive does not wait)
+TLX_DEV void tlx_pp_wait(int wg) { asm volatile("bar.sync %0, 256;" :: "r"(2 + wg) : "memory"); }
+TLX_DEV void tlx_pp_pass(int wg) { asm volatile("bar.arrive %0, 256;" :: "r"(3 - wg) : "memory"); }
 #define TLX_SETMAXNREG_INC(n) asm volatile("setmaxnreg.inc.sync.aligned.u32 " #n ";" ::: "memory")
 #define TLX_SETMAXNREG_DEC(n) asm volatile("setmaxnreg.dec.sync.aligned.u32 " #n ";" ::: "memory")
 

@@ -1,0 +1,39 @@
+"""FlashAttention on the Hopper forms (sm_90a): the plain TMA pipeline, the warp-specialized
+compute loop, and its two consumer warpgroups in ping-pong, against torch. Skipped below sm_90."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tilelang_x
+from tests.kernels import attention
+
+FORMS = {
+    "plain": {},
+    "warp_specialized": {"tlx.ws_compute_loops": True, "tlx.pingpong": False},
+    "pingpong": {"tlx.ws_compute_loops": True, "tlx.pingpong": True},
+}
+
+
+@pytest.fixture(autouse=True)
+def _hopper() -> None:
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("needs sm_90a")
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dim,seq,block_n", [(64, 384, 128), (128, 512, 128), (128, 256, 64)])
+def test_flash_attention_forms(form: str, causal: bool, dim: int, seq: int, block_n: int) -> None:
+    shape = (2, 3, seq, dim)
+    gen = torch.Generator(device="cuda").manual_seed(dim + seq)
+    q, k, v = (torch.randn(*shape, device="cuda", generator=gen).half() for _ in range(3))
+    func = attention.flash_attention.get_ir(*shape, causal, block_M=128, block_N=block_n, num_stages=2, threads=256)
+    kernel = tilelang_x.compile(func, out_idx=[3], pass_configs=FORMS[form])
+    out = kernel(q, k, v)
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
+    if form == "pingpong":
+        assert "tlx_pp_wait" in kernel.get_kernel_source()

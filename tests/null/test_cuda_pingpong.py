@@ -1,0 +1,44 @@
+"""Ping-pong of two consumer warpgroups in warp-specialized compute loops (hopper/pingpong.py)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.kernels import attention
+from tests.null.cuda_helpers import cuda_source, sass_text
+
+WS = {"tlx.ws_compute_loops": True}
+
+
+def _fa(threads: int = 256, block_m: int = 128) -> object:
+    return attention.flash_attention.get_ir(1, 2, 512, 128, True, block_M=block_m, block_N=128, num_stages=2,
+                                            threads=threads)
+
+
+def _consumer_loop(src: str) -> str:
+    start = src.index("for (int k_i")
+    return src[start:src.index("tlx_mbar_arrive(tlx_empty", start)]
+
+
+def test_each_wgmma_issue_takes_a_turn_and_hands_it_over() -> None:
+    src, _ = cuda_source(_fa(), "sm_90a", WS)
+    loop = _consumer_loop(src)
+    assert loop.count("tlx_pp_wait(tx >> 7);") == 2 and loop.count("tlx_pp_pass(tx >> 7);") == 2
+    for issue in re.findall(r"tlx_pp_wait\(tx >> 7\);(.*?)tlx_pp_pass", loop, re.S):
+        assert issue.lstrip().startswith("tlx_wgmma_arrive();") and issue.rstrip().endswith("tlx_wgmma_commit();")
+    # no block barrier keeps the warpgroups in lockstep; the hand-overs balance around the loop
+    assert "tlx_named_bar_sync" not in loop
+    before, after = src.split("for (int k_i", 1)
+    assert before.rstrip().endswith("if ((tx >> 7) == 1) {\n      tlx_pp_pass(tx >> 7);\n    }")
+    assert "if ((tx >> 7) == 0) {\n      tlx_pp_wait(tx >> 7);" in after
+
+
+def test_pingpong_needs_two_consumer_warpgroups_and_can_be_turned_off() -> None:
+    assert "tlx_pp_wait(tx" not in cuda_source(_fa(), "sm_90a", {**WS, "tlx.pingpong": False})[0]
+    assert "tlx_pp_wait(tx" not in cuda_source(_fa(threads=128, block_m=64), "sm_90a", WS)[0]
+    assert "tlx_pp_wait(tx" not in cuda_source(_fa(), "sm_90a")[0]  # the plain TMA pipeline
+
+
+def test_pingpong_compiles_to_named_barriers() -> None:
+    sass = sass_text(_fa(), "sm_90a", WS)
+    assert "BAR.ARV" in sass and "HGMMA" in sass
