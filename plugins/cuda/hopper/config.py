@@ -19,9 +19,10 @@ class HopperConfig:
     #: keep one wgmma group in flight across iterations of a gemm-only warp-specialized loop
     #: (``wgmma.wait_group 1``); pass_configs={"tlx.wgmma_overlap": False} turns it off.
     overlap_wgmma: bool = True
-    #: warp-specialize loops that compute more than gemms (FlashAttention's softmax) too; off by
-    #: default: on the H200 such kernels ran faster on the plain TMA pipeline (2026-11-29).
-    ws_compute_loops: bool = False
+    #: warp-specialize loops that compute more than gemms (FlashAttention's softmax) too: ``None``
+    #: (default) when the block's shared memory leaves no room for a second block per SM
+    #: (pipeline.py ``_owns_sm``), else as given by pass_configs={"tlx.ws_compute_loops": bool}.
+    ws_compute_loops: bool | None = None
     #: persistent grid for the warp-specialized gemm-only kernel with more tiles than SMs (one block
     #: per SM walking tiles, the producer loading the next tile during the epilogue;
     #: hopper_persistent.py): pass_configs={"tlx.persistent": True}. Correct on the H200 but no
@@ -45,7 +46,10 @@ def hopper_config(ctx: Any) -> HopperConfig:
     tma = hopper and not _flag(configs, "tl.disable_tma_lower", "tl.disable_tma")
     ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
     overlap = bool(configs.get("tlx.wgmma_overlap", True))
-    return HopperConfig(wgmma, tma, ws, overlap, _flag(configs, "tlx.ws_compute_loops"),
+    ws_compute = configs.get("tlx.ws_compute_loops")
+    if ws_compute is None and configs.get("tlx.gemm_softmax_overlap"):
+        ws_compute = False  # that overlap is a form of the plain pipeline (overlap.py)
+    return HopperConfig(wgmma, tma, ws, overlap, None if ws_compute is None else bool(ws_compute),
                         _flag(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)))
 
 

@@ -5,13 +5,17 @@ Warp-specialized form (the default; one such loop at the top of the kernel, its 
 count computed from block indices, arguments and the loop variable only): the block gets one more
 warpgroup, the producer, whose first thread issues the TMA loads of iteration k into stage k % S
 after waiting for ``empty[k % S]``; the original threads (consumers) wait for ``full[k % S]``, run
-the loop body and arrive on ``empty[k % S]``. With ≥ 256 consumers, ``setmaxnreg`` moves registers
-from the producer to the consumers. Everything outside the loop runs on the consumers. Only loops
-whose body is copies and gemms qualify (``tlx.ws_compute_loops`` lifts that: FlashAttention ran
-faster on the plain form on the H200). A gemm-only body keeps one wgmma group in flight
-(``wait_group 1``; iteration k releases stage k - 1; the last iteration drains inside the loop,
-since ptxas moves a drain placed after the loop below the epilogue's accumulator reads).
-``tlx.persistent`` walks tiles on a grid of one block per SM (hopper_persistent.py).
+the loop body and arrive on ``empty[k % S]``. Copies whose tiles are used by different statements
+of the body get their own full/empty pairs (``_Group``): FlashAttention's K is released after QKᵀ
+and refilled while P·V still reads V. With ≥ 256 consumers, ``setmaxnreg`` moves registers from
+the producer to the consumers. Everything outside the loop runs on the consumers. A body that
+computes more than gemms (FlashAttention's softmax) is warp-specialized when the block's shared
+memory leaves no room for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it
+either way); two consumer warpgroups then take turns issuing wgmma (pingpong.py). A gemm-only
+body keeps one wgmma group in flight (``wait_group 1``; iteration k releases stage k - 1; the last
+iteration drains inside the loop, since ptxas moves a drain placed after the loop below the
+epilogue's accumulator reads). ``tlx.persistent`` walks tiles on a grid of one block per SM
+(hopper_persistent.py).
 
 Plain form (warp specialization off, or the kernel does not qualify): thread 0 issues the loads
 of iteration k + S - 1 at the top of iteration k, after a barrier (every thread is done with that
@@ -24,6 +28,7 @@ Results in ``ctx.data``: ``cuda.preset_layouts`` (the panel layouts of the TMA t
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from typing import Any
 
@@ -44,6 +49,8 @@ from .pingpong import CONSUMER_LOOP
 from .tma import TmaCopy, TmaSpec, plan_tma, tile_bytes
 
 PRODUCER_THREADS = 128
+SMEM_PER_SM = 228 * 1024  # sm_90: 228 KB per SM, of which the system reserves 1 KB per block
+SMEM_PER_BLOCK_RESERVED = 1024
 PRODUCER_REGS = 40
 
 
@@ -61,7 +68,7 @@ def _is_producer(s: Stmt) -> bool:
 
 
 class _Ctx:
-    def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool = False,
+    def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
                  persistent: bool = False) -> None:
         self.overlap = overlap
         self.ws_compute = ws_compute
@@ -168,6 +175,23 @@ def _host_only(exprs: list[E.Expr], allowed: set[int]) -> bool:
     return True
 
 
+def _owns_sm(kernel: Kernel, loop: For) -> bool:
+    """Whether the block's shared memory leaves no room for a second block on an SM. Only then does
+    warp-specializing a loop that computes more than gemms pay (measured on the H200: FlashAttention
+    D128, 192 KB, 7-11 % faster; D64, 96 KB, 20 % slower, since two plain blocks per SM already
+    overlap one block's softmax with the other's gemms)."""
+    stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
+    staged = {id(s.dst.buffer) for s in _body(loop) if _is_producer(s)}
+    total = 0
+    for a in walk(kernel.body):
+        if isinstance(a, Alloc) and a.buffer.scope == "shared":
+            shape = a.buffer.static_shape()
+            if shape is None:
+                return False
+            total += math.prod(shape) * a.buffer.dtype.bytes * (stages if id(a.buffer) in staged else 1)
+    return 2 * (total + SMEM_PER_BLOCK_RESERVED) > SMEM_PER_SM
+
+
 def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt], int, list[TmaCopy]] | None:
     if len(kernel.threads) != 1 or kernel.num_threads % 128:
         return None
@@ -190,9 +214,10 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt],
             exprs.extend(s.src.starts)
     if not _host_only(exprs, allowed):
         return None
-    if not cx.ws_compute and any(not isinstance(s, Gemm) for s in _body(loop) if not _is_producer(s)):
-        log.debug("T.Pipelined at line %s computes more than gemms: plain TMA pipeline",
-                  getattr(loop.loc, "line", "?"))
+    compute = any(not isinstance(s, Gemm) for s in _body(loop) if not _is_producer(s))
+    if compute and not (_owns_sm(kernel, loop) if cx.ws_compute is None else cx.ws_compute):
+        log.debug("T.Pipelined at line %s computes more than gemms and two blocks fit on an SM: plain TMA "
+                  "pipeline", getattr(loop.loc, "line", "?"))
         return None
     plans = cx.plan(loop)
     if plans is None:
@@ -204,45 +229,79 @@ def _consumer_regs(consumers: int) -> int:
     return min(240, (65536 - PRODUCER_THREADS * PRODUCER_REGS) // consumers // 8 * 8)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Group:
+    """Copies of the loop that share a full/empty barrier pair: those whose tiles are first and
+    last used by the same statements of the body (``first``, ``last``: indices in the body
+    without the copies), so that a tile used early (K in FlashAttention) is released, and
+    refilled, without waiting for the end of the iteration."""
+
+    plans: tuple[TmaCopy, ...]
+    first: int
+    last: int
+    full: Buffer
+    empty: Buffer
+
+
+def _groups(rest: list[Stmt], plans: list[TmaCopy], stages: int) -> list[_Group]:
+    spans: dict[tuple[int, int], list[TmaCopy]] = {}
+    for p in plans:
+        b = p.op.dst.buffer
+        uses = [i for i, s in enumerate(rest) if any(getattr(n, "buffer", None) is b for n in walk(s))] or [0]
+        spans.setdefault((uses[0], uses[-1]), []).append(p)
+    out = []
+    for g, (span, ps) in enumerate(sorted(spans.items(), key=lambda kv: kv[0])):
+        suffix = str(g) if g else ""
+        out.append(_Group(tuple(ps), span[0], span[1], Buffer("tlx_full" + suffix, (stages,), dtypes.uint64, "shared"),
+                          Buffer("tlx_empty" + suffix, (stages,), dtypes.uint64, "shared")))
+    return out
+
+
 def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], cx: _Ctx, ctx: Any) -> Kernel:
     loop = top[at]
     assert isinstance(loop, For)
     stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
     cx.stage_buffers(plans, stages)
     consumers = kernel.num_threads
-    full = Buffer("tlx_full", (stages,), dtypes.uint64, "shared")
-    empty = Buffer("tlx_empty", (stages,), dtypes.uint64, "shared")
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
+    groups = _groups([s for s in _body(loop) if not _is_producer(s)], plans, stages)
     pers = plan_persistent(kernel, n, start) if cx.persistent else None
     # producer: one thread walks all iterations (of all its tiles when persistent: counter gp)
     kp = E.Var(k.name + "_p", k.dtype)
     gp = pers.counter(n, kp) if pers else kp
     sp = gp % stages
-    prod_body = [_call("tlx_mbar_wait", _bar(empty, sp), (gp // stages + 1) % 2),
-                 *_issue(plans, cx.multi, k, start + kp, sp, _bar(full, sp))]
+    prod_body = [x for g in groups for x in (_call("tlx_mbar_wait", _bar(g.empty, sp), (gp // stages + 1) % 2),
+                                              *_issue(list(g.plans), cx.multi, k, start + kp, sp, _bar(g.full, sp)))]
     prod_loop: Stmt = For(kp, n, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
     producer: list[Stmt] = [If(E.binary("==", THREAD, consumers), pers.wrap([prod_loop]) if pers else prod_loop,
                                None)]
-    # consumers: the loop body between a wait on full and an arrive on empty
+    # consumers: each group's statements between a wait on its full and an arrive on its empty
     it = E.Var(k.name + "_i", k.dtype)
     gc = pers.counter(n, it) if pers else it
     sc = gc % stages
     rest = [_staged(substitute(s, {k: start + it}), cx.multi, sc) for s in _body(loop) if not _is_producer(s)]
     compute = any(not isinstance(s, Gemm) for s in rest)
-    release: Stmt = _call("tlx_mbar_arrive", _bar(empty, sc))
     after: list[Stmt] = []
     if cx.overlap and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
         # one wgmma group stays in flight: iteration it releases the stage of iteration it - 1
         # ptxas (nvcc 13.0) schedules a ``wait_group 0`` placed after the loop below the epilogue's
         # reads of the accumulators (it loses track of the group still in flight across the back
         # edge): the last iteration drains inside the loop, where the wait cannot move past them.
-        rest = [dataclasses.replace(rest[0], wg_wait=1), If(E.binary("==", it, n - 1), _call("tlx_wgmma_drain"), None)]
-        release = If(E.binary(">", gc, 0), _call("tlx_mbar_arrive", _bar(empty, (gc + stages - 1) % stages)), None)
+        (g,) = groups
+        cons_body: list[Stmt] = [
+            _call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2), dataclasses.replace(rest[0], wg_wait=1),
+            If(E.binary("==", it, n - 1), _call("tlx_wgmma_drain"), None),
+            If(E.binary(">", gc, 0), _call("tlx_mbar_arrive", _bar(g.empty, (gc + stages - 1) % stages)), None)]
         after = [_call("tlx_wgmma_drain")]
+    else:
+        cons_body = []
+        for i, s in enumerate(rest):
+            cons_body += [_call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2) for g in groups if g.first == i]
+            cons_body.append(s)
+            cons_body += [_call("tlx_mbar_arrive", _bar(g.empty, sc)) for g in groups if g.last == i]
     ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
-    cons_loop = For(it, n, "serial", Seq((_call("tlx_mbar_wait", _bar(full, sc), (gc // stages) % 2), *rest,
-                                          release)), None, ann, loop.loc)
+    cons_loop = For(it, n, "serial", Seq(tuple(cons_body)), None, ann, loop.loc)
     hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]
     consumer = [x for i, s in enumerate(top) if not any(s is h for h in hoisted)
                 for x in ([cons_loop, *after] if i == at else [s])]
@@ -253,7 +312,8 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
         producer.insert(0, _call("TLX_SETMAXNREG_DEC", PRODUCER_REGS))
         consumer.insert(0, _call("TLX_SETMAXNREG_INC", regs))
     split = If(E.binary(">=", THREAD, consumers), Seq(tuple(producer)), Seq(tuple(consumer)), loop.loc)
-    body = hoisted + _init([(full, 1), (empty, consumers)], stages) + [_call("__syncthreads"), split]
+    bars = [(b, count) for g in groups for b, count in ((g.full, 1), (g.empty, consumers))]
+    body = hoisted + _init(bars, stages) + [_call("__syncthreads"), split]
     ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": PRODUCER_REGS, "consumer_regs": regs}
     if pers:
         new_body = substitute(Seq(tuple(body)), pers.block_of)
