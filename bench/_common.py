@@ -81,7 +81,7 @@ def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:
 
 
 def try_configs(
-    configs: list[dict[str, int]], build: Callable[[dict[str, int]], Any], run: Callable[[Any], Any],
+    configs: list[dict[str, Any]], build: Callable[[dict[str, Any]], Any], run: Callable[[Any], Any],
     ref: Any, flops: float, args: argparse.Namespace,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Build each configuration for ``args.target``, check it against ``ref`` (relative error

@@ -3,8 +3,10 @@
 Shapes (M, N, K): 4096^3, 8192^3, 16 x 8192 x 8192 (decode, memory-bound), 8192 x 28672 x 4096.
 Our kernel is ``tests/kernels/gemm.matmul`` (TileLang, as a user writes it); a few tile
 configurations are tried per shape and the fastest correct one is reported, with every
-configuration's time (or error) alongside. Times are medians of CUDA-event timings with the L2
-flushed before each call; TFLOP/s = 2*M*N*K / time; ``ratio`` = ours / torch (>= 1 is faster).
+configuration's time (or error) alongside; a configuration may launch thread-block clusters
+(``cluster``, sm_90a: TMA multicast of the tile the cluster's blocks share). Times are medians of
+CUDA-event timings with the L2 flushed before each call; TFLOP/s = 2*M*N*K / time; ``ratio`` = ours
+/ torch (>= 1 is faster).
 
 Run: ``python bench/gemm.py --out $OUT/gemm.json`` (``--quick``: 4096^3 fp16 only).
 """
@@ -17,24 +19,44 @@ from _common import attempt, checkpoint, device_info, emit, median_ms, parse_arg
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (8192, 28672, 4096)]
 
-# (block_M, block_N, block_K, num_stages, threads)
-BIG_CONFIGS = [(128, 256, 64, 3, 256), (128, 128, 64, 4, 256), (128, 256, 64, 4, 256), (128, 128, 32, 3, 128)]
+# (block_M, block_N, block_K, num_stages, threads[, cluster])
+BIG_CONFIGS: list[tuple[Any, ...]] = [(128, 256, 64, 3, 256), (128, 128, 64, 4, 256), (128, 256, 64, 4, 256),
+                                      (128, 128, 32, 3, 128)]
+# the two best Hopper tiles in clusters of two blocks along N (sharing A) and along M (sharing B);
+# other targets ignore the cluster, and so does multicast a rasterized grid (8192^3, 8192 x 28672:
+# add --pass-configs '{"tlx.auto_rasterize": false}' to compare)
+BIG_CONFIGS += [(*c, cl) for c in BIG_CONFIGS[:2] for cl in ((2, 1, 1), (1, 2, 1))]
 # M <= 64 (decode, memory-bound on B): BN=64 gives N/64 = 128 CTAs for N=8192 (one per SM of 132;
 # BN=128 leaves half the SMs idle), and deeper stages keep more of B in flight per SM
 SMALL_M_CONFIGS = [(64, 64, 128, 4, 128), (64, 128, 64, 4, 128), (64, 256, 64, 3, 128), (64, 64, 128, 6, 128),
                    (64, 64, 64, 8, 128)]
 
 
-def configs_for(m: int, quick: bool, custom: str = "") -> list[tuple[int, ...]]:
-    if custom:  # "BMxBNxBKxSTAGESxTHREADS,..."
-        return [tuple(int(x) for x in c.split("x")) for c in custom.split(",") if c]
+def _parse_config(text: str) -> tuple[Any, ...]:
+    """``BMxBNxBKxSTAGESxTHREADS`` with an optional cluster ``@CXxCYxCZ``."""
+    tile, _, cluster = text.partition("@")
+    cfg = tuple(int(x) for x in tile.split("x"))
+    return (*cfg, tuple(int(x) for x in cluster.split("x"))) if cluster else cfg
+
+
+CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads", "cluster")
+
+
+def _config_dict(cfg: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(zip(CONFIG_KEYS, cfg))
+
+
+def configs_for(m: int, quick: bool, custom: str = "") -> list[tuple[Any, ...]]:
+    if custom:  # "BMxBNxBKxSTAGESxTHREADS[@CXxCYxCZ],..."
+        return [_parse_config(c) for c in custom.split(",") if c]
     cands = SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
     return cands[:2] if quick else cands
 
 
 def _extra(p: Any) -> None:
     p.add_argument("--shapes", default="", help="MxNxK,... instead of the default shapes")
-    p.add_argument("--configs", default="", help="BMxBNxBKxSTAGESxTHREADS,... instead of the default configs")
+    p.add_argument("--configs", default="",
+                   help="BMxBNxBKxSTAGESxTHREADS[@CXxCYxCZ],... instead of the default configs (@: cluster shape)")
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
     p.add_argument("--dtypes", default="", help="float16,bfloat16,... instead of the default dtypes")
     p.add_argument("--pass-configs", default="",
@@ -43,7 +65,7 @@ def _extra(p: Any) -> None:
                    help="fuse a ReLU epilogue into our kernel; the reference is torch.relu(torch.matmul(a, b))")
 
 
-def _build(matmul: Any, m: int, n: int, k: int, dt: Any, args: Any, cfg: dict[str, int]) -> Any:
+def _build(matmul: Any, m: int, n: int, k: int, dt: Any, args: Any, cfg: dict[str, Any]) -> Any:
     """The user's kernel as the jit builds it, or, with ``--pass-configs``, compiled with those."""
     kw = dict(in_dtype=dt, out_dtype=dt, relu=args.relu, **cfg)
     if not args.pass_configs:
@@ -71,13 +93,12 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k, "relu_epilogue": args.relu,
                            "pass_configs": args.pass_configs or None,
                            "torch_ms": round(torch_ms, 4), "torch_tflops": round(flops / torch_ms / 1e9, 1)}
-    configs = [{"block_M": bm, "block_N": bn, "block_K": bk, "num_stages": stages, "threads": threads}
-               for bm, bn, bk, stages, threads in configs_for(m, args.quick, args.configs)]
+    configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs)]
     tried, best = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, as_dtype(tdt), args, cfg),
                               lambda kernel: kernel(a, b), ref, flops, args)
     if best is not None:
         row.update(ours_ms=best["ms"], ours_tflops=best["tflops"], ratio=round(torch_ms / best["ms"], 3),
-                   best_config={k: best[k] for k in ("block_M", "block_N", "block_K", "num_stages", "threads")})
+                   best_config={k: v for k, v in best.items() if k in CONFIG_KEYS})
         bytes_moved = (m * k + k * n + m * n) * a.element_size()
         row["ours_hbm_tb_s"] = round(bytes_moved / best["ms"] / 1e9, 2)
     else:

@@ -49,6 +49,17 @@ def _names(names: Any, count: int, defaults: tuple[str, ...], what: str, loc: So
     return list(names)
 
 
+def _cluster_dims(value: Any, loc: Any) -> tuple[int, ...]:
+    """``cluster_dims=`` as a tuple of 1 to 3 positive Python ints."""
+    dims = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not 1 <= len(dims) <= 3 or not all(hasattr(d, "__index__") and not isinstance(d, bool) and d.__index__() > 0
+                                          for d in dims):
+        raise TileLangSyntaxError(
+            f"T.Kernel cluster_dims={value!r}: expected a positive int or a list of 1 to 3 positive ints", loc=loc,
+            hint="the cluster shape must be known when the kernel is built, e.g. cluster_dims=(2, 1, 1)")
+    return tuple(d.__index__() for d in dims)
+
+
 class KernelFrame:
     """``with T.Kernel(gx, gy, gz, threads=128) as (bx, by, bz)``."""
 
@@ -83,7 +94,7 @@ class KernelFrame:
         if prelude is not None:
             ann["prelude"] = prelude
         if cluster_dims is not None:
-            ann["cluster_dims"] = tuple(cluster_dims) if isinstance(cluster_dims, (list, tuple)) else (cluster_dims,)
+            ann["cluster_dims"] = _cluster_dims(cluster_dims, self.loc)
         if is_cpu:
             ann["is_cpu"] = True
         self.annotations = freeze_annotations(ann)

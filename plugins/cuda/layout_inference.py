@@ -68,16 +68,11 @@ def find_kernel(s: Stmt) -> Kernel | None:
 
 
 def check_kernel_options(kernel: Kernel) -> None:
-    """``T.Kernel(prelude=..., cluster_dims=...)`` are not implemented: say so instead of ignoring them."""
-    ann = kernel.ann()
-    if "prelude" in ann:
+    """``T.Kernel(prelude=...)`` is not implemented: say so instead of ignoring it."""
+    if "prelude" in kernel.ann():
         raise BackendNotImplementedError(
             "T.Kernel(prelude=...) is not supported by the CUDA backend yet (the code would not be emitted)",
             loc=kernel.loc, hint="drop prelude=; kernels cannot include raw CUDA code in tilelang-x")
-    if "cluster_dims" in ann:
-        raise BackendNotImplementedError(
-            "T.Kernel(cluster_dims=...) is not supported by the CUDA backend yet (thread-block clusters)",
-            loc=kernel.loc, hint="drop cluster_dims=; each block runs on its own")
 
 
 def uses_copy_nest(op: Copy) -> bool:

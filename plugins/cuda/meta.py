@@ -22,7 +22,9 @@ comes from:
 
 Launch geometry: ``meta.grid(dims) -> (gx, gy, gz)`` (all >= 1; ``grid_static`` holds it when
 no dimension is dynamic), ``grid_source`` is that grid as Python text over the dims (see
-``make_grid_fn``), ``meta.block == (bx, by, bz)``, ``meta.smem_bytes`` dynamic shared
+``make_grid_fn``), ``meta.cluster`` the ``__cluster_dims__`` the kernel is declared with (sm_90a;
+``grid`` raises ``ArgumentError`` when a dynamic grid is not a multiple of it, naming ``meta.loc``,
+the kernel's source line), ``meta.block == (bx, by, bz)``, ``meta.smem_bytes`` dynamic shared
 memory per block. When ``smem_bytes > 48 * 1024`` the runtime must call
 ``cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes)`` once after
 loading (driver API: ``cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -35,7 +37,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
+
+from ...core_ir.errors import ArgumentError
+from ...core_ir.source import SourceLoc
 
 #: C parameter type for each IR dtype name of a scalar / dim parameter.
 SCALAR_CTYPES: dict[str, str] = {
@@ -85,6 +90,10 @@ class KernelMeta:
     #: Hopper TMA: per ``kind == "tmap"`` parameter (in order), (tensor arg index, dtype name, box
     #: dims innermost first, CUtensorMapSwizzle); the runtime encodes the map at launch.
     tensor_maps: tuple[tuple[int, str, tuple[int, ...], int], ...] = ()
+    #: thread-block cluster shape (``__cluster_dims__``), None without clusters
+    cluster: tuple[int, int, int] | None = None
+    #: the kernel's ``T.Kernel`` line, for launch errors
+    loc: SourceLoc | None = None
 
     @property
     def num_threads(self) -> int:
@@ -101,7 +110,25 @@ class KernelMeta:
         if isinstance(dims, Mapping):
             dims = [int(dims[n]) for n in self.dims]
         g = make_grid_fn(self.grid_source, self.dims)(*dims)
-        return (max(1, int(g[0])), max(1, int(g[1])), max(1, int(g[2])))
+        grid = (max(1, int(g[0])), max(1, int(g[1])), max(1, int(g[2])))
+        if self.cluster is not None and any(n % c for n, c in zip(grid, self.cluster)):
+            self._cluster_error(grid, dims)
+        return grid
+
+    def checked_grid(self, *dims: int) -> tuple[int, int, int]:
+        """``grid`` with the dims as arguments (the launchers' grid function of a clustered kernel)."""
+        return self.grid(dims)
+
+    def _cluster_error(self, grid: tuple[int, int, int], dims: Sequence[int]) -> NoReturn:
+        assert self.cluster is not None
+        ax = next(i for i in range(3) if grid[i] % self.cluster[i])
+        sizes = ", ".join(f"{n}={v}" for n, v in zip(self.dims, dims))
+        expr = self.grid_source.replace("{", "").replace("}", "")
+        raise ArgumentError(
+            f"kernel '{self.kernel_name}' runs in clusters of {self.cluster} blocks, but for {sizes} its grid is "
+            f"{grid}: dimension {'xyz'[ax]} is not a multiple of {self.cluster[ax]}", loc=self.loc,
+            hint=f"the grid is {expr}: pass sizes that make it a multiple of the cluster shape, or choose "
+            "cluster_dims (or block sizes) that divide it")
 
 
 _GRID_FNS: dict[tuple[str, tuple[str, ...]], Callable[..., tuple[int, int, int]]] = {}

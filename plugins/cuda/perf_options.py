@@ -15,6 +15,9 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
 - ``tlx.staged_epilogue``: on sm_90a, an fp16/bf16 copy of a wgmma accumulator to global goes
   through a per-warp shared staging slot (stmatrix, then 16-byte coalesced stores;
   ``lower/staged_epilogue.py``); not in persistent kernels. Off: the vector epilogue above.
+- ``tlx.tma_store``: the staged epilogue's chunks go to global memory as TMA stores when the
+  destination is a kernel argument a tensor map can describe (``lower/tma_store.py``); always
+  off when TMA is (``tl.disable_tma_lower``). Off: the 16-byte stores of every lane.
 - ``tlx.auto_rasterize``: a large 2-D grid of a one-gemm kernel runs its blocks in panels of tile
   rows for L2 reuse (the ``T.use_swizzle`` remap, panel height from the grid, tile and L2 size;
   ``rasterize.py``, read there); never when the kernel calls ``T.use_swizzle``. Both paths.
@@ -33,6 +36,7 @@ class PerfOptions:
     fold_clear: bool = True
     vector_epilogue: bool = True
     staged_epilogue: bool = True
+    tma_store: bool = True
 
 
 def perf_options(ctx: Any) -> PerfOptions:
@@ -43,4 +47,4 @@ def perf_options(ctx: Any) -> PerfOptions:
         return bool(configs.get(name, True))
 
     return PerfOptions(on("tlx.prefetch_fragments"), on("tlx.hoist_fragments"), on("tlx.fold_clear"),
-                       on("tlx.vector_epilogue"), on("tlx.staged_epilogue"))
+                       on("tlx.vector_epilogue"), on("tlx.staged_epilogue"), on("tlx.tma_store"))

@@ -75,6 +75,18 @@ def remap(bid: int, gx: int, gy: int, panel: int) -> tuple[int, int]:
     return (bid % grp) // h, first + (bid % grp) % h
 
 
+def remaps_blocks(kernel: Kernel, ctx: Any) -> bool:
+    """Whether codegen computes the block indices from a remap of ``blockIdx`` (``T.use_swizzle``
+    or this stage's panel; the condition of ``codegen._block_vars``) instead of taking them as is."""
+    if len(kernel.block_vars) != 2:
+        return False
+    swz = next((n for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "swizzle"), None)
+    if swz is None:
+        return bool(ctx.data.get("cuda.raster_panel"))
+    data = tuple(swz.data)
+    return bool(data[2]) if len(data) > 2 else True
+
+
 def _gemm_tiles(kernel: Kernel) -> tuple[int, int, int | None, int] | None:
     """(BM, BN, K or None, element bytes) of the kernel's one T.gemm, K = BK x the trip count of
     the innermost serial loop around it (None when that is not a constant)."""

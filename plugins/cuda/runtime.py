@@ -27,7 +27,7 @@ from typing import Any
 from ...core_ir.errors import ArgumentError
 from . import driver
 from .compile import CudaBinary
-from .grid_program import grid_program
+from .grid_program import Program, grid_program
 from .meta import DEFAULT_SMEM_LIMIT, KernelMeta, make_grid_fn
 
 # Parameter codes shared with _launcher.pyx.
@@ -215,8 +215,13 @@ class _Plan:
         self.index = index
         self.buf_args = buf_args
         self.grid_static = meta.grid_static
-        self.grid_fn = None if meta.grid_static is not None else make_grid_fn(meta.grid_source, meta.dims)
-        self.grid_program = None if meta.grid_static is not None else grid_program(meta.grid_source, meta.dims)
+        self.grid_fn: Callable[..., tuple[int, int, int]] | None = None
+        self.grid_program: list[Program] | None = None
+        if meta.grid_static is None and meta.cluster is not None:  # Python checks the grid against the cluster
+            self.grid_fn = meta.checked_grid
+        elif meta.grid_static is None:
+            self.grid_fn = make_grid_fn(meta.grid_source, meta.dims)
+            self.grid_program = grid_program(meta.grid_source, meta.dims)
 
 
 def _stream_getter() -> Callable[[int], int]:

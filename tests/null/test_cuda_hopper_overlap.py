@@ -18,6 +18,7 @@ from tests.null.test_cuda_hopper import HOPPER_KERNELS
 
 FUNCS = suite_funcs()
 ON = {"tlx.gemm_softmax_overlap": True}
+PLAIN = {"tlx.ws_compute_loops": False}
 
 
 def _fa(causal: bool, dim: int) -> Any:
@@ -72,11 +73,11 @@ def test_checker_catches_a_read_of_inflight_registers() -> None:
 @pytest.mark.parametrize("dim", [64, 128])
 def test_score_wgmma_overlaps_softmax(causal: bool, dim: int) -> None:
     func = _fa(causal, dim)
-    source, _ = _source(func, "sm_90a", ON)
+    source, _ = _source(func, "sm_90a", {**ON, **PLAIN})
     assert "acc_s_nx" in source and "tlx_kfull_" in source and "tlx_vfull_" in source
-    plain, _ = _source(func, "sm_90a", {})
+    plain, _ = _source(func, "sm_90a", PLAIN)
     assert "acc_s_nx" not in plain and "tlx_kfull_" not in plain  # off by default
-    text = _sass_text(func, ON)
+    text = _sass_text(func, {**ON, **PLAIN})
     assert inflight_violations(text) == []
     ins = _instructions(text)
     # in the loop: a score HGMMA group is committed and the softmax's exp2 runs before any wait

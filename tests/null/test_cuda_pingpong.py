@@ -7,7 +7,7 @@ import re
 from tests.kernels import attention
 from tests.null.cuda_helpers import cuda_source, sass_text
 
-WS = {"tlx.ws_compute_loops": True}
+WS = {"tlx.ws_compute_loops": True, "tlx.pingpong": True}
 
 
 def _fa(threads: int = 256, block_m: int = 128, dim: int = 128) -> object:
@@ -17,7 +17,7 @@ def _fa(threads: int = 256, block_m: int = 128, dim: int = 128) -> object:
 
 def _consumer_loop(src: str) -> str:
     start = src.index("for (int k_i")
-    return src[start:src.index("tlx_mbar_arrive(tlx_empty1", start)]
+    return src[start:src.index("if ((tx >> 7) == 0) {", start)]
 
 
 def test_each_wgmma_issue_takes_a_turn_and_hands_it_over() -> None:
@@ -40,9 +40,9 @@ def test_pingpong_needs_two_consumer_warpgroups_and_can_be_turned_off() -> None:
 
 
 def test_compute_loops_are_warp_specialized_when_the_block_owns_the_sm() -> None:
-    # D128: 192 KB of shared memory, one block per SM -> producer warpgroup + ping-pong consumers
+    # D128: 192 KB of shared memory, one block per SM -> a producer warpgroup
     src = cuda_source(_fa(), "sm_90a")[0]
-    assert "__launch_bounds__(384, 1)" in src and "tlx_pp_wait(tx" in src
+    assert "__launch_bounds__(384, 1)" in src and "tlx_pp_wait(tx" not in src
     # D64: 96 KB, two blocks fit on an SM and overlap each other: the plain TMA pipeline
     src = cuda_source(_fa(dim=64), "sm_90a")[0]
     assert "__launch_bounds__(256" in src and "tlx_pp_wait(tx" not in src and "tlx_mbar_wait" in src
@@ -56,7 +56,7 @@ def test_pingpong_compiles_to_named_barriers() -> None:
 def test_k_and_v_tiles_have_their_own_barriers() -> None:
     """K is released right after QK^T and V waited for right before P.V, so the producer refills
     K while the consumers still work on the iteration."""
-    src = cuda_source(_fa(), "sm_90a")[0]
+    src = cuda_source(_fa(), "sm_90a", {"tlx.barrier_groups": True})[0]
     loop = src[src.index("for (int k_i"):]
     k_release = loop.index("tlx_mbar_arrive(tlx_empty_s")
     v_wait = loop.index("tlx_mbar_wait(tlx_full1_s")
@@ -65,3 +65,4 @@ def test_k_and_v_tiles_have_their_own_barriers() -> None:
     producer = src[src.index("for (int k_p"):src.index("for (int k_i")]
     assert producer.index("tlx_empty_s") < producer.index("K_tmap") < producer.index("tlx_empty1_s") \
         < producer.index("V_tmap")
+    assert "tlx_full1" not in cuda_source(_fa(), "sm_90a")[0]  # off by default

@@ -5,17 +5,19 @@ Warp-specialized form (the default; one such loop at the top of the kernel, its 
 count computed from block indices, arguments and the loop variable only): the block gets one more
 warpgroup, the producer, whose first thread issues the TMA loads of iteration k into stage k % S
 after waiting for ``empty[k % S]``; the original threads (consumers) wait for ``full[k % S]``, run
-the loop body and arrive on ``empty[k % S]``. Copies whose tiles are used by different statements
-of the body get their own full/empty pairs (``_Group``): FlashAttention's K is released after QKᵀ
-and refilled while P·V still reads V. With ≥ 256 consumers, ``setmaxnreg`` moves registers from
-the producer to the consumers. Everything outside the loop runs on the consumers. A body that
-computes more than gemms (FlashAttention's softmax) is warp-specialized when the block's shared
-memory leaves no room for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it
-either way); two consumer warpgroups then take turns issuing wgmma (pingpong.py). A gemm-only
+the loop body and arrive on ``empty[k % S]``. With ``tlx.barrier_groups``, copies whose tiles are
+used by different statements of the body get their own full/empty pairs (``_Group``: FlashAttention's
+K released after QKᵀ). With ≥ 256 consumers, ``setmaxnreg`` moves registers from the producer to
+the consumers. Everything outside the loop runs on the consumers. A body that computes more than
+gemms (FlashAttention's softmax) is warp-specialized when the block's shared memory leaves no room
+for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it either way); with
+``tlx.pingpong`` two consumer warpgroups take turns issuing wgmma (pingpong.py). A gemm-only
 body keeps one wgmma group in flight (``wait_group 1``; iteration k releases stage k - 1; the last
 iteration drains inside the loop, since ptxas moves a drain placed after the loop below the
 epilogue's accumulator reads). ``tlx.persistent`` walks tiles on a grid of one block per SM
-(hopper_persistent.py).
+(hopper_persistent.py; a cluster becomes one-dimensional). Otherwise, in a clustered kernel, the
+loads the cluster's blocks share are multicast (multicast.py: slices, remote releases, cluster
+barriers after the inits and at the end).
 
 Plain form (warp specialization off, or the kernel does not qualify): thread 0 issues the loads
 of iteration k + S - 1 at the top of iteration k, after a barrier (every thread is done with that
@@ -38,13 +40,15 @@ from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt
 from ....core_ir.tileops import Copy, Gemm
 from ....core_ir.visit import rewrite, substitute, walk
+from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
 from ..pipelining import _pipeline, pipeline_stage
 from . import overlap
 from .config import hopper_config, log
 from .layout import panel_layout
-from .persistent import plan_persistent
+from .multicast import Multicast, plan_multicast
+from .persistent import DEFAULT_SMS, plan_persistent
 from .pingpong import CONSUMER_LOOP
 from .tma import TmaCopy, TmaSpec, plan_tma, tile_bytes
 
@@ -69,10 +73,11 @@ def _is_producer(s: Stmt) -> bool:
 
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
-                 persistent: bool = False) -> None:
+                 persistent: bool = False, barrier_groups: bool = True) -> None:
         self.overlap = overlap
         self.ws_compute = ws_compute
         self.persistent = persistent
+        self.barrier_groups = barrier_groups
         self.params = tuple(func.params)
         self.specs: dict[tuple, TmaSpec] = {}
         self.multi: dict[Buffer, Buffer] = {}
@@ -115,12 +120,14 @@ def _staged(stmt: Stmt, bufs: dict[Buffer, Buffer], stage: E.Expr) -> Stmt:
 
 
 def _issue(plans: list[TmaCopy], multi: dict[Buffer, Buffer], k: E.Var, it: E.Expr, stage: E.Expr,
-           bar: E.Expr) -> list[Stmt]:
-    """expect_tx on ``bar`` and the loads of iteration ``it`` (value of ``k``) into ``stage``."""
+           bar: E.Expr, mc: Multicast | None = None) -> list[Stmt]:
+    """expect_tx on ``bar`` and the loads of iteration ``it`` (value of ``k``) into ``stage``
+    (this CTA's slices of the multicast ones in ``mc``)."""
     out: list[Stmt] = [_call("tlx_mbar_expect_tx", bar, tile_bytes(plans))]
     for p in plans:
         op = substitute(p.op, {k: it})
-        out.extend(dataclasses.replace(p, op=op).issue(stage, multi[p.op.dst.buffer], bar))
+        dst = p.op.dst.buffer
+        out.extend(dataclasses.replace(p, op=op).issue(stage, multi[dst], bar, mc.slices.get(dst) if mc else None))
     return out
 
 
@@ -243,18 +250,27 @@ class _Group:
     empty: Buffer
 
 
-def _groups(rest: list[Stmt], plans: list[TmaCopy], stages: int) -> list[_Group]:
+def _groups(rest: list[Stmt], plans: list[TmaCopy], stages: int, split: bool) -> list[_Group]:
     spans: dict[tuple[int, int], list[TmaCopy]] = {}
     for p in plans:
         b = p.op.dst.buffer
         uses = [i for i, s in enumerate(rest) if any(getattr(n, "buffer", None) is b for n in walk(s))] or [0]
         spans.setdefault((uses[0], uses[-1]), []).append(p)
-    out = []
-    for g, (span, ps) in enumerate(sorted(spans.items(), key=lambda kv: kv[0])):
-        suffix = str(g) if g else ""
-        out.append(_Group(tuple(ps), span[0], span[1], Buffer("tlx_full" + suffix, (stages,), dtypes.uint64, "shared"),
-                          Buffer("tlx_empty" + suffix, (stages,), dtypes.uint64, "shared")))
-    return out
+    if not split:
+        spans = {(min(f for f, _ in spans), max(last for _, last in spans)): list(plans)}
+    return [_Group(tuple(ps), span[0], span[1], *_group_bars(g, stages))
+            for g, (span, ps) in enumerate(sorted(spans.items(), key=lambda kv: kv[0]))]
+
+
+def _group_bars(g: int, stages: int) -> tuple[Buffer, Buffer]:
+    suffix = str(g) if g else ""
+    return (Buffer("tlx_full" + suffix, (stages,), dtypes.uint64, "shared"),
+            Buffer("tlx_empty" + suffix, (stages,), dtypes.uint64, "shared"))
+
+
+def _release(g: _Group, stage: E.Expr, mc: Multicast | None) -> Stmt:
+    """The consumers' arrive on ``g``'s empty barrier of ``stage`` (with multicast, on each peer's)."""
+    return mc.release(_bar(g.empty, stage), g.plans) if mc else _call("tlx_mbar_arrive", _bar(g.empty, stage))
 
 
 def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], cx: _Ctx, ctx: Any) -> Kernel:
@@ -265,14 +281,17 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     consumers = kernel.num_threads
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
-    groups = _groups([s for s in _body(loop) if not _is_producer(s)], plans, stages)
-    pers = plan_persistent(kernel, n, start) if cx.persistent else None
+    groups = _groups([s for s in _body(loop) if not _is_producer(s)], plans, stages, cx.barrier_groups)
+    csize = math.prod(launch_dims(kernel, ctx.target.arch) or (1,))
+    pers = plan_persistent(kernel, n, start, DEFAULT_SMS // csize * csize) if cx.persistent else None
+    mc = plan_multicast(kernel, loop, plans, cx.specs, ctx) if pers is None else None
     # producer: one thread walks all iterations (of all its tiles when persistent: counter gp)
     kp = E.Var(k.name + "_p", k.dtype)
     gp = pers.counter(n, kp) if pers else kp
     sp = gp % stages
     prod_body = [x for g in groups for x in (_call("tlx_mbar_wait", _bar(g.empty, sp), (gp // stages + 1) % 2),
-                                              *_issue(list(g.plans), cx.multi, k, start + kp, sp, _bar(g.full, sp)))]
+                                              *_issue(list(g.plans), cx.multi, k, start + kp, sp, _bar(g.full, sp),
+                                                      mc))]
     prod_loop: Stmt = For(kp, n, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
     producer: list[Stmt] = [If(E.binary("==", THREAD, consumers), pers.wrap([prod_loop]) if pers else prod_loop,
                                None)]
@@ -292,14 +311,14 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
         cons_body: list[Stmt] = [
             _call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2), dataclasses.replace(rest[0], wg_wait=1),
             If(E.binary("==", it, n - 1), _call("tlx_wgmma_drain"), None),
-            If(E.binary(">", gc, 0), _call("tlx_mbar_arrive", _bar(g.empty, (gc + stages - 1) % stages)), None)]
+            If(E.binary(">", gc, 0), _release(g, (gc + stages - 1) % stages, mc), None)]
         after = [_call("tlx_wgmma_drain")]
     else:
         cons_body = []
         for i, s in enumerate(rest):
             cons_body += [_call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2) for g in groups if g.first == i]
             cons_body.append(s)
-            cons_body += [_call("tlx_mbar_arrive", _bar(g.empty, sc)) for g in groups if g.last == i]
+            cons_body += [_release(g, sc, mc) for g in groups if g.last == i]
     ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
     cons_loop = For(it, n, "serial", Seq(tuple(cons_body)), None, ann, loop.loc)
     hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]
@@ -312,12 +331,17 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
         producer.insert(0, _call("TLX_SETMAXNREG_DEC", PRODUCER_REGS))
         consumer.insert(0, _call("TLX_SETMAXNREG_INC", regs))
     split = If(E.binary(">=", THREAD, consumers), Seq(tuple(producer)), Seq(tuple(consumer)), loop.loc)
-    bars = [(b, count) for g in groups for b, count in ((g.full, 1), (g.empty, consumers))]
-    body = hoisted + _init(bars, stages) + [_call("__syncthreads"), split]
+    bars = [(b, count) for g in groups
+            for b, count in ((g.full, 1), (g.empty, mc.empty_count(g.plans, consumers) if mc else consumers))]
+    # with multicast, peers signal these barriers: the whole cluster waits for the inits, and no
+    # CTA exits while a peer may still write into its shared memory or arrive on its barriers
+    start_sync, end = ("tlx_cluster_sync_init", [_call("tlx_cluster_sync")]) if mc else ("__syncthreads", [])
+    body = hoisted + _init(bars, stages) + [_call(start_sync), split, *end]
     ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": PRODUCER_REGS, "consumer_regs": regs}
     if pers:
         new_body = substitute(Seq(tuple(body)), pers.block_of)
-        return dataclasses.replace(kernel, body=new_body, grid=(E.const(pers.grid),), block_vars=(pers.pid,))
+        return dataclasses.replace(kernel, body=new_body, grid=(E.const(pers.grid),), block_vars=(pers.pid,),
+                                   annotations=flattened(kernel.annotations))
     return dataclasses.replace(kernel, body=Seq(tuple(body)))
 
 
@@ -326,7 +350,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     kernel = find_kernel(func.body)
     if not cfg.tma or kernel is None:
         return pipeline_stage(func, ctx)
-    cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent)
+    cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups)
     body = func.body
     ws = _ws_candidate(func, kernel, cx) if cfg.warp_specialize else None
     sm80: dict[Buffer, Buffer] = {}

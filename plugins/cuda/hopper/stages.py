@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..layout_inference import infer_stage
+from ..cluster import check as check_cluster
+from ..layout_inference import find_kernel, infer_stage
 from ..lower import lower_stage
 from ..rasterize import plan_stage
 from ..sync import sync_stage
@@ -19,6 +20,9 @@ from .wgmma_rule import wgmma_rule
 
 def _setup(func: Any, ctx: Any) -> Any:
     ctx.data["cuda.source_func"] = func  # for the no-TMA rebuild (runtime_tma.py fallback)
+    kernel = find_kernel(func.body)
+    if kernel is not None:
+        check_cluster(kernel, ctx.target.arch)  # on the user's grid, before the persistent form changes it
     if hopper_config(ctx).wgmma:
         ctx.data["cuda.gemm_rule"] = wgmma_rule
     return func

@@ -19,7 +19,7 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.tileops import Copy
 from ..analysis import divisor
-from ..lir import Evaluate, Intrin, SmemAddr
+from ..lir import U32, Evaluate, Intrin, SmemAddr
 from .layout import TMA_SWIZZLE, PanelLayout, panel_layout
 
 #: CUtensorMapDataType per element dtype name
@@ -39,6 +39,16 @@ class TmaSpec:
 
 
 @dataclass(frozen=True)
+class McSlice:
+    """This CTA's share of a load multicast to the CTAs of ``mask`` (a ctaMask): the tile rows
+    from ``row0`` on, as many as ``spec``'s box holds (hopper/multicast.py)."""
+
+    spec: TmaSpec
+    row0: E.Expr
+    mask: E.Expr
+
+
+@dataclass(frozen=True)
 class TmaCopy:
     """A qualifying copy: its tile dims in the tensor, the shared layout and the map it uses."""
 
@@ -47,8 +57,10 @@ class TmaCopy:
     layout: PanelLayout
     spec: TmaSpec
 
-    def issue(self, dst_stage: E.Expr | None, dst_buf: Buffer, bar: E.Expr) -> list[Evaluate]:
-        """One TMA load per panel into ``dst_buf`` (stage ``dst_stage`` when multi-buffered)."""
+    def issue(self, dst_stage: E.Expr | None, dst_buf: Buffer, bar: E.Expr,
+              mc: McSlice | None = None) -> list[Evaluate]:
+        """One TMA load per panel into ``dst_buf`` (stage ``dst_stage`` when multi-buffered); with
+        ``mc``, of this CTA's rows only, written to every CTA of its mask."""
         src = self.op.src
         lay = self.layout
         w = lay.panel
@@ -57,11 +69,18 @@ class TmaCopy:
             idx: tuple[E.Expr, ...] = (E.const(0), E.const(p * w))
             if dst_stage is not None:
                 idx = (dst_stage,) + idx
-            dst = SmemAddr(dst_buf, idx, "async")
+            dst: E.Expr = SmemAddr(dst_buf, idx, "async")
+            if mc:  # whole 8-row swizzle atoms: row r of a panel starts r rows after its first
+                dst = dst + E.cast(mc.row0 * (w * lay.elem_bytes), U32)
             coords = [s if d != len(src.starts) - 1 else s + p * w if p else s for d, s in enumerate(src.starts)]
+            if mc:
+                coords[self.rows_dim] = coords[self.rows_dim] + mc.row0
             coords = [E.cast(c, dtypes.int32) if c.dtype != dtypes.int32 else c for c in coords]
-            fn = f"tlx_tma_load_{len(coords)}d"
-            out.append(Evaluate(Intrin(fn, (dst, self.spec.var, bar, *reversed(coords))), self.op.loc))
+            if mc:
+                fn, args = f"tlx_tma_load_mc_{len(coords)}d", (dst, mc.spec.var, bar, mc.mask)
+            else:
+                fn, args = f"tlx_tma_load_{len(coords)}d", (dst, self.spec.var, bar)
+            out.append(Evaluate(Intrin(fn, (*args, *reversed(coords))), self.op.loc))
         return out
 
 
@@ -69,32 +88,53 @@ def tile_dims(r: Region) -> list[int]:
     return [d for d, e in enumerate(r.extents) if E.as_int(e) != 1]
 
 
+def tma_tensor(r: Region, params: tuple[Any, ...]) -> tuple[int, list[int]] | None:
+    """(argument index, tile dims) when a tensor map can describe the global tensor of ``r`` and
+    its tile: a kernel argument without explicit strides whose row byte stride is a multiple of 16,
+    the tile spanning two dims, the last one contiguous. Shared by TMA loads and stores."""
+    b = r.buffer
+    if b.scope != "global" or b.strides is not None or b.dtype.name not in TMA_DTYPE or not 1 <= b.ndim <= 5:
+        return None
+    arg = next((i for i, p in enumerate(params) if p is b), None)
+    dims = tile_dims(r)
+    if arg is None or len(dims) != 2 or dims[1] != b.ndim - 1:
+        return None
+    if (divisor(b.shape[-1]) * b.dtype.bytes) % 16:
+        return None  # a row stride TMA cannot describe
+    return arg, dims
+
+
+def tensor_map(specs: dict[tuple, TmaSpec], r: Region, arg: int, dims: list[int], inner: int, rows: int,
+               swizzle: int) -> TmaSpec:
+    """The map of ``r``'s tensor with box (``inner``, 1, .., ``rows`` at ``dims[0]``, .., 1)
+    innermost first, made once per (argument, box, swizzle) in ``specs``."""
+    b = r.buffer
+    box = (inner,) + tuple(rows if d == dims[0] else 1 for d in reversed(range(b.ndim - 1)))
+    key = (arg, box, swizzle)
+    spec = specs.get(key)
+    if spec is None:
+        spec = specs[key] = TmaSpec(E.Var(f"{b.name}_tmap{len(specs)}", dtypes.uint64), arg, b.dtype.name, box,
+                                    swizzle)
+    return spec
+
+
 def plan_tma(op: Copy, params: tuple[Any, ...], specs: dict[tuple, TmaSpec]) -> TmaCopy | None:
     """The TMA form of ``op`` or ``None``; maps are shared between copies through ``specs``."""
     src, dst = op.src, op.dst
     sb, db = src.buffer, dst.buffer
-    if sb.scope != "global" or db.scope != "shared" or sb.dtype != db.dtype or sb.strides is not None:
+    if db.scope != "shared" or sb.dtype != db.dtype:
         return None
-    if sb.dtype.name not in TMA_DTYPE or not 1 <= sb.ndim <= 5 or not any(p is sb for p in params):
-        return None
+    found = tma_tensor(src, params)
     shape = db.static_shape()
-    if shape is None or len(shape) != 2 or not dst.is_full():
+    if found is None or shape is None or len(shape) != 2 or not dst.is_full():
         return None
-    dims = tile_dims(src)
-    if len(dims) != 2 or dims[1] != sb.ndim - 1 or tuple(E.as_int(src.extents[d]) for d in dims) != shape:
+    arg, dims = found
+    if tuple(E.as_int(src.extents[d]) for d in dims) != shape:
         return None
     lay = panel_layout(shape, sb.dtype.bytes)
     if lay is None or shape[0] > 256:
         return None
-    if (divisor(sb.shape[-1]) * sb.dtype.bytes) % 16:
-        return None  # a row stride TMA cannot describe: keep cp.async
-    box = [lay.panel] + [shape[0] if d == dims[0] else 1 for d in reversed(range(sb.ndim - 1))]
-    arg = next(i for i, p in enumerate(params) if p is sb)
-    key = (arg, tuple(box), lay.span)
-    spec = specs.get(key)
-    if spec is None:
-        spec = specs[key] = TmaSpec(E.Var(f"{sb.name}_tmap{len(specs)}", dtypes.uint64), arg, sb.dtype.name,
-                                    tuple(box), TMA_SWIZZLE[lay.span])
+    spec = tensor_map(specs, src, arg, dims, lay.panel, shape[0], TMA_SWIZZLE[lay.span])
     return TmaCopy(op, dims[0], lay, spec)
 
 

@@ -46,6 +46,31 @@ TLX_DEV void tlx_tma_prefetch(const tlx_tmap& m) {
   asm volatile("prefetch.tensormap [%0];" :: "l"((tlx_u64)&m) : "memory");
 }
 
+// ---- TMA stores (A5): shared -> global, bulk groups of the issuing thread ------------------------
+// Out-of-range elements of the box are clipped by the copy engine. wait_readN returns once all but
+// the newest N committed groups have read their shared source: needed before it is written again
+// and before the block exits.
+#define TLX_TMA_STORE_TAIL ".global.shared::cta.bulk_group"
+TLX_DEV void tlx_tma_store_2d(const tlx_tmap& m, tlx_u32 src, int c0, int c1) {
+  asm volatile(TLX_TMA_HEAD "2d" TLX_TMA_STORE_TAIL " [%0, {%2, %3}], [%1];"
+               :: "l"((tlx_u64)&m), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+TLX_DEV void tlx_tma_store_3d(const tlx_tmap& m, tlx_u32 src, int c0, int c1, int c2) {
+  asm volatile(TLX_TMA_HEAD "3d" TLX_TMA_STORE_TAIL " [%0, {%2, %3, %4}], [%1];"
+               :: "l"((tlx_u64)&m), "r"(src), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+TLX_DEV void tlx_tma_store_4d(const tlx_tmap& m, tlx_u32 src, int c0, int c1, int c2, int c3) {
+  asm volatile(TLX_TMA_HEAD "4d" TLX_TMA_STORE_TAIL " [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"((tlx_u64)&m), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+TLX_DEV void tlx_tma_store_5d(const tlx_tmap& m, tlx_u32 src, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile(TLX_TMA_HEAD "5d" TLX_TMA_STORE_TAIL " [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"((tlx_u64)&m), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
+TLX_DEV void tlx_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+TLX_DEV void tlx_tma_store_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+TLX_DEV void tlx_tma_store_wait_read1() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
+
 // ---- ordering (A7) --------------------------------------------------------------------------------
 TLX_DEV void tlx_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 TLX_DEV void tlx_named_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
@@ -71,4 +96,55 @@ TLX_DEV tlx_u64 tlx_wgmma_desc(tlx_u32 base, tlx_u32 off, tlx_u32 lbo, tlx_u32 s
   const tlx_u32 addr = base + off;
   return (tlx_u64)((addr & 0x3FFFFu) >> 4) | ((tlx_u64)((lbo >> 4) & 0x3FFFu) << 16) |
          ((tlx_u64)((sbo >> 4) & 0x3FFFu) << 32) | ((tlx_u64)mode << 62);
+}
+
+// ---- thread-block clusters (hopper/multicast.py): ranks, cluster barrier, multicast TMA loads -----
+// This CTA's coordinate along one cluster axis, from its rank (x fastest: rank = x + cx*(y + cy*z)):
+// (rank / stride) % extent. Not volatile: the compiler may reuse one read of the rank.
+TLX_DEV int tlx_cluster_coord(tlx_u32 stride, tlx_u32 extent) {
+  tlx_u32 r;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return (int)((r / stride) % extent);
+}
+// Every thread of every CTA of the cluster: after mbarrier inits (their fence releases them, so the
+// arrive can be relaxed) and before exit (release: remote arrives are done before a peer may exit).
+TLX_DEV void tlx_cluster_sync_init() {
+  asm volatile("barrier.cluster.arrive.relaxed;\n barrier.cluster.wait;" ::: "memory");
+}
+TLX_DEV void tlx_cluster_sync() { asm volatile("barrier.cluster.arrive;\n barrier.cluster.wait;" ::: "memory"); }
+// A consumer warp releases a stage to the CTAs of `peers` (a ctaMask: those that multicast into this
+// CTA): lane i arrives on CTA i's barrier at the offset of `bar`, so every barrier gets one arrival
+// per consumer warp of each peer.
+TLX_DEV void tlx_mbar_arrive_peers(tlx_u32 bar, tlx_u32 peers) {
+  __syncwarp();
+  const tlx_u32 lane = threadIdx.x & 31u;
+  if ((peers >> lane) & 1u) {
+    tlx_u32 remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(lane));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+  }
+}
+// A TMA load written to the same offsets in every CTA of `mask`, each one's barrier at the offset of
+// `bar` receiving the bytes.
+#define TLX_TMA_MC_TAIL ".shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+TLX_DEV void tlx_tma_load_mc_2d(tlx_u32 dst, const tlx_tmap& m, tlx_u32 bar, tlx_u32 mask, int c0, int c1) {
+  asm volatile(TLX_TMA_HEAD "2d" TLX_TMA_MC_TAIL " [%0], [%1, {%4, %5}], [%2], %3;"
+               :: "r"(dst), "l"((tlx_u64)&m), "r"(bar), "h"((unsigned short)mask), "r"(c0), "r"(c1) : "memory");
+}
+TLX_DEV void tlx_tma_load_mc_3d(tlx_u32 dst, const tlx_tmap& m, tlx_u32 bar, tlx_u32 mask, int c0, int c1, int c2) {
+  asm volatile(TLX_TMA_HEAD "3d" TLX_TMA_MC_TAIL " [%0], [%1, {%4, %5, %6}], [%2], %3;"
+               :: "r"(dst), "l"((tlx_u64)&m), "r"(bar), "h"((unsigned short)mask), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+TLX_DEV void tlx_tma_load_mc_4d(tlx_u32 dst, const tlx_tmap& m, tlx_u32 bar, tlx_u32 mask, int c0, int c1, int c2,
+                                int c3) {
+  asm volatile(TLX_TMA_HEAD "4d" TLX_TMA_MC_TAIL " [%0], [%1, {%4, %5, %6, %7}], [%2], %3;"
+               :: "r"(dst), "l"((tlx_u64)&m), "r"(bar), "h"((unsigned short)mask), "r"(c0), "r"(c1), "r"(c2),
+                  "r"(c3) : "memory");
+}
+TLX_DEV void tlx_tma_load_mc_5d(tlx_u32 dst, const tlx_tmap& m, tlx_u32 bar, tlx_u32 mask, int c0, int c1, int c2,
+                                int c3, int c4) {
+  asm volatile(TLX_TMA_HEAD "5d" TLX_TMA_MC_TAIL " [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;"
+               :: "r"(dst), "l"((tlx_u64)&m), "r"(bar), "h"((unsigned short)mask), "r"(c0), "r"(c1), "r"(c2),
+                  "r"(c3), "r"(c4) : "memory");
 }

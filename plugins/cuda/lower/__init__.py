@@ -61,6 +61,8 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
     lc.vector_epilogue = opts.vector_epilogue
     lc.staged_epilogue, lc.smem_spare = _staged_setup(func, ctx, opts.vector_epilogue and opts.staged_epilogue)
+    if lc.staged_epilogue and opts.tma_store:
+        _tma_store_setup(func, ctx, lc)
     ctx.data["cuda.lower"] = lc
     hook = ctx.options.get("hook") if isinstance(getattr(ctx, "options", None), dict) else None
 
@@ -72,7 +74,24 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         return lower_op(op, ctx)
 
     body = lower_body(func.body, lc, dispatch)
+    if lc.tmaps:
+        ctx.data["cuda.tmaps"] = [*ctx.data.get("cuda.tmaps", ()), *lc.tmaps.values()]
+    if lc.aligns:
+        ctx.data["cuda.smem_align"] = dict(lc.aligns)
     return dataclasses.replace(func, body=body)
+
+
+def _tma_store_setup(func: PrimFunc, ctx: Any, lc: LowerCtx) -> None:
+    """Lets staged epilogues use TMA stores (lower/tma_store.py) when TMA is on; which parameters
+    are written only by fragment copies is read from the function before the Hopper pipeline
+    (whose TMA loads no longer name the tensors they read)."""
+    from ..hopper.config import hopper_config
+    from .tma_store import store_only_params
+
+    if not hopper_config(ctx).tma:
+        return
+    lc.tma_params = tuple(func.params)
+    lc.tma_store_dsts = store_only_params(ctx.data.get("cuda.source_func", func))
 
 
 def _staged_setup(func: PrimFunc, ctx: Any, wanted: bool) -> tuple[bool, int]:

@@ -37,6 +37,14 @@ class LowerCtx:
     staged_epilogue: bool = False
     #: shared memory bytes left for workspaces (the target's limit minus the kernel's tiles)
     smem_spare: int = 0
+    #: TMA stores of staged epilogues (lower/tma_store.py): the kernel's parameters (empty when
+    #: off), the ids of those written only by fragment copies, the stores' tensor maps by (arg, box,
+    #: swizzle), added to the loads' ones in ``cuda.tmaps``
+    tma_params: tuple[Any, ...] = ()
+    tma_store_dsts: frozenset[int] = frozenset()
+    tmaps: dict[tuple, Any] = field(default_factory=dict)
+    #: workspaces aligned to more than 16 bytes (codegen reads it as ``cuda.smem_align``)
+    aligns: dict[Buffer, int] = field(default_factory=dict)
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:
@@ -71,9 +79,12 @@ class LowerCtx:
         return out
 
     def workspace_bytes(self) -> int:
-        return sum(b.shape[0].value * b.dtype.bytes + 16 for b in self.workspaces)  # type: ignore[attr-defined]
+        return sum(b.shape[0].value * b.dtype.bytes + self.aligns.get(b, 16)  # type: ignore[attr-defined]
+                   for b in self.workspaces)
 
-    def workspace(self, name: str, size: int, dtype: dtypes.DType) -> Buffer:
+    def workspace(self, name: str, size: int, dtype: dtypes.DType, align: int = 16) -> Buffer:
         buf = Buffer(self.fresh(name), (size,), dtype, "shared")
         self.workspaces.append(buf)
+        if align > 16:
+            self.aligns[buf] = align
         return buf

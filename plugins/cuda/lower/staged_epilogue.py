@@ -15,10 +15,13 @@ warpgroup's columns. It walks them in chunks of 16 rows × ``C`` columns (``C`` 
    multiples of 8, so a vector is wholly in or out of range).
 3. ``__syncwarp()`` before the next chunk overwrites the slot.
 
+Steps 2 and 3 become one TMA store per chunk, issued by lane 0 (``lower/tma_store.py``), when the
+destination qualifies; each warp then has two slots when shared memory allows.
+
 The staging buffer is a dedicated workspace (warps × 16 × C elements, 16 KB for 8 warps and
-C = 64), so it overlaps no live data, and only the owning warp touches its slot: no block or
-named barrier is needed (warp-specialized producers and the other warpgroup's wgmma are not
-involved). Taken only for the exact wgmma accumulator layout, no replication, sm_90a, not in
+C = 64; twice that with two slots), so it overlaps no live data, and only the owning warp touches
+its slot: no block or named barrier is needed (warp-specialized producers and the other
+warpgroup's wgmma are not involved). Taken only for the exact wgmma accumulator layout, no replication, sm_90a, not in
 persistent kernels (the epilogue would repeat per tile) and when the workspace fits the shared
 memory limit. Switch: pass config ``tlx.staged_epilogue`` (default on)."""
 
@@ -28,6 +31,7 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import If, Seq, Stmt
 from ....core_ir.tileops import Copy
 from ..analysis import divisor, prove_lt
@@ -36,6 +40,7 @@ from ..layout import Fragment, local_map, slot_expr
 from ..lir import THREAD, U32, Block, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import region_index, squeezed
 from .epilogue import vector_store_plan
+from .tma_store import TmaStore, drain, issue, reuse_wait, store_map, tma_store_plan
 
 _CVT = {dtypes.float16.name: "tlx_cvt_h2", dtypes.bfloat16.name: "tlx_cvt_b2"}
 
@@ -57,8 +62,9 @@ def _wgmma_shape(lay: Fragment, m: int, n: int) -> tuple[int, int] | None:
     return None
 
 
-def staged_plan(op: Copy, lc: Any) -> tuple[Fragment, int, int, int] | None:
-    """(loop layout, wgm, wgn, chunk columns C) for ``op``, or ``None`` (use the other paths)."""
+def staged_plan(op: Copy, lc: Any) -> tuple[Fragment, int, int, int, TmaStore | None] | None:
+    """(loop layout, wgm, wgn, chunk columns C, TMA store) for ``op``, or ``None`` (use the other
+    paths)."""
     if not lc.staged_epilogue:
         return None
     dst = op.dst
@@ -77,9 +83,11 @@ def staged_plan(op: Copy, lc: Any) -> tuple[Fragment, int, int, int] | None:
         return None
     nn = n // shape[1]
     chunk = next(c for c in (64, 32, 16) if nn % c == 0)
-    if (lay.threads // 32) * 16 * chunk * 2 + 16 > lc.smem_spare - lc.workspace_bytes():
+    warps, spare = lay.threads // 32, lc.smem_spare - lc.workspace_bytes()
+    tma = tma_store_plan(op, chunk, m // (64 * shape[0]) * (nn // chunk), warps, spare, lc)
+    if tma is None and warps * 16 * chunk * 2 + 16 > spare:
         return None
-    return lay, shape[0], shape[1], chunk
+    return lay, shape[0], shape[1], chunk, tma
 
 
 def _swz(r: E.Expr, k: E.Expr, chunk: int) -> E.Expr:
@@ -89,7 +97,8 @@ def _swz(r: E.Expr, k: E.Expr, chunk: int) -> E.Expr:
     return r * chunk + E.binary("^", k, f) * 8
 
 
-def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, lc: Any) -> Stmt:
+def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, tma: TmaStore | None,
+                       lc: Any) -> Stmt:
     src, dst = op.src, op.dst
     m, n = (E.as_int(e) for e in squeezed(src))
     assert m is not None and n is not None
@@ -98,9 +107,10 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
     assert terms is not None, "the copy's loop layout holds the fragment (layout inference checked it)"
     local = lc.local_of(src.buffer)
     warps = lay.threads // 32
-    ws = lc.workspace("epi_stage", warps * 16 * chunk, dst.buffer.dtype)
+    slots = tma.slots if tma is not None else 1
+    ws = lc.workspace("epi_stage", warps * slots * 16 * chunk, dst.buffer.dtype, tma.align if tma else 16)
+    spec = store_map(tma, op, lc) if tma is not None else None
     lane, warp = THREAD % 32, THREAD // 32
-    base = warp * (16 * chunk)
     wg_m = (THREAD // (128 * wgn)) % wgm if wgm > 1 else E.const(0)
     wg_n = (THREAD // 128) % wgn if wgn > 1 else E.const(0)
     cvt = _CVT[dst.buffer.dtype.name]
@@ -112,36 +122,50 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
     # stmatrix lane address: matrix i = lane / 8, its row lane % 8
     mat = lane // 8
     w_row = (mat % 2) * 8 + lane % 8
+    stmts: list[Stmt] = []
+    chunks = [(mb, cc) for mb in range(mi) for cc in range(nn // chunk)]
+    for j, (mb, cc) in enumerate(chunks):
+        base = warp * (slots * 16 * chunk)
+        if j % slots:
+            base = base + (j % slots) * 16 * chunk
+        row0 = ((wg_m * mi + mb) * 4 + (THREAD // 32) % 4) * 16
+        col0 = wg_n * nn + cc * chunk
+        if j >= slots:
+            stmts.extend(reuse_wait(tma) if tma is not None else [Evaluate(Intrin("__syncwarp", ()), op.loc)])
+        for s in range(chunk // 16):
+            regs = []
+            for i in range(4):
+                ni = cc * (chunk // 8) + 2 * s + (i >> 1)
+                v = mb * (nn // 2) + ni * 4 + (i & 1) * 2
+                regs.append(Intrin(cvt, (reg(v), reg(v + 1)), U32))
+            k = mat // 2 + 2 * s
+            addr = SmemAddr(ws, (base + _swz(w_row, k, chunk),), "w")
+            stmts.append(Evaluate(Intrin("tlx_stsm_x4", (addr, *regs)), op.loc))
+        if spec is not None:
+            stmts.extend(issue(spec, ws, base, _dst_index(op, row0, col0)))
+        else:
+            stmts.extend(_lane_stores(op, ws, base, row0, col0, chunk, lc))
+    if spec is not None:
+        stmts.append(drain())
+    return Block(Seq(tuple(stmts), op.loc), "parallel", op.loc)
+
+
+def _lane_stores(op: Copy, ws: Buffer, base: E.Expr, row0: E.Expr, col0: E.Expr, chunk: int,
+                 lc: Any) -> list[Stmt]:
+    """Step 2 of a chunk staged at ``base``: ``__syncwarp``, then every lane stores 16 bytes of a row."""
+    lane = THREAD % 32
     per_row = chunk // 8  # 16-byte chunks per slot row
     rows_per_it = 32 // per_row
     r_row_l, r_k = lane // per_row, lane % per_row
-    stmts: list[Stmt] = []
-    for mb in range(mi):
-        row0 = ((wg_m * mi + mb) * 4 + (THREAD // 32) % 4) * 16
-        for cc in range(nn // chunk):
-            if stmts:
-                stmts.append(Evaluate(Intrin("__syncwarp", ()), op.loc))
-            for s in range(chunk // 16):
-                regs = []
-                for i in range(4):
-                    ni = cc * (chunk // 8) + 2 * s + (i >> 1)
-                    v = mb * (nn // 2) + ni * 4 + (i & 1) * 2
-                    regs.append(Intrin(cvt, (reg(v), reg(v + 1)), U32))
-                k = mat // 2 + 2 * s
-                addr = SmemAddr(ws, (base + _swz(w_row, k, chunk),), "w")
-                stmts.append(Evaluate(Intrin("tlx_stsm_x4", (addr, *regs)), op.loc))
-            stmts.append(Evaluate(Intrin("__syncwarp", ()), op.loc))
-            for it in range(chunk // 16):
-                r = r_row_l + it * rows_per_it if it else r_row_l
-                row = row0 + r
-                col = wg_n * nn + cc * chunk + r_k * 8
-                idx = _dst_index(op, row, col)
-                shared = PtrTo(ws, (base + _swz(r, r_k, chunk),), "r")
-                body: Stmt = Evaluate(Intrin("tlx_copy16", (PtrTo(dst.buffer, idx, "w"), shared, E.const(True))),
-                                      op.loc)
-                cond = _guard(idx, dst.buffer.shape, lc)
-                stmts.append(body if cond is None else If(cond, body, None, op.loc))
-    return Block(Seq(tuple(stmts), op.loc), "parallel", op.loc)
+    out: list[Stmt] = [Evaluate(Intrin("__syncwarp", ()), op.loc)]
+    for it in range(chunk // 16):
+        r = r_row_l + it * rows_per_it if it else r_row_l
+        idx = _dst_index(op, row0 + r, col0 + r_k * 8)
+        shared = PtrTo(ws, (base + _swz(r, r_k, chunk),), "r")
+        body: Stmt = Evaluate(Intrin("tlx_copy16", (PtrTo(op.dst.buffer, idx, "w"), shared, E.const(True))), op.loc)
+        cond = _guard(idx, op.dst.buffer.shape, lc)
+        out.append(body if cond is None else If(cond, body, None, op.loc))
+    return out
 
 
 def _dst_index(op: Copy, row: E.Expr, col: E.Expr) -> tuple[E.Expr, ...]:

@@ -1,5 +1,6 @@
 """FlashAttention on the Hopper forms (sm_90a): the plain TMA pipeline, the warp-specialized
-compute loop, and its two consumer warpgroups in ping-pong, against torch. Skipped below sm_90."""
+compute loop, its two consumer warpgroups in ping-pong, and K/V on their own barriers, against
+torch. Skipped below sm_90."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ FORMS = {
     "plain": {},
     "warp_specialized": {"tlx.ws_compute_loops": True, "tlx.pingpong": False},
     "pingpong": {"tlx.ws_compute_loops": True, "tlx.pingpong": True},
+    "barrier_groups": {"tlx.ws_compute_loops": True, "tlx.barrier_groups": True, "tlx.pingpong": True},
+    "overlap": {"tlx.gemm_softmax_overlap": True},
 }
 
 
@@ -35,5 +38,5 @@ def test_flash_attention_forms(form: str, causal: bool, dim: int, seq: int, bloc
     out = kernel(q, k, v)
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
-    if form == "pingpong":
+    if FORMS[form].get("tlx.pingpong"):
         assert "tlx_pp_wait" in kernel.get_kernel_source()

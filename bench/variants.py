@@ -1,0 +1,116 @@
+"""A/B of compiler switches: the same kernel compiled with several ``pass_configs`` variants,
+checked against torch and timed round-robin in one process, so the ratios between variants (and
+against the vendor reference timed in the same rounds) are free of run-to-run drift.
+
+Run: ``python bench/variants.py attention --dims 128 --variants '{"plain": {"tlx.ws_compute_loops":
+false}, "auto": {}}' --out $OUT/variants.json`` (``gemm`` takes ``--shapes MxNxK,...``).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+from _common import attempt, device_info, emit, median_ms, parse_args
+
+Case = tuple[str, Any, Any, Any, float]  # name, build(pass_configs), run(kernel), reference(), flops
+
+
+def _attention_case(d: int, causal: bool, args: Any) -> Case:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import tilelang_x
+    from tests.kernels import attention
+
+    bm, bn, st, th = (int(x) for x in args.config.split("x"))
+    b, h, s = 4, 32, args.seq
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16) for _ in range(3))
+
+    def cudnn() -> Any:
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    def build(pc: dict[str, Any]) -> Any:
+        func = attention.flash_attention.get_ir(b, h, s, d, causal, block_M=bm, block_N=bn, num_stages=st, threads=th)
+        return tilelang_x.compile(func, out_idx=[3], pass_configs=pc)
+
+    flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+    return f"D{d}{'_causal' if causal else ''}", build, lambda kern: kern(q, k, v), cudnn, flops
+
+
+def _gemm_case(shape: str, args: Any) -> Case:
+    import torch
+
+    import tilelang_x
+    from tests.kernels import gemm
+    from tilelang_x.core_ir.dtypes import as_dtype
+
+    bm, bn, bk, st, th = (int(x) for x in args.config.split("x"))
+    m, n, k = (int(x) for x in shape.split("x"))
+    a, b = torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half()
+
+    def build(pc: dict[str, Any]) -> Any:
+        func = gemm.matmul.get_ir(m, n, k, in_dtype=as_dtype("float16"), out_dtype=as_dtype("float16"),
+                                  block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
+        return tilelang_x.compile(func, out_idx=[-1], pass_configs=pc)
+
+    return shape, build, lambda kern: kern(a, b), lambda: torch.matmul(a, b), 2.0 * m * n * k
+
+
+def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict[str, Any]:
+    name, build, run, reference, flops = case
+    ref = reference()
+    kernels: dict[str, Any] = {}
+    row: dict[str, Any] = {"case": name, "errors": {}}
+    for vname, pc in variants.items():
+        kern, err = attempt(lambda: build(pc))  # noqa: B023 - called at once
+        if err is None:
+            out, err = attempt(lambda: run(kern))  # noqa: B023
+            if err is None:
+                rel = float((out.float() - ref.float()).norm() / ref.float().norm())
+                err = None if rel < 1e-2 else f"mismatch: relative error {rel:.3g}"
+        if err is None:
+            kernels[vname] = kern
+        else:
+            row["errors"][vname] = err
+    timed = {"reference": reference, **{v: (lambda kern=kern: run(kern)) for v, kern in kernels.items()}}
+    times: dict[str, list[float]] = {v: [] for v in timed}
+    for _ in range(args.rounds):
+        for v, fn in timed.items():
+            times[v].append(median_ms(fn, args.warmup, args.rep))
+    ms = {v: statistics.median(t) for v, t in times.items()}
+    row["tflops"] = {v: round(flops / t / 1e9, 1) for v, t in ms.items()}
+    row["ratio_vs_reference"] = {v: round(ms["reference"] / t, 3) for v, t in ms.items() if v != "reference"}
+    return row
+
+
+def main() -> None:
+    def extra(p: Any) -> None:
+        p.add_argument("kernel", choices=["attention", "gemm"])
+        p.add_argument("--variants", required=True, help="JSON object: variant name -> pass_configs")
+        p.add_argument("--dims", default="128")
+        p.add_argument("--seq", type=int, default=4096)
+        p.add_argument("--shapes", default="8192x8192x8192")
+        p.add_argument("--config", default="", help="attention BMxBNxSTAGESxTHREADS, gemm BMxBNxBKxSTAGESxTHREADS")
+        p.add_argument("--rounds", type=int, default=3)
+
+    args = parse_args(__doc__ or "", extra)
+    args.config = args.config or ("128x128x2x256" if args.kernel == "attention" else "128x256x64x3x256")
+    variants: dict[str, dict[str, Any]] = json.loads(args.variants)
+    if args.kernel == "attention":
+        cases = [_attention_case(int(d), causal, args) for d in args.dims.split(",") for causal in (False, True)]
+    else:
+        cases = [_gemm_case(shape, args) for shape in args.shapes.split(",")]
+    rows = []
+    for case in cases:
+        rows.append(_measure(case, variants, args))
+        print(json.dumps(rows[-1]), flush=True)
+    emit({"bench": "variants", "kernel": args.kernel, "info": device_info(), "variants": variants, "rows": rows},
+         args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Thread-block clusters and TMA multicast on the GPU (sm_90a): clustered GEMMs with M/N/K tails
+against torch, and the launch-time error of a dynamic grid that is not a multiple of the cluster.
+Skipped below sm_90."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+import tilelang_x
+import tilelang_x.language as T
+from tests.kernels import gemm
+from tilelang_x.compiler import clear_cache
+from tilelang_x.errors import ArgumentError
+
+
+@pytest.fixture(autouse=True)
+def _hopper() -> None:
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("needs sm_90a")
+
+
+def _reference(a: torch.Tensor, b: torch.Tensor, trans_b: bool) -> torch.Tensor:
+    return a.float() @ (b.float().t() if trans_b else b.float())
+
+
+# (cluster, M, N, K): every grid a multiple of the cluster, the last tile row / column / k-step partial
+# (rows of 16-byte multiples, for TMA); M = 300: one CTA's 64-row slice of the last A tile lies wholly
+# below the matrix (zero-filled, its bytes still counted)
+CASES = [((2, 1, 1), 328, 504, 328), ((2, 1, 1), 300, 504, 328), ((1, 2, 1), 456, 296, 328),
+         ((2, 2, 1), 456, 504, 256)]
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("cluster, m, n, k", CASES)
+def test_clustered_gemm_matches_torch(cluster: tuple[int, int, int], m: int, n: int, k: int, trans_b: bool,
+                                      launcher_kind: str) -> None:
+    clear_cache()  # a fresh launcher of this kind
+    func = gemm.matmul.get_ir(m, n, k, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256,
+                              trans_B=trans_b, cluster=cluster)
+    kernel = tilelang_x.compile(func, out_idx=[-1])
+    assert "tlx_tma_load_mc_2d(" in kernel.get_kernel_source().split("TLX_DEV")[-1]
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", generator=gen).half()
+    b = torch.randn(*((n, k) if trans_b else (k, n)), device="cuda", generator=gen).half()
+    for _ in range(3):  # the stage ring wraps; repeated launches reuse the barriers' first phases
+        c = kernel(a, b)
+        torch.testing.assert_close(c.float(), _reference(a, b, trans_b), atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("cluster", [(2, 1, 1), (1, 2, 1)])
+@pytest.mark.parametrize("configs", [{"tlx.multicast": False}, {"tlx.persistent": True}])
+def test_clustered_gemm_without_multicast_matches_torch(cluster: tuple[int, int, int],
+                                                        configs: dict[str, bool]) -> None:
+    func = gemm.matmul.get_ir(2048, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256,
+                              cluster=cluster)  # 256 tiles: the persistent form walks them on 132 blocks
+    kernel = tilelang_x.compile(func, out_idx=[-1], pass_configs=configs)
+    body = kernel.get_kernel_source().split("TLX_DEV")[-1]
+    assert "__cluster_dims__" in body and "tlx_tma_load_mc" not in body
+    assert ("tlx_tile_j" in body) == ("tlx.persistent" in configs)
+    a = torch.randn(2048, 512, device="cuda").half()
+    b = torch.randn(512, 4096, device="cuda").half()
+    torch.testing.assert_close(kernel(a, b).float(), _reference(a, b, False), atol=5e-2, rtol=1e-2)
+
+
+def _dynamic_gemm(cluster: Any) -> Any:
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def dyn(A: T.Tensor((m, 256), T.float16), B: T.Tensor((256, 256), T.float16), C: T.Tensor((m, 256), T.float16)):
+        with T.Kernel(2, T.ceildiv(m, 128), threads=256, cluster_dims=cluster) as (bx, by):
+            A_s = T.alloc_shared((128, 64), T.float16)
+            B_s = T.alloc_shared((64, 128), T.float16)
+            C_f = T.alloc_fragment((128, 128), T.float32)
+            T.clear(C_f)
+            for ko in T.Pipelined(4, num_stages=3):
+                T.copy(A[by * 128, ko * 64], A_s)
+                T.copy(B[ko * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * 128, bx * 128])
+
+    return dyn
+
+
+def test_dynamic_grid_not_a_multiple_of_the_cluster_raises_at_launch(launcher_kind: str) -> None:
+    clear_cache()
+    kernel = tilelang_x.compile(_dynamic_gemm((1, 2, 1)), out_idx=[2])
+    b = torch.randn(256, 256, device="cuda").half()
+    a = torch.randn(456, 256, device="cuda").half()  # 4 tile rows: two clusters
+    torch.testing.assert_close(kernel(a, b).float(), _reference(a, b, False), atol=5e-2, rtol=1e-2)
+    with pytest.raises(ArgumentError, match=r"for m=300 its grid is \(2, 3, 1\)"):
+        kernel(torch.randn(300, 256, device="cuda").half(), b)
+    torch.testing.assert_close(kernel(a, b).float(), _reference(a, b, False), atol=5e-2, rtol=1e-2)
