@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every figure of the closing notes in one go, on a machine with one NVIDIA GPU (the H200 here):
 # installs the package, runs the GPU test suite, then the benchmarks, and merges their JSON into
-# "$OUT/all.json" (OUT defaults to ./bench-out). Takes about 7 minutes.
+# "$OUT/all.json" (OUT defaults to ./bench-out). Takes about 5 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-bench-out}"
@@ -24,10 +24,15 @@ tail -3 "$OUT/cuda_tests.log"
     --timeout 40 --out "$work/gemm_relu.json"
   python3 bench/attention.py --dims 64,128 --configs 128x128x2x256,128x64x2x256 --timeout 100 \
     --out "$work/attention.json"
-  # A/B of the QK^T / softmax overlap (plugins/cuda/hopper/overlap.py, off by default): correctness, speed
-  TILELANG_X_PASS_CONFIGS='{"tlx.gemm_softmax_overlap": true}' python3 -m pytest -q tests/backend/cuda -k attention
-  TILELANG_X_PASS_CONFIGS='{"tlx.gemm_softmax_overlap": true}' python3 bench/attention.py --dims 64,128 \
-    --configs 128x128x2x256 --timeout 80 --out "$work/attention_overlap.json"
+  # A/B of compiler switches, each variant timed round-robin in one process (bench/variants.py)
+  python3 bench/variants.py attention --dims 128,64 --timeout 150 --out "$work/variants_attention.json" \
+    --variants '{"default": {}, "plain": {"tlx.ws_compute_loops": false}, "pingpong": {"tlx.ws_compute_loops": true, "tlx.pingpong": true}, "overlap": {"tlx.gemm_softmax_overlap": true}}'
+  python3 bench/variants.py gemm --shapes 4096x4096x4096,8192x8192x8192 --timeout 100 \
+    --out "$work/variants_gemm.json" --variants '{"default": {}, "lane_stores": {"tlx.tma_store": false}}'
+  # thread-block clusters with TMA multicast (rasterization off: it would remap the clustered blocks)
+  python3 bench/gemm.py --shapes 8192x8192x8192 --dtypes float16 --pass-configs '{"tlx.auto_rasterize": false}' \
+    --configs 128x256x64x3x256,128x256x64x3x256@2x1x1,128x256x64x3x256@1x2x1 --timeout 80 \
+    --out "$work/gemm_cluster.json"
   # the portable sm_80-class path on the same GPU
   python3 bench/gemm.py --target cuda:sm_90 --shapes 4096x4096x4096,8192x8192x8192 --dtypes float16 \
     --configs 256x128x64x3x256,128x256x64x3x256 --timeout 60 --out "$work/gemm_sm80.json"

@@ -22,6 +22,9 @@ def main() -> None:
             print(doc.get("bench"), {k: r[k] for k in keys if k in r})
             for c in r.get("configs", []):
                 print("   ", {k: v for k, v in c.items() if k != "error"}, (c.get("error") or "")[:300])
+        for doc, r in ((d, r) for d in docs for r in d.get("rows", [])):  # bench/variants.py
+            print(doc.get("bench"), doc.get("kernel"), r["case"], r["tflops"], r["ratio_vs_reference"],
+                  r["errors"] or "")
 
 
 if __name__ == "__main__":
