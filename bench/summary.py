@@ -16,7 +16,7 @@ def main() -> None:
             print(f"{path}: {e}")
             continue
         docs = [doc] if "bench" in doc else [d for d in doc.values() if isinstance(d, dict)]
-        for doc, r in ((d, r) for d in docs for r in d.get("results", [])):
+        for doc, r in ((d, r) for d in docs for r in d.get("results", []) if isinstance(r, dict)):
             keys = ("dtype", "M", "N", "K", "B", "H", "S", "D", "causal", "ours_tflops", "torch_tflops", "ratio",
                     "cudnn_tflops", "flash_tflops", "ratio_cudnn", "ratio_flash", "best_config", "error")
             print(doc.get("bench"), {k: r[k] for k in keys if k in r})

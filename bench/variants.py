@@ -1,6 +1,8 @@
 """A/B of compiler switches: the same kernel compiled with several ``pass_configs`` variants,
-checked against torch and timed round-robin in one process, so the ratios between variants (and
-against the vendor reference timed in the same rounds) are free of run-to-run drift.
+checked against torch and timed round-robin in one process (the order rotating between rounds),
+so the ratios between variants (and against the vendor reference timed in the same rounds) are
+free of run-to-run drift. Absolute figures run lower than bench/attention.py's: the GPU works
+without pauses here and clocks down.
 
 Run: ``python bench/variants.py attention --dims 128 --variants '{"plain": {"tlx.ws_compute_loops":
 false}, "auto": {}}' --out $OUT/variants.json`` (``gemm`` takes ``--shapes MxNxK,...``).
@@ -78,9 +80,10 @@ def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict
             row["errors"][vname] = err
     timed = {"reference": reference, **{v: (lambda kern=kern: run(kern)) for v, kern in kernels.items()}}
     times: dict[str, list[float]] = {v: [] for v in timed}
-    for _ in range(args.rounds):
-        for v, fn in timed.items():
-            times[v].append(median_ms(fn, args.warmup, args.rep))
+    order = list(timed)
+    for r in range(args.rounds):  # each round starts one place later: no variant always runs first
+        for v in order[r % len(order):] + order[:r % len(order)]:
+            times[v].append(median_ms(timed[v], args.warmup, args.rep))
     ms = {v: statistics.median(t) for v, t in times.items()}
     row["tflops"] = {v: round(flops / t / 1e9, 1) for v, t in ms.items()}
     row["ratio_vs_reference"] = {v: round(ms["reference"] / t, 3) for v, t in ms.items() if v != "reference"}
