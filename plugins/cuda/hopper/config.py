@@ -29,9 +29,10 @@ class HopperConfig:
     #: faster there (2026-11-29: GEMM 4096³ 587 vs 593 TFLOP/s, 8192³ 631 vs 642), so off.
     persistent: bool = False
     #: two consumer warpgroups of a warp-specialized compute loop take turns issuing their wgmma
-    #: groups (hopper/pingpong.py): pass_configs={"tlx.pingpong": True}. Correct but no faster on
-    #: the H200 (2026-11-29, FlashAttention D128 in one process: 528 vs 531 TFLOP/s), so off.
-    pingpong: bool = False
+    #: groups (hopper/pingpong.py); pass_configs={"tlx.pingpong": False} turns it off. H200,
+    #: FlashAttention D128, bench/variants.py (2026-11-29, two runs): causal +2.5 % and +4.5 %,
+    #: non-causal -0.3 % and +2.4 %.
+    pingpong: bool = True
     #: copies of a warp-specialized loop used by different statements get their own full/empty
     #: barriers (pipeline.py ``_Group``): pass_configs={"tlx.barrier_groups": True}. Off: on the
     #: H200 FlashAttention D128 ran 4-7 % slower with K and V on separate barriers (2026-11-29).
@@ -55,7 +56,7 @@ def hopper_config(ctx: Any) -> HopperConfig:
     if ws_compute is None and configs.get("tlx.gemm_softmax_overlap"):
         ws_compute = False  # that overlap is a form of the plain pipeline (overlap.py)
     return HopperConfig(wgmma, tma, ws, overlap, None if ws_compute is None else bool(ws_compute),
-                        _flag(configs, "tlx.persistent"), _flag(configs, "tlx.pingpong"),
+                        _flag(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
                         _flag(configs, "tlx.barrier_groups"))
 
 

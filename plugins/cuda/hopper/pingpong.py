@@ -11,8 +11,8 @@ the one hand-over that is left, so both barriers end balanced.
 
 Taken only when the block has exactly two consumer warpgroups and the consumer loop contains no
 block barrier (which would put the warpgroups back in lockstep); every gemm in the loop is
-block-collective, so both warpgroups pass the same turns. Switch: ``tlx.pingpong`` (default off:
-no faster than free-running warpgroups on the H200, hopper/config.py)."""
+block-collective, so both warpgroups pass the same turns. Switch: ``tlx.pingpong`` (default on;
+measured in hopper/config.py)."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ used by different statements of the body get their own full/empty pairs (``_Grou
 K released after QKᵀ). With ≥ 256 consumers, ``setmaxnreg`` moves registers from the producer to
 the consumers. Everything outside the loop runs on the consumers. A body that computes more than
 gemms (FlashAttention's softmax) is warp-specialized when the block's shared memory leaves no room
-for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it either way); with
-``tlx.pingpong`` two consumer warpgroups take turns issuing wgmma (pingpong.py). A gemm-only
+for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it either way); two
+consumer warpgroups then take turns issuing wgmma (pingpong.py, ``tlx.pingpong``). A gemm-only
 body keeps one wgmma group in flight (``wait_group 1``; iteration k releases stage k - 1; the last
 iteration drains inside the loop, since ptxas moves a drain placed after the loop below the
 epilogue's accumulator reads). ``tlx.persistent`` walks tiles on a grid of one block per SM
