@@ -113,6 +113,8 @@ CASES: list[Case] = [
     Case("gemm_fp8_e4m3_transpose_B", _gemm(128, 256, 256, dtype=torch.float8_e4m3fn, out=torch.float16, trans_B=True,
                                              block_M=128, block_N=128, block_K=64, threads=256), atol=5e-2),
     Case("gemm_relu_epilogue", _gemm(128, 128, 256, relu=True, block_M=64, block_N=64)),
+    Case("gemm_decode_16_rows", _gemm(16, 192, 1024, block_M=16, block_N=64, block_K=256, num_stages=4),
+         atol=2e-2),
     Case("gemm_eager_relu", _gemm_eager),
     Case("leaky_add_if_then_else", _leaky_add, atol=1e-5, rtol=1e-5),
     Case("vector_add_dynamic", _vector_add, atol=1e-6, rtol=1e-6),

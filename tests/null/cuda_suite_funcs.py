@@ -22,6 +22,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "gemm_bf16_fp32_accum": mm(128, 256, 128, in_dtype=dtypes.bfloat16, out_dtype=dtypes.float32,
                                    block_M=64, block_N=64),
         "gemm_relu_epilogue": mm(128, 128, 256, relu=True, block_M=64, block_N=64),
+        "gemm_decode_16_rows": mm(16, 192, 1024, block_M=16, block_N=64, block_K=256, num_stages=4),
         "gemm_fp32_fma": mm(128, 128, 64, in_dtype=dtypes.float32, out_dtype=dtypes.float32, block_M=64,
                             block_N=64, block_K=16),
         "leaky_add_if_then_else": lambda: elementwise.leaky_add.get_ir(100, 70),
