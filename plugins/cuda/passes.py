@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .block_order import heavy_first_stage
 from .layout_inference import infer_stage
 from .lower import lower_stage
 from .pipelining import pipeline_stage
@@ -20,7 +19,6 @@ def stages(target: Any) -> list[tuple[str, Any]]:
         return hopper_stages()
     return [
         ("rasterize", plan_stage),
-        ("heavy_first", heavy_first_stage),
         ("unswitch_masks", unswitch_stage),
         ("pipeline", pipeline_stage),
         ("layout_inference", infer_stage),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..block_order import heavy_first_stage
 from ..cluster import check as check_cluster
 from ..layout_inference import find_kernel, infer_stage
 from ..lower import lower_stage
@@ -33,7 +32,6 @@ def hopper_stages() -> list[tuple[str, Any]]:
     return [
         ("hopper_setup", _setup),
         ("rasterize", plan_stage),
-        ("heavy_first", heavy_first_stage),
         ("unswitch_masks", unswitch_stage),
         ("pipeline", hopper_pipeline_stage),
         ("layout_inference", infer_stage),
