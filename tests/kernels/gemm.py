@@ -2,7 +2,7 @@ import tilelang_x as tilelang
 import tilelang_x.language as T
 from examples.gemm_relu import matmul_relu  # the quick-start kernel (eager style), shared with the demo
 
-__all__ = ["matmul", "matmul_relu"]
+__all__ = ["matmul", "matmul_dynamic_m", "matmul_relu"]
 
 
 @tilelang.jit(out_idx=[-1])
@@ -29,5 +29,25 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, in_dtype=T.float16, ou
                 for i, j in T.Parallel(block_M, block_N):
                     C_local[i, j] = T.max(C_local[i, j], 0)
             T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def matmul_dynamic_m(cluster=None):
+    """C[m, 256] = A[m, 256] @ B[256, 256] with ``m`` bound at call time (128x128 tiles)."""
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def main(A: T.Tensor((m, 256), T.float16), B: T.Tensor((256, 256), T.float16), C: T.Tensor((m, 256), T.float16)):
+        with T.Kernel(2, T.ceildiv(m, 128), threads=256, cluster_dims=cluster) as (bx, by):
+            A_s = T.alloc_shared((128, 64), T.float16)
+            B_s = T.alloc_shared((64, 128), T.float16)
+            C_f = T.alloc_fragment((128, 128), T.float32)
+            T.clear(C_f)
+            for ko in T.Pipelined(4, num_stages=3):
+                T.copy(A[by * 128, ko * 64], A_s)
+                T.copy(B[ko * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * 128, bx * 128])
 
     return main

@@ -5,6 +5,7 @@ the generated source, the SASS, the compile- and launch-time errors, and the tar
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import re
 from typing import Any
@@ -21,35 +22,14 @@ from tilelang_x.core_ir.visit import rewrite
 from tilelang_x.errors import ArgumentError, TileLangError, TileLangSyntaxError
 
 BIG = dict(block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
-HERE = __file__
-
-
-def _line_of(text: str) -> int:
-    with open(HERE) as fh:
-        return next(n for n, line in enumerate(fh, 1) if text in line)
+def _kernel_line(fn: Any) -> int:
+    """The line of ``fn``'s ``T.Kernel``, where errors about the launch point."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if "T.Kernel(" in line)
 
 
 def _gemm(cluster: Any, m: int = 1024, n: int = 1024, k: int = 512, **kw: Any) -> Any:
     return gemm.matmul.get_ir(m, n, k, **{**BIG, **kw}, cluster=cluster)
-
-
-def _dynamic_gemm(cluster: Any) -> Any:
-    m = T.dynamic("m")
-
-    @T.prim_func
-    def dyn(A: T.Tensor((m, 256), T.float16), B: T.Tensor((256, 256), T.float16), C: T.Tensor((m, 256), T.float16)):
-        with T.Kernel(2, T.ceildiv(m, 128), threads=256, cluster_dims=cluster) as (bx, by):  # the dynamic kernel
-            A_s = T.alloc_shared((128, 64), T.float16)
-            B_s = T.alloc_shared((64, 128), T.float16)
-            C_f = T.alloc_fragment((128, 128), T.float32)
-            T.clear(C_f)
-            for ko in T.Pipelined(4, num_stages=3):
-                T.copy(A[by * 128, ko * 64], A_s)
-                T.copy(B[ko * 64, bx * 128], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * 128, bx * 128])
-
-    return dyn
 
 
 def _loads(source: str) -> list[str]:
@@ -111,7 +91,7 @@ def test_malformed_cluster_dims_are_rejected(bad: Any) -> None:
 def test_indivisible_dynamic_grid_is_a_launch_error() -> None:
     from tilelang_x.plugins.cuda.runtime import _Plan
 
-    _, ctx = cuda_source(_dynamic_gemm((1, 2, 1)), "sm_90a")
+    _, ctx = cuda_source(gemm.matmul_dynamic_m((1, 2, 1)), "sm_90a")
     meta = ctx.data["cuda.meta"]
     assert meta.grid_static is None and meta.cluster == (1, 2, 1)
     assert meta.grid({"m": 512}) == (2, 4, 1)
@@ -120,7 +100,7 @@ def test_indivisible_dynamic_grid_is_a_launch_error() -> None:
     with pytest.raises(ArgumentError, match=r"for m=300 its grid is \(2, 3, 1\): dimension y is not a multiple of 2") \
             as info:
         plan.grid_fn(300)
-    assert info.value.loc is not None and info.value.loc.line == _line_of("# the dynamic kernel")
+    assert info.value.loc is not None and info.value.loc.line == _kernel_line(gemm.matmul_dynamic_m)
 
 
 # ---- multicast ----------------------------------------------------------------------------------------

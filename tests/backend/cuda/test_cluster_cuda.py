@@ -4,13 +4,10 @@ Skipped below sm_90."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import torch
 
 import tilelang_x
-import tilelang_x.language as T
 from tests.kernels import gemm
 from tilelang_x.compiler import clear_cache
 from tilelang_x.errors import ArgumentError
@@ -65,28 +62,9 @@ def test_clustered_gemm_without_multicast_matches_torch(cluster: tuple[int, int,
     torch.testing.assert_close(kernel(a, b).float(), _reference(a, b, False), atol=5e-2, rtol=1e-2)
 
 
-def _dynamic_gemm(cluster: Any) -> Any:
-    m = T.dynamic("m")
-
-    @T.prim_func
-    def dyn(A: T.Tensor((m, 256), T.float16), B: T.Tensor((256, 256), T.float16), C: T.Tensor((m, 256), T.float16)):
-        with T.Kernel(2, T.ceildiv(m, 128), threads=256, cluster_dims=cluster) as (bx, by):
-            A_s = T.alloc_shared((128, 64), T.float16)
-            B_s = T.alloc_shared((64, 128), T.float16)
-            C_f = T.alloc_fragment((128, 128), T.float32)
-            T.clear(C_f)
-            for ko in T.Pipelined(4, num_stages=3):
-                T.copy(A[by * 128, ko * 64], A_s)
-                T.copy(B[ko * 64, bx * 128], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * 128, bx * 128])
-
-    return dyn
-
-
 def test_dynamic_grid_not_a_multiple_of_the_cluster_raises_at_launch(launcher_kind: str) -> None:
     clear_cache()
-    kernel = tilelang_x.compile(_dynamic_gemm((1, 2, 1)), out_idx=[2])
+    kernel = tilelang_x.compile(gemm.matmul_dynamic_m((1, 2, 1)), out_idx=[2])
     b = torch.randn(256, 256, device="cuda").half()
     a = torch.randn(456, 256, device="cuda").half()  # 4 tile rows: two clusters
     torch.testing.assert_close(kernel(a, b).float(), _reference(a, b, False), atol=5e-2, rtol=1e-2)
