@@ -117,6 +117,7 @@ cdef class Launcher:
     cdef void** ptrs
     cdef int* codes
     cdef int* from_dims
+    cdef uint64_t* align_masks
     cdef Py_ssize_t* index
     cdef char* tmap_raw
     cdef int nbuf
@@ -153,6 +154,7 @@ cdef class Launcher:
         self.ptrs = NULL
         self.codes = NULL
         self.from_dims = NULL
+        self.align_masks = NULL
         self.index = NULL
         self.tmap_raw = NULL
         self.gprog = NULL
@@ -175,7 +177,8 @@ cdef class Launcher:
         self.codes = <int*>malloc(n * sizeof(int))
         self.from_dims = <int*>malloc(n * sizeof(int))
         self.index = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
-        if not (self.slots and self.ptrs and self.codes and self.from_dims and self.index):
+        self.align_masks = <uint64_t*>malloc(n * sizeof(uint64_t))
+        if not (self.slots and self.ptrs and self.codes and self.from_dims and self.index and self.align_masks):
             raise MemoryError()
         for i in range(self.n):
             if codes[i] == C_TMAP:
@@ -192,6 +195,7 @@ cdef class Launcher:
             self.codes[i] = codes[i]
             self.from_dims[i] = from_dims[i]
             self.index[i] = index[i]
+            self.align_masks[i] = plan.align_masks[i]
             if codes[i] == C_TMAP:
                 self.ptrs[i] = <void*>(base + TMAP_BYTES * k)
                 k += 1
@@ -250,6 +254,7 @@ cdef class Launcher:
         free(self.codes)
         free(self.from_dims)
         free(self.index)
+        free(self.align_masks)
         free(self.tmap_raw)
         free(self.gprog)
 
@@ -393,6 +398,9 @@ cdef class Launcher:
                             break
                     if code == C_PTR:
                         self.slots[i] = <uint64_t>t.data_ptr()
+                        if self.slots[i] & self.align_masks[i]:  # the kernel's vector accesses need more
+                            bad = True
+                            break
                         continue
                     key = (i, t.data_ptr(), t.shape, t.stride())
                     m = self.tmap_cache.get(key)

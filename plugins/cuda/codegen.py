@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 from typing import Any
 
 from ...core_ir import dtypes
@@ -45,6 +46,9 @@ CTYPES: dict[str, str] = {
     "int32": "int", "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
     "uint32": "unsigned int", "uint64": "unsigned long long", "bool": "bool",
 }
+#: device helpers that access global memory in vectors: tlx_copy16 / tlx_cp_async8 (bytes),
+#: tlx_st4 (elements of the tensor's dtype)
+_VECTOR_ACCESS = re.compile(r"tlx_(copy|cp_async|st)(\d+)")
 _KEYWORDS = {"int", "float", "double", "char", "short", "long", "unsigned", "signed", "bool", "void", "if", "else",
              "for", "while", "do", "return", "break", "continue", "switch", "case", "default", "const", "static",
              "struct", "union", "enum", "typedef", "auto", "register", "volatile", "extern", "inline", "new",
@@ -108,6 +112,7 @@ class _Gen:
         self.dims: list[E.Var] = []
         self.vars_scalar: set[int] = set()
         self.written: set[int] = set()
+        self.align: dict[int, int] = {}  # id(global buffer) -> bytes its base address must be aligned to
         self.meta: KernelMeta | None = None
         self.prologue: list[str] = []  # C statements at the top of the kernel body
         self.prologue_vars: list[E.Var] = []
@@ -185,6 +190,19 @@ class _Gen:
                 self.written.add(id(n.buffer))
             elif isinstance(n, Intrin) and n.fn.startswith("tlx_tma_store_") and n.args and id(n.args[0]) in maps:
                 self.written.add(id(self.func.params[maps[id(n.args[0])]]))  # the tensor a TMA store writes
+            if isinstance(n, Intrin):
+                self._note_vector_access(n)
+
+    def _note_vector_access(self, n: Intrin) -> None:
+        """Record the byte alignment a vector access needs of a global tensor's base address: the
+        vectorization proved offsets aligned assuming 16-byte aligned bases, so the launch checks it."""
+        m = _VECTOR_ACCESS.fullmatch(n.fn)
+        if m is None:
+            return
+        for a in n.args:
+            if isinstance(a, PtrTo) and a.buffer.scope == "global":
+                width = int(m.group(2)) * (a.buffer.dtype.bytes if m.group(1) == "st" else 1)
+                self.align[id(a.buffer)] = max(self.align.get(id(a.buffer), 1), width)
 
     def _params(self) -> tuple[list[str], list[ParamSpec]]:
         out, specs = [], []
@@ -195,7 +213,7 @@ class _Gen:
                 ro = id(p) not in self.written
                 ct = ctype(p.dtype)
                 out.append(f"{'const ' if ro else ''}{ct}* __restrict__ {nm}")
-                specs.append(ParamSpec(nm, "buffer", idx, p.dtype.name, ct + "*", ro))
+                specs.append(ParamSpec(nm, "buffer", idx, p.dtype.name, ct + "*", ro, self.align.get(id(p), 1)))
                 for e in tuple(p.shape) + tuple(p.strides or ()):
                     for v in E.free_vars(e):
                         if id(v) not in seen_dims and v not in self.func.params:

@@ -60,7 +60,8 @@ class ParamSpec:
 
     ``kind``: ``"buffer"`` | ``"scalar"`` | ``"dim"``; ``index``: position in ``args`` (buffer,
     scalar) or in ``dims`` (dim); ``dtype``: IR dtype name (element dtype for a buffer);
-    ``ctype``: the C type in the signature (``"half*"``..., ``"int"``...); ``name``: the C name.
+    ``ctype``: the C type in the signature (``"half*"``..., ``"int"``...); ``name``: the C name;
+    ``align``: bytes a buffer's address must be a multiple of (its vector accesses need it).
     """
 
     name: str
@@ -69,6 +70,7 @@ class ParamSpec:
     dtype: str
     ctype: str
     readonly: bool = False
+    align: int = 1
 
     @property
     def is_pointer(self) -> bool:

@@ -197,6 +197,8 @@ class _Plan:
         from_dims: list[int] = []
         index: list[int] = []
         buf_args: list[int] = []
+        #: per C parameter, the low address bits that must be zero (a buffer's vector accesses)
+        self.align_masks = [max(p.align, 1) - 1 if p.kind == "buffer" else 0 for p in meta.params]
         for p in meta.params:
             if p.kind in ("buffer", "tmap"):
                 codes.append(C_PTR if p.kind == "buffer" else C_TMAP)
@@ -322,6 +324,12 @@ class _Helper:
                         f"{what} of kernel '{kname}' is not contiguous (shape {tuple(a.shape)}, strides {a.stride()})",
                         hint="pass a contiguous tensor, e.g. x.contiguous()",
                     )
+                if p.kind == "buffer" and a.data_ptr() % max(p.align, 1):
+                    raise ArgumentError(
+                        f"{what} of kernel '{kname}' starts at address {a.data_ptr():#x}, not a multiple of "
+                        f"{p.align} bytes, which the kernel's {p.align}-byte vector accesses to it need",
+                        hint=f"pass a tensor that starts on a {p.align}-byte boundary, e.g. x.clone() of the slice",
+                    )
             else:
                 if isinstance(a, torch.Tensor) and a.numel() == 1:
                     raise ArgumentError(
@@ -383,7 +391,8 @@ class CtypesLauncher:
         self._slots = (ctypes.c_uint64 * max(n, 1))()
         base = ctypes.addressof(self._slots)
         self._ptrs = (ctypes.c_void_p * max(n, 1))(*[base + 8 * i for i in range(max(n, 1))])
-        self._items = [(i, bool(plan.from_dims[i]), plan.index[i], _conv(plan.codes[i])) for i in range(n)]
+        self._items = [(i, bool(plan.from_dims[i]), plan.index[i], _conv(plan.codes[i]), plan.align_masks[i])
+                       for i in range(n)]
         self._bufs = plan.buf_args
         self._grid_static = plan.grid_static
         self._grid_fn = plan.grid_fn
@@ -423,8 +432,10 @@ class CtypesLauncher:
                 if d != dev or d < 0 or (self._check and not t.is_contiguous()):
                     self._errors.diagnose(args, dims)
             slots = self._slots
-            for i, from_dims, idx, conv in self._items:
+            for i, from_dims, idx, conv, mask in self._items:
                 slots[i] = conv(dims[idx] if from_dims else args[idx])
+                if slots[i] & mask:  # a buffer not aligned for the kernel's vector accesses
+                    self._errors.diagnose(args, dims)
         except (AttributeError, TypeError, ValueError, OverflowError, IndexError, struct.error):
             self._errors.diagnose(args, dims)
             raise

@@ -128,6 +128,7 @@ class TmaLauncher:
                     raise ArgumentError(f"kernel parameter '{p.name}' has dtype {p.dtype}, which cannot be passed")
                 self._items.append((p.kind, p.index, _conv(code)))
         self._bufs = [p.index for p in meta.params if p.kind in ("buffer", "tmap")]
+        self._align = [max(p.align, 1) - 1 if p.kind == "buffer" else 0 for p in meta.params]
         self._cache: dict[tuple, bytes] = {}
         self._helper = _Helper(kernel)
         self._grid_fn = None if meta.grid_static is not None else meta.grid
@@ -161,7 +162,10 @@ class TmaLauncher:
                 if kind == "tmap":
                     ctypes.memmove(at, self._map(i, args[idx]), _SLOT)
                 elif kind == "buffer":
-                    ctypes.c_uint64.from_address(at).value = args[idx].data_ptr()
+                    ptr = args[idx].data_ptr()
+                    if ptr & self._align[i]:  # not aligned for the kernel's vector accesses
+                        self._helper.diagnose(args, dims)
+                    ctypes.c_uint64.from_address(at).value = ptr
                 else:
                     ctypes.c_uint64.from_address(at).value = extra(dims[idx] if kind == "dim" else args[idx])
         except TmaUnsupported as e:

@@ -4,6 +4,7 @@ against a fake driver (ctypes callbacks standing in for cuLaunchKernel and the c
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import struct
 from types import SimpleNamespace
 
@@ -253,6 +254,20 @@ def test_argument_errors(make, kind):
     with pytest.raises(ArgumentError, match="dynamic dimension 'M'"):
         launcher(ARGS, {})
     assert fake.launches == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_misaligned_buffer_is_refused_before_the_launch(make, kind):
+    params = tuple(dataclasses.replace(p, align=16) if p.name == "B" else p for p in _meta().params)
+    launcher, fake, _ = make(_meta(params=params), kind)
+    args = list(ARGS)
+    args[1] = FakeTensor(0xB002)  # a slice starting one fp16 element in
+    with pytest.raises(ArgumentError, match=r"'B'.* starts at address 0xb002, not a multiple of 16 bytes"):
+        launcher(args, [1])
+    assert fake.launches == []
+    args[1] = FakeTensor(0xB010)
+    launcher(args, [1])
+    assert len(fake.launches) == 1
 
 
 @pytest.mark.parametrize("kind", KINDS)
