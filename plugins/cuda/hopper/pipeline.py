@@ -238,10 +238,10 @@ def _consumer_regs(consumers: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class _Group:
-    """Copies of the loop that share a full/empty barrier pair: those whose tiles are first and
-    last used by the same statements of the body (``first``, ``last``: indices in the body
-    without the copies), so that a tile used early (K in FlashAttention) is released, and
-    refilled, without waiting for the end of the iteration."""
+    """Copies of the loop that share a full/empty barrier pair. One group holds them all, unless
+    ``tlx.barrier_groups`` splits them by the statements that first and last use their tiles
+    (``first``, ``last``: indices in the body without the copies), so that a tile used early (K in
+    FlashAttention) is released, and refilled, without waiting for the end of the iteration."""
 
     plans: tuple[TmaCopy, ...]
     first: int
