@@ -29,6 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 
+def pass_configs(ctx: Any) -> dict[str, Any]:
+    """The kernel's pass configs (``ctx.options["pass_configs"]``, ``{}`` when none)."""
+    options = getattr(ctx, "options", None) or {}
+    return (options.get("pass_configs") or {}) if isinstance(options, dict) else {}
+
+
 @dataclass(frozen=True)
 class PerfOptions:
     prefetch_fragments: bool = True
@@ -40,8 +46,7 @@ class PerfOptions:
 
 
 def perf_options(ctx: Any) -> PerfOptions:
-    options = getattr(ctx, "options", None) or {}
-    configs = options.get("pass_configs") or {} if isinstance(options, dict) else {}
+    configs = pass_configs(ctx)
 
     def on(name: str) -> bool:
         return bool(configs.get(name, True))

@@ -33,6 +33,7 @@ from ...core_ir import expr as E
 from ...core_ir.stmt import Annotate, For, Kernel, Stmt
 from ...core_ir.tileops import Gemm
 from ...core_ir.visit import children, walk
+from .perf_options import pass_configs
 
 #: (SMs, L2 bytes) per architecture family; others use the last entry
 _MACHINE = {"sm_90": (132, 50 << 20), "sm_80": (108, 40 << 20), "": (128, 32 << 20)}
@@ -115,8 +116,7 @@ def _gemm_tiles(kernel: Kernel) -> tuple[int, int, int | None, int] | None:
 def plan_stage(func: Any, ctx: Any) -> Any:
     """Stage: record the panel height for codegen in ``ctx.data["cuda.raster_panel"]``."""
     ctx.data.pop("cuda.raster_panel", None)
-    options = getattr(ctx, "options", None) or {}
-    configs = options.get("pass_configs") or {} if isinstance(options, dict) else {}
+    configs = pass_configs(ctx)
     if not bool(configs.get("tlx.auto_rasterize", True)):
         return func
     kernels = [n for n in walk(func.body) if isinstance(n, Kernel)]

@@ -36,14 +36,14 @@ from ...core_ir import expr as E
 from ...core_ir.simplify import as_linear, simplify
 from ...core_ir.stmt import For, If, PrimFunc, Seq, Stmt, Store
 from ...core_ir.visit import rewrite, substitute, walk
+from .perf_options import pass_configs
 
 KEY = "tlx.unswitch_masks"
 _CMP = {"<": True, "<=": True, ">": False, ">=": False}  # op -> the larger side is b
 
 
 def enabled(ctx: Any) -> bool:
-    options = getattr(ctx, "options", None) or {}
-    configs = options.get("pass_configs") or {} if isinstance(options, dict) else {}
+    configs = pass_configs(ctx)
     return bool(configs.get(KEY, True))
 
 

@@ -8,6 +8,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ..perf_options import pass_configs
+
 log = logging.getLogger("tilelang_x.cuda.hopper")
 
 
@@ -45,8 +47,7 @@ def _flag(configs: dict[str, Any], *names: str) -> bool:
 
 def hopper_config(ctx: Any) -> HopperConfig:
     arch = getattr(getattr(ctx, "target", None), "arch", None)
-    options = getattr(ctx, "options", None) or {}
-    configs = options.get("pass_configs") or {}
+    configs = pass_configs(ctx)
     hopper = arch == "sm_90a"
     wgmma = hopper and not _flag(configs, "tl.disable_wgmma")
     tma = hopper and not _flag(configs, "tl.disable_tma_lower", "tl.disable_tma")

@@ -33,6 +33,7 @@ from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import For, Kernel, Stmt
 from ..cluster import launch_dims
 from ..lir import Evaluate, Intrin
+from ..perf_options import pass_configs
 from ..rasterize import remaps_blocks
 from .config import log
 from .tma import McSlice, TmaCopy, TmaSpec, tensor_map, tile_dims
@@ -41,8 +42,7 @@ KEY = "tlx.multicast"
 
 
 def enabled(ctx: Any) -> bool:
-    options = getattr(ctx, "options", None) or {}
-    configs = options.get("pass_configs") or {} if isinstance(options, dict) else {}
+    configs = pass_configs(ctx)
     return bool(configs.get(KEY, True))
 
 

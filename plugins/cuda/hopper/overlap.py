@@ -32,6 +32,7 @@ from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
 from ....core_ir.tileops import Copy, CumSum, Fill, Gemm, Reduce, TileOp
 from ....core_ir.visit import rewrite, substitute, walk
 from ..lir import THREAD, Barrier
+from ..perf_options import pass_configs
 from .tma import TmaCopy
 
 KEY = "tlx.gemm_softmax_overlap"
@@ -40,8 +41,7 @@ KEY = "tlx.gemm_softmax_overlap"
 def enabled(ctx: Any) -> bool:
     """Off unless pass_configs sets ``KEY`` (also through ``TILELANG_X_PASS_CONFIGS``, for A/B
     benchmark runs)."""
-    options = getattr(ctx, "options", None) or {}
-    configs = options.get("pass_configs") or {} if isinstance(options, dict) else {}
+    configs = pass_configs(ctx)
     return bool(configs.get(KEY, False))
 
 
