@@ -76,6 +76,11 @@ class ParamSpec:
     def is_pointer(self) -> bool:
         return self.kind == "buffer"
 
+    @property
+    def align_mask(self) -> int:
+        """The low address bits that must be zero (a buffer's ``align``; 0 for other kinds)."""
+        return self.align - 1 if self.kind == "buffer" else 0
+
 
 @dataclass(frozen=True)
 class KernelMeta:

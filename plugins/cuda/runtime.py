@@ -198,7 +198,7 @@ class _Plan:
         index: list[int] = []
         buf_args: list[int] = []
         #: per C parameter, the low address bits that must be zero (a buffer's vector accesses)
-        self.align_masks = [max(p.align, 1) - 1 if p.kind == "buffer" else 0 for p in meta.params]
+        self.align_masks = [p.align_mask for p in meta.params]
         for p in meta.params:
             if p.kind in ("buffer", "tmap"):
                 codes.append(C_PTR if p.kind == "buffer" else C_TMAP)
@@ -324,7 +324,7 @@ class _Helper:
                         f"{what} of kernel '{kname}' is not contiguous (shape {tuple(a.shape)}, strides {a.stride()})",
                         hint="pass a contiguous tensor, e.g. x.contiguous()",
                     )
-                if p.kind == "buffer" and a.data_ptr() % max(p.align, 1):
+                if a.data_ptr() & p.align_mask:
                     raise ArgumentError(
                         f"{what} of kernel '{kname}' starts at address {a.data_ptr():#x}, not a multiple of "
                         f"{p.align} bytes, which the kernel's {p.align}-byte vector accesses to it need",

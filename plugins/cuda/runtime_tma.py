@@ -128,7 +128,7 @@ class TmaLauncher:
                     raise ArgumentError(f"kernel parameter '{p.name}' has dtype {p.dtype}, which cannot be passed")
                 self._items.append((p.kind, p.index, _conv(code)))
         self._bufs = [p.index for p in meta.params if p.kind in ("buffer", "tmap")]
-        self._align = [max(p.align, 1) - 1 if p.kind == "buffer" else 0 for p in meta.params]
+        self._align = [p.align_mask for p in meta.params]
         self._cache: dict[tuple, bytes] = {}
         self._helper = _Helper(kernel)
         self._grid_fn = None if meta.grid_static is not None else meta.grid
