@@ -39,6 +39,7 @@ from .lir import (
     SmemAddr,
 )
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
+from .rasterize import block_remap
 
 CTYPES: dict[str, str] = {
     "float16": "tlx_half", "bfloat16": "tlx_bf16", "float32": "float", "float64": "double",
@@ -275,15 +276,9 @@ class _Gen:
 
     def _block_vars(self, kernel: Kernel) -> None:
         axes = ("x", "y", "z")
-        swz = next((n for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "swizzle"), None)
-        data = tuple(swz.data) if swz is not None else ()
-        enable = bool(data[2]) if len(data) > 2 else True
-        auto = self.ctx.data.get("cuda.raster_panel") if swz is None else None  # rasterize.py
-        if auto and len(kernel.block_vars) == 2:
-            data, enable = (int(auto), "row", True), True
-        if (swz is not None or auto) and enable and len(kernel.block_vars) == 2:
-            panel = int(data[0]) if data else 8
-            column = len(data) > 1 and str(data[1]).lower().startswith("col")
+        remap = block_remap(kernel, self.ctx)
+        if remap is not None:
+            panel, column = remap
             bx, by = (self.name(v, v.name) for v in kernel.block_vars)
             if column:  # groups of `panel` block columns, walked row-first
                 self.emit(1, "const int tlx_bid = blockIdx.x * gridDim.y + blockIdx.y;")

@@ -76,16 +76,19 @@ def remap(bid: int, gx: int, gy: int, panel: int) -> tuple[int, int]:
     return (bid % grp) // h, first + (bid % grp) % h
 
 
-def remaps_blocks(kernel: Kernel, ctx: Any) -> bool:
-    """Whether codegen computes the block indices from a remap of ``blockIdx`` (``T.use_swizzle``
-    or this stage's panel; the condition of ``codegen._block_vars``) instead of taking them as is."""
+def block_remap(kernel: Kernel, ctx: Any) -> tuple[int, bool] | None:
+    """(panel, column-wise) of the remap of ``blockIdx`` codegen emits for ``kernel``
+    (``T.use_swizzle``, else this stage's panel), or ``None`` when the block indices are taken as is."""
     if len(kernel.block_vars) != 2:
-        return False
+        return None
     swz = next((n for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "swizzle"), None)
     if swz is None:
-        return bool(ctx.data.get("cuda.raster_panel"))
+        auto = ctx.data.get("cuda.raster_panel")
+        return (int(auto), False) if auto else None
     data = tuple(swz.data)
-    return bool(data[2]) if len(data) > 2 else True
+    if len(data) > 2 and not data[2]:
+        return None
+    return (int(data[0]) if data else 8), len(data) > 1 and str(data[1]).lower().startswith("col")
 
 
 def _gemm_tiles(kernel: Kernel) -> tuple[int, int, int | None, int] | None:

@@ -34,7 +34,7 @@ from ....core_ir.stmt import For, Kernel, Stmt
 from ..cluster import launch_dims
 from ..lir import Evaluate, Intrin
 from ..perf_options import pass_configs
-from ..rasterize import remaps_blocks
+from ..rasterize import block_remap
 from .config import log
 from .tma import McSlice, TmaCopy, TmaSpec, tensor_map, tile_dims
 
@@ -138,7 +138,7 @@ def plan_multicast(kernel: Kernel, loop: For, plans: list[TmaCopy], specs: dict[
     shape = launch_dims(kernel, getattr(getattr(ctx, "target", None), "arch", None))
     if shape is None or not enabled(ctx):
         return None
-    if remaps_blocks(kernel, ctx):
+    if block_remap(kernel, ctx) is not None:
         log.debug("%s: rasterized block order: no TMA multicast (sharing is not provable)", kernel.loc)
         return None
     bounds = [loop.extent] + ([loop.start] if loop.start is not None else [])
