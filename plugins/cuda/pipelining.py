@@ -100,9 +100,14 @@ def _rewrite_loops(s: Stmt, multi: dict[Buffer, Buffer], prefetch: bool = False)
     return rewrite(s, fn)
 
 
+def num_stages(loop: For) -> int:
+    """The stages of a ``T.Pipelined`` loop (``num_stages``, 2 when not given; 0 means 1)."""
+    return int(loop.ann().get("num_stages", 2) or 1)
+
+
 def _pipeline(loop: For, multi: dict[Buffer, Buffer], prefetch: bool = False) -> Stmt:
     ann = loop.ann()
-    stages = int(ann.get("num_stages", 2) or 1)
+    stages = num_stages(loop)
     body = list(loop.body.stmts) if isinstance(loop.body, Seq) else [loop.body]
     producers = [s for s in body if _is_producer(s)]
     serial = For(loop.var, loop.extent, "serial", loop.body, loop.start, (), loop.loc)

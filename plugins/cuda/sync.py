@@ -67,9 +67,9 @@ class _Sync:
             return dataclasses.replace(s, body=body), st
         if isinstance(s, Barrier):
             return s, EMPTY
-        if isinstance(s, (For, While)) and not _is_unit(s):
+        if isinstance(s, (For, While)):
             return self.loop(s, st)
-        if isinstance(s, If) and not _is_unit(s):
+        if isinstance(s, If):
             then, s1 = self.stmt(s.then, st)
             other, s2 = (None, st) if s.otherwise is None else self.stmt(s.otherwise, st)
             return dataclasses.replace(s, then=then, otherwise=other), _merge(s1, s2)
@@ -104,12 +104,6 @@ class _Sync:
 def _conflict(st: State, w: set[int], r: set[int]) -> bool:
     written, read = st
     return bool((r & written) or (w & (written | read)))
-
-
-def _is_unit(s: Stmt) -> bool:
-    """Loops and branches with no barrier inside and only one kind of statement are leaves too
-    when they sit inside a Block; at the top level we look inside them."""
-    return False
 
 
 def sync_stage(func: PrimFunc, ctx: Any) -> PrimFunc:

@@ -33,6 +33,7 @@ from ....core_ir.tileops import Copy, CumSum, Fill, Gemm, Reduce, TileOp
 from ....core_ir.visit import rewrite, substitute, walk
 from ..lir import THREAD, Barrier
 from ..perf_options import pass_configs
+from ..pipelining import num_stages
 from .tma import TmaCopy
 
 KEY = "tlx.gemm_softmax_overlap"
@@ -144,7 +145,7 @@ def overlap_loop(loop: For, plan: Plan, cx: Any, helpers: Any) -> Stmt:
     """The rewritten loop (``helpers``: hopper_pipeline's ``_call``, ``_bar``, ``_init``,
     ``_issue``, ``_staged``)."""
     h = helpers
-    stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
+    stages = num_stages(loop)
     cx.stage_buffers(plan.first + plan.second, stages)
     kfull = Buffer("tlx_kfull", (stages,), dtypes.uint64, "shared")
     vfull = Buffer("tlx_vfull", (stages,), dtypes.uint64, "shared")

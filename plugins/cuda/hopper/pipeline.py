@@ -43,7 +43,7 @@ from ....core_ir.visit import rewrite, substitute, walk
 from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
-from ..pipelining import _pipeline, pipeline_stage
+from ..pipelining import _pipeline, num_stages, pipeline_stage
 from . import overlap
 from .config import hopper_config, log
 from .layout import panel_layout
@@ -73,7 +73,7 @@ def _is_producer(s: Stmt) -> bool:
 
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
-                 persistent: bool = False, barrier_groups: bool = True) -> None:
+                 persistent: bool = False, barrier_groups: bool = False) -> None:
         self.overlap = overlap
         self.ws_compute = ws_compute
         self.persistent = persistent
@@ -143,7 +143,7 @@ def _init(bars: list[tuple[Buffer, int]], stages: int) -> list[Stmt]:
 
 
 def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
-    stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
+    stages = num_stages(loop)
     cx.stage_buffers(plans, stages)
     full = Buffer("tlx_full", (stages,), dtypes.uint64, "shared")
     k, n = loop.var, loop.extent
@@ -187,7 +187,7 @@ def _owns_sm(kernel: Kernel, loop: For) -> bool:
     warp-specializing a loop that computes more than gemms pay (measured on the H200: FlashAttention
     D128, 192 KB, 7-11 % faster; D64, 96 KB, 20 % slower, since two plain blocks per SM already
     overlap one block's softmax with the other's gemms)."""
-    stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
+    stages = num_stages(loop)
     staged = {id(s.dst.buffer) for s in _body(loop) if _is_producer(s)}
     total = 0
     for a in walk(kernel.body):
@@ -276,7 +276,7 @@ def _release(g: _Group, stage: E.Expr, mc: Multicast | None) -> Stmt:
 def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], cx: _Ctx, ctx: Any) -> Kernel:
     loop = top[at]
     assert isinstance(loop, For)
-    stages = max(1, int(loop.ann().get("num_stages", 2) or 1))
+    stages = num_stages(loop)
     cx.stage_buffers(plans, stages)
     consumers = kernel.num_threads
     k, n = loop.var, loop.extent
@@ -362,7 +362,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             if isinstance(x, For) and x.kind == "pipelined":
                 plans = cx.plan(x)
                 if plans is not None and overlap_on:
-                    stages = max(1, int(x.ann().get("num_stages", 2) or 1))
+                    stages = num_stages(x)
                     rest = [s for s in _body(x) if not _is_producer(s)]
                     plan = overlap.match(rest, plans, overlap.used_outside(func.body, x), stages)
                     if plan is not None:
