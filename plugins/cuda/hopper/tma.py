@@ -75,13 +75,18 @@ class TmaCopy:
             coords = [s if d != len(src.starts) - 1 else s + p * w if p else s for d, s in enumerate(src.starts)]
             if mc:
                 coords[self.rows_dim] = coords[self.rows_dim] + mc.row0
-            coords = [E.cast(c, dtypes.int32) if c.dtype != dtypes.int32 else c for c in coords]
+            coords = int32_coords(coords)
             if mc:
                 fn, args = f"tlx_tma_load_mc_{len(coords)}d", (dst, mc.spec.var, bar, mc.mask)
             else:
                 fn, args = f"tlx_tma_load_{len(coords)}d", (dst, self.spec.var, bar)
             out.append(Evaluate(Intrin(fn, (*args, *reversed(coords))), self.op.loc))
         return out
+
+
+def int32_coords(coords: list[E.Expr]) -> list[E.Expr]:
+    """Tensor-map coordinates as the int32 operands ``cp.async.bulk.tensor`` takes."""
+    return [E.cast(c, dtypes.int32) if c.dtype != dtypes.int32 else c for c in coords]
 
 
 def tile_dims(r: Region) -> list[int]:

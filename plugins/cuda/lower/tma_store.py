@@ -25,14 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import If, PrimFunc, Seq, Stmt
 from ....core_ir.tileops import Copy
 from ....core_ir.visit import walk
 from ..hopper.layout import TMA_SWIZZLE
-from ..hopper.tma import TmaSpec, tensor_map, tma_tensor
+from ..hopper.tma import TmaSpec, int32_coords, tensor_map, tma_tensor
 from ..lir import THREAD, Evaluate, Intrin, SmemAddr
 
 ROWS = 16  # rows of a staged chunk (one warp's share of a wgmma m64 block)
@@ -92,7 +91,7 @@ def reuse_wait(plan: TmaStore) -> list[Stmt]:
 
 def issue(spec: TmaSpec, ws: Buffer, base: E.Expr, idx: tuple[E.Expr, ...]) -> list[Stmt]:
     """After a chunk's stmatrix into the slot at ``base``: the store of its box at ``idx``."""
-    coords = [E.cast(c, dtypes.int32) if c.dtype != dtypes.int32 else c for c in reversed(idx)]
+    coords = int32_coords(list(reversed(idx)))
     store = Intrin(f"tlx_tma_store_{len(coords)}d", (spec.var, SmemAddr(ws, (base,), "r"), *coords))
     return [Evaluate(Intrin("tlx_fence_proxy_async", ())), Evaluate(Intrin("__syncwarp", ())),
             _lane0(store, Intrin("tlx_tma_store_commit", ()))]
