@@ -95,11 +95,7 @@ def try_configs(
         with knobs.scope(target_default=args.target):
             kernel, err = attempt(lambda cfg=cfg: build(cfg))
         if err is None:
-            out, err = attempt(lambda kernel=kernel: run(kernel))
-        if err is None:
-            e = rel_err(out, ref)
-            if not e < 1e-2:
-                err = f"wrong result: relative error {e:.3g}"
+            e, err = checked_run(kernel, run, ref)
         if err is not None:
             tried.append({**cfg, "error": err})
             continue
@@ -109,6 +105,16 @@ def try_configs(
         if best is None or ms < best["ms"]:
             best = entry
     return tried, best
+
+
+def checked_run(kernel: Any, run: Callable[[Any], Any], ref: Any) -> tuple[float, str | None]:
+    """Run ``kernel`` once against ``ref``: (relative error, None), or (nan, why it failed or is
+    wrong: relative error >= 1e-2)."""
+    out, err = attempt(lambda: run(kernel))
+    if err is not None:
+        return float("nan"), err
+    e = rel_err(out, ref)
+    return e, (None if e < 1e-2 else f"wrong result: relative error {e:.3g}")
 
 
 def rel_err(actual: Any, expected: Any) -> float:

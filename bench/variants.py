@@ -15,7 +15,7 @@ import json
 import statistics
 from typing import Any
 
-from _common import attempt, device_info, emit, median_ms, parse_args
+from _common import attempt, checked_run, device_info, emit, median_ms, parse_args
 
 Case = tuple[str, Any, Any, Any, float]  # name, build(pass_configs), run(kernel), reference(), flops
 
@@ -71,10 +71,7 @@ def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict
     for vname, pc in variants.items():
         kern, err = attempt(lambda: build(pc))  # noqa: B023 - called at once
         if err is None:
-            out, err = attempt(lambda: run(kern))  # noqa: B023
-            if err is None:
-                rel = float((out.float() - ref.float()).norm() / ref.float().norm())
-                err = None if rel < 1e-2 else f"mismatch: relative error {rel:.3g}"
+            _, err = checked_run(kern, run, ref)
         if err is None:
             kernels[vname] = kern
         else:
