@@ -11,6 +11,7 @@ Run: ``python bench/attention.py --out $OUT/attention.json`` (``--quick``: S=102
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, try_configs
@@ -19,7 +20,8 @@ from _common import attempt, checkpoint, device_info, emit, median_ms, parse_arg
 CONFIGS = [(128, 128, 2, 256), (128, 64, 2, 256), (128, 64, 2, 128), (64, 64, 1, 128)]
 
 
-def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend_name: str, args: Any) -> tuple[float | None, str | None]:
+def sdpa(q: Any, k: Any, v: Any, causal: bool, backend_name: str) -> Callable[[], Any]:
+    """``F.scaled_dot_product_attention`` restricted to one SDPA backend (e.g. ``CUDNN_ATTENTION``)."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -29,6 +31,11 @@ def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend_name: str, args: Any) 
         with sdpa_kernel(backend):
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
+    return run
+
+
+def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend_name: str, args: Any) -> tuple[float | None, str | None]:
+    run = sdpa(q, k, v, causal, backend_name)
     _, err = attempt(run)
     if err is not None:
         return None, err

@@ -22,8 +22,7 @@ Case = tuple[str, Any, Any, Any, float]  # name, build(pass_configs), run(kernel
 
 def _attention_case(d: int, causal: bool, args: Any) -> Case:
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from attention import sdpa
 
     import tilelang_x
     from tests.kernels import attention
@@ -32,15 +31,12 @@ def _attention_case(d: int, causal: bool, args: Any) -> Case:
     b, h, s = 4, 32, args.seq
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16) for _ in range(3))
 
-    def cudnn() -> Any:
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
     def build(pc: dict[str, Any]) -> Any:
         func = attention.flash_attention.get_ir(b, h, s, d, causal, block_M=bm, block_N=bn, num_stages=st, threads=th)
         return tilelang_x.compile(func, out_idx=[3], pass_configs=pc)
 
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+    cudnn = sdpa(q, k, v, causal, "CUDNN_ATTENTION")
     return f"D{d}{'_causal' if causal else ''}", build, lambda kern: kern(q, k, v), cudnn, flops
 
 
