@@ -89,6 +89,11 @@ class Evaluate(Stmt):
     name = "evaluate"
 
 
+def is_call(s: object, fn: str) -> bool:
+    """Whether ``s`` is the statement ``fn(...);``."""
+    return isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn == fn
+
+
 @dataclass(**_NODE)
 class Barrier(Stmt):
     """``__syncthreads()``."""

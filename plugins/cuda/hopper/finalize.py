@@ -20,7 +20,7 @@ from typing import Any
 from ....core_ir import expr as E
 from ....core_ir.stmt import Kernel, PrimFunc, Seq
 from ....core_ir.visit import rewrite, walk
-from ..lir import Barrier, Evaluate, Intrin
+from ..lir import Barrier, Evaluate, Intrin, is_call
 from .config import hopper_config
 from .header import WGMMA_FORMS, hopper_header, wgmma_source
 from .pingpong import pingpong
@@ -47,7 +47,7 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             if fence:
                 return Seq((Evaluate(Intrin("tlx_fence_proxy_async", ())), bar))
             return bar
-        if isinstance(n, Evaluate) and isinstance(n.value, Intrin) and n.value.fn == "tlx_wgmma_drain":
+        if is_call(n, "tlx_wgmma_drain"):
             fences = [Evaluate(Intrin("tlx_fence_regs", (acc, E.const(total)))) for acc, total in inflight]
             return Seq((Evaluate(Intrin("tlx_wgmma_wait0", ())), *fences))
         if isinstance(n, Kernel) and ws is not None:

@@ -21,7 +21,7 @@ from typing import Any
 from ....core_ir import expr as E
 from ....core_ir.stmt import For, If, Seq, Stmt
 from ....core_ir.visit import rewrite, walk
-from ..lir import THREAD, Barrier, Evaluate, Intrin
+from ..lir import THREAD, Barrier, Evaluate, Intrin, is_call
 
 CONSUMER_LOOP = "ws_compute_loop"
 
@@ -30,19 +30,15 @@ def _call(fn: str, *args: E.Expr) -> Evaluate:
     return Evaluate(Intrin(fn, args))
 
 
-def _is_call(s: Stmt, fn: str) -> bool:
-    return isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn == fn
-
-
 def _turns(loop: For, wg: E.Expr) -> For:
     def fn(n: Any) -> Any:
-        if isinstance(n, Seq) and any(_is_call(s, "tlx_wgmma_arrive") for s in n.stmts):
+        if isinstance(n, Seq) and any(is_call(s, "tlx_wgmma_arrive") for s in n.stmts):
             out: list[Stmt] = []
             for s in n.stmts:
-                if _is_call(s, "tlx_wgmma_arrive"):
+                if is_call(s, "tlx_wgmma_arrive"):
                     out.append(_call("tlx_pp_wait", wg))
                 out.append(s)
-                if _is_call(s, "tlx_wgmma_commit"):
+                if is_call(s, "tlx_wgmma_commit"):
                     out.append(_call("tlx_pp_pass", wg))
             return Seq(tuple(out), n.loc)
         return None
