@@ -114,25 +114,8 @@ def test_remapped_gemm_compiles(arch: str) -> None:
     assert binary.cubin
 
 
-def _swizzled(*args: Any, **kw: Any) -> Any:
-    import tilelang_x.language as T
-
-    @T.prim_func
-    def main(A: T.Tensor((1024, 1024), T.float16), B: T.Tensor((1024, 1024), T.float16),
-             C: T.Tensor((1024, 1024), T.float16)):
-        with T.Kernel(8, 8, threads=128) as (bx, by):
-            T.use_swizzle(*args, **kw)
-            A_s = T.alloc_shared((128, 32), T.float16)
-            B_s = T.alloc_shared((32, 128), T.float16)
-            C_f = T.alloc_fragment((128, 128), T.float32)
-            T.clear(C_f)
-            for k in T.Pipelined(32, num_stages=2):
-                T.copy(A[by * 128, k * 32], A_s)
-                T.copy(B[k * 32, bx * 128], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * 128, bx * 128])
-
-    return main
+def _swizzled(*swizzle: Any) -> Any:
+    return _matmul(1024, 1024, 1024, block_M=128, block_N=128, block_K=32, num_stages=2, swizzle=swizzle)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
@@ -141,5 +124,5 @@ def test_use_swizzle_rows_columns_and_off(arch: str) -> None:
     assert "const int tlx_bid = blockIdx.y * gridDim.x + blockIdx.x;" in rows and "4 * (int)gridDim.x" in rows
     cols = _source(_swizzled(4, "column"), arch)[0]
     assert "const int tlx_bid = blockIdx.x * gridDim.y + blockIdx.y;" in cols and "4 * (int)gridDim.y" in cols
-    off = _source(_swizzled(4, enable=False), arch)[0]
+    off = _source(_swizzled(4, "row", False), arch)[0]
     assert "tlx_bid" not in off and "const int bx = blockIdx.x;" in off
