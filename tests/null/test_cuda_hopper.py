@@ -114,7 +114,7 @@ def test_flash_attention_takes_plain_tma_and_persistent_is_opt_in() -> None:
     assert pers.data["cuda.meta"].grid_static == (132, 1, 1) and "tlx_tile_j" in source
 
 
-@pytest.mark.parametrize("configs", [{}, {"tlx.gemm_softmax_overlap": True}])
+@pytest.mark.parametrize("configs", [{}, {"tlx.ws_compute_loops": True}])
 def test_generated_source_is_deterministic(configs: dict[str, bool]) -> None:
     """The source is the disk cache's key: names must not depend on object identities."""
     first, _ = _source(FUNCS["flash_attention_pipelined"](), "sm_90a", configs)

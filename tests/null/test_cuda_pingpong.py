@@ -7,7 +7,7 @@ import re
 from tests.kernels import attention
 from tests.null.cuda_helpers import cuda_source, sass_text
 
-WS = {"tlx.ws_compute_loops": True, "tlx.pingpong": True}
+WS = {"tlx.ws_compute_loops": True, "tlx.pingpong": True, "tlx.softmax_rotation": False}
 
 
 def _fa(threads: int = 256, block_m: int = 128, dim: int = 128) -> object:
@@ -56,7 +56,7 @@ def test_pingpong_compiles_to_named_barriers() -> None:
 def test_k_and_v_tiles_have_their_own_barriers() -> None:
     """K is released right after QK^T and V waited for right before P.V, so the producer refills
     K while the consumers still work on the iteration."""
-    src = cuda_source(_fa(), "sm_90a", {"tlx.barrier_groups": True})[0]
+    src = cuda_source(_fa(), "sm_90a", {"tlx.barrier_groups": True, "tlx.softmax_rotation": False})[0]
     loop = src[src.index("for (int k_i"):]
     k_release = loop.index("tlx_mbar_arrive(tlx_empty_s")
     v_wait = loop.index("tlx_mbar_wait(tlx_full1_s")
@@ -65,4 +65,4 @@ def test_k_and_v_tiles_have_their_own_barriers() -> None:
     producer = src[src.index("for (int k_p"):src.index("for (int k_i")]
     assert producer.index("tlx_empty_s") < producer.index("K_tmap") < producer.index("tlx_empty1_s") \
         < producer.index("V_tmap")
-    assert "tlx_full1" not in cuda_source(_fa(), "sm_90a")[0]  # off by default
+    assert "tlx_full1" not in cuda_source(_fa(), "sm_90a", {"tlx.softmax_rotation": False})[0]  # off by default

@@ -39,6 +39,10 @@ class HopperConfig:
     #: barriers (pipeline.py ``_Group``): pass_configs={"tlx.barrier_groups": True}. Off: on the
     #: H200 FlashAttention D128 ran 4-7 % slower with K and V on separate barriers (2026-11-29).
     barrier_groups: bool = False
+    #: the FlashAttention-3 rotation of a warp-specialized compute loop (hopper/rotate.py: P·V of
+    #: block k-1 in flight during the softmax of block k); pass_configs={"tlx.softmax_rotation":
+    #: False} turns it off.
+    softmax_rotation: bool = True
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -54,11 +58,9 @@ def hopper_config(ctx: Any) -> HopperConfig:
     ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
     overlap = bool(configs.get("tlx.wgmma_overlap", True))
     ws_compute = configs.get("tlx.ws_compute_loops")
-    if ws_compute is None and configs.get("tlx.gemm_softmax_overlap"):
-        ws_compute = False  # that overlap is a form of the plain pipeline (overlap.py)
     return HopperConfig(wgmma, tma, ws, overlap, None if ws_compute is None else bool(ws_compute),
                         _flag(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
-                        _flag(configs, "tlx.barrier_groups"))
+                        _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

@@ -11,7 +11,9 @@ K released after QKᵀ). With ≥ 256 consumers, ``setmaxnreg`` moves registers 
 the consumers. Everything outside the loop runs on the consumers. A body that computes more than
 gemms (FlashAttention's softmax) is warp-specialized when the block's shared memory leaves no room
 for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it either way); two
-consumer warpgroups then take turns issuing wgmma (pingpong.py, ``tlx.pingpong``). A gemm-only
+consumer warpgroups then take turns issuing wgmma (pingpong.py, ``tlx.pingpong``), and a
+FlashAttention-shaped body is rotated so that P·V of block k-1 runs during the softmax of block k
+(rotate.py, ``tlx.softmax_rotation``; K and V on their own barriers). A gemm-only
 body keeps one wgmma group in flight (``wait_group 1``; iteration k releases stage k - 1; the last
 iteration drains inside the loop, since ptxas moves a drain placed after the loop below the
 epilogue's accumulator reads). ``tlx.persistent`` walks tiles on a grid of one block per SM
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from typing import Any
 
 from ....core_ir import dtypes
@@ -44,7 +45,7 @@ from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
 from ..pipelining import _pipeline, num_stages, pipeline_stage
-from . import overlap
+from . import rotate
 from .config import hopper_config, log
 from .layout import panel_layout
 from .multicast import Multicast, plan_multicast
@@ -73,8 +74,9 @@ def _is_producer(s: Stmt) -> bool:
 
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
-                 persistent: bool = False, barrier_groups: bool = False) -> None:
+                 persistent: bool = False, barrier_groups: bool = False, rotation: bool = False) -> None:
         self.overlap = overlap
+        self.rotation = rotation
         self.ws_compute = ws_compute
         self.persistent = persistent
         self.barrier_groups = barrier_groups
@@ -273,6 +275,40 @@ def _release(g: _Group, stage: E.Expr, mc: Multicast | None) -> Stmt:
     return mc.release(_bar(g.empty, stage), g.plans) if mc else _call("tlx_mbar_arrive", _bar(g.empty, stage))
 
 
+def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, pers: Any,
+                   mc: Multicast | None) -> list[Stmt]:
+    """The consumers' loop: each group's statements between a wait on its full barrier and an
+    arrive on its empty one."""
+    stages = num_stages(loop)
+    k, n = loop.var, loop.extent
+    start = loop.start if loop.start is not None else E.const(0)
+    it = E.Var(k.name + "_i", k.dtype)
+    gc = pers.counter(n, it) if pers else it
+    sc = gc % stages
+    rest = [_staged(substitute(s, {k: start + it}), cx.multi, sc) for s in work]
+    compute = any(not isinstance(s, Gemm) for s in rest)
+    after: list[Stmt] = []
+    if cx.overlap and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
+        # one wgmma group stays in flight: iteration it releases the stage of iteration it - 1
+        # ptxas (nvcc 13.0) schedules a ``wait_group 0`` placed after the loop below the epilogue's
+        # reads of the accumulators (it loses track of the group still in flight across the back
+        # edge): the last iteration drains inside the loop, where the wait cannot move past them.
+        (g,) = groups
+        body: list[Stmt] = [
+            _call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2), dataclasses.replace(rest[0], wg_wait=1),
+            If(E.binary("==", it, n - 1), _call("tlx_wgmma_drain"), None),
+            If(E.binary(">", gc, 0), _release(g, (gc + stages - 1) % stages, mc), None)]
+        after = [_call("tlx_wgmma_drain")]
+    else:
+        body = []
+        for i, s in enumerate(rest):
+            body += [_call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2) for g in groups if g.first == i]
+            body.append(s)
+            body += [_release(g, sc, mc) for g in groups if g.last == i]
+    ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
+    return [For(it, n, "serial", Seq(tuple(body)), None, ann, loop.loc), *after]
+
+
 def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], cx: _Ctx, ctx: Any) -> Kernel:
     loop = top[at]
     assert isinstance(loop, For)
@@ -281,9 +317,12 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     consumers = kernel.num_threads
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
-    groups = _groups([s for s in _body(loop) if not _is_producer(s)], plans, stages, cx.barrier_groups)
     csize = math.prod(launch_dims(kernel, ctx.target.arch) or (1,))
     pers = plan_persistent(kernel, n, start, DEFAULT_SMS // csize * csize) if cx.persistent else None
+    work = [s for s in _body(loop) if not _is_producer(s)]
+    by_use = _groups(work, plans, stages, True)
+    rot = rotate.match(work, by_use) if cx.rotation and pers is None else None
+    groups = by_use if rot is not None or cx.barrier_groups else _groups(work, plans, stages, False)
     mc = plan_multicast(kernel, loop, plans, cx.specs, ctx) if pers is None else None
     # producer: one thread walks all iterations (of all its tiles when persistent: counter gp)
     kp = E.Var(k.name + "_p", k.dtype)
@@ -295,35 +334,20 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     prod_loop: Stmt = For(kp, n, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
     producer: list[Stmt] = [If(E.binary("==", THREAD, consumers), pers.wrap([prod_loop]) if pers else prod_loop,
                                None)]
-    # consumers: each group's statements between a wait on its full and an arrive on its empty
-    it = E.Var(k.name + "_i", k.dtype)
-    gc = pers.counter(n, it) if pers else it
-    sc = gc % stages
-    rest = [_staged(substitute(s, {k: start + it}), cx.multi, sc) for s in _body(loop) if not _is_producer(s)]
-    compute = any(not isinstance(s, Gemm) for s in rest)
-    after: list[Stmt] = []
-    if cx.overlap and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
-        # one wgmma group stays in flight: iteration it releases the stage of iteration it - 1
-        # ptxas (nvcc 13.0) schedules a ``wait_group 0`` placed after the loop below the epilogue's
-        # reads of the accumulators (it loses track of the group still in flight across the back
-        # edge): the last iteration drains inside the loop, where the wait cannot move past them.
-        (g,) = groups
-        cons_body: list[Stmt] = [
-            _call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2), dataclasses.replace(rest[0], wg_wait=1),
-            If(E.binary("==", it, n - 1), _call("tlx_wgmma_drain"), None),
-            If(E.binary(">", gc, 0), _release(g, (gc + stages - 1) % stages, mc), None)]
-        after = [_call("tlx_wgmma_drain")]
+    if rot is not None:
+        def stmt_at(s: Stmt, j: E.Expr) -> Stmt:
+            return _staged(substitute(s, {k: start + j}), cx.multi, j % stages)
+
+        def wait(g: _Group, j: E.Expr) -> Stmt:
+            return _call("tlx_mbar_wait", _bar(g.full, j % stages), (j // stages) % 2)
+
+        ranges = {v: (0, (E.as_int(g) or 2**31) - 1) for v, g in zip(kernel.block_vars, kernel.grid)}
+        cons_loop = rotate.rotated(rot, loop, stmt_at, wait, lambda g, j: _release(g, j % stages, mc), ranges)
     else:
-        cons_body = []
-        for i, s in enumerate(rest):
-            cons_body += [_call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2) for g in groups if g.first == i]
-            cons_body.append(s)
-            cons_body += [_release(g, sc, mc) for g in groups if g.last == i]
-    ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
-    cons_loop = For(it, n, "serial", Seq(tuple(cons_body)), None, ann, loop.loc)
+        cons_loop = _consumer_loop(loop, work, groups, cx, pers, mc)
     hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]
     consumer = [x for i, s in enumerate(top) if not any(s is h for h in hoisted)
-                for x in ([cons_loop, *after] if i == at else [s])]
+                for x in (cons_loop if i == at else [s])]
     if pers:
         consumer = [pers.wrap(consumer, loop.loc)]
     regs = _consumer_regs(consumers) if consumers >= 256 else 0
@@ -350,7 +374,8 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     kernel = find_kernel(func.body)
     if not cfg.tma or kernel is None:
         return pipeline_stage(func, ctx)
-    cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups)
+    cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
+              cfg.softmax_rotation)
     body = func.body
     ws = _ws_candidate(func, kernel, cx) if cfg.warp_specialize else None
     sm80: dict[Buffer, Buffer] = {}
@@ -361,16 +386,8 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         def fn(x: Any) -> Any:
             if isinstance(x, For) and x.kind == "pipelined":
                 plans = cx.plan(x)
-                if plans is not None and overlap_on:
-                    stages = num_stages(x)
-                    rest = [s for s in _body(x) if not _is_producer(s)]
-                    plan = overlap.match(rest, plans, overlap.used_outside(func.body, x), stages)
-                    if plan is not None:
-                        return overlap.overlap_loop(x, plan, cx, sys.modules[__name__])
                 return _plain_loop(x, plans, cx) if plans is not None else _pipeline(x, sm80)
             return None
-
-        overlap_on = cfg.wgmma and overlap.enabled(ctx)
 
         body = rewrite(body, fn)
     multi = {**cx.multi, **sm80}

@@ -91,11 +91,26 @@ TLX_DEV void tlx_fence_regs(float* d, int n) {
 #pragma unroll
   for (int i = 0; i < n; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
-// Shared-memory matrix descriptor: start>>4 | LBO>>4 << 16 | SBO>>4 << 32 | swizzle mode << 62.
+// ptxas places a wgmma.wait_group as early as register dependences allow, even above independent
+// work meant to overlap the group (the softmax during P.V, hopper/rotate.py); it does not move the
+// wait above a shared store, so the values feed stores behind a branch no thread takes (the
+// compiler cannot see that no thread index is 0xffffffff): what computes them stays before the wait.
+TLX_DEV void tlx_sched_pin(const float* v, int n) {
+  tlx_u32 t;
+  asm("mov.u32 %0, %%tid.x;" : "=r"(t));
+  if (t == 0xffffffffu) {
+#pragma unroll
+    for (int i = 0; i < n; ++i) asm volatile("st.shared.f32 [%0], %1;" :: "r"(4 * i), "f"(v[i]) : "memory");
+  }
+}
+// Shared-memory matrix descriptor: start>>4 | LBO>>4 << 16 | SBO>>4 << 32 | swizzle mode << 62, of
+// the address base + off. Written as (fields of base) + off>>4 on the low word, so that the calls
+// of one gemm share everything but one add: shared addresses stay under 256 KB, so the 14-bit start
+// field does not carry (base and off are multiples of 16).
 TLX_DEV tlx_u64 tlx_wgmma_desc(tlx_u32 base, tlx_u32 off, tlx_u32 lbo, tlx_u32 sbo, tlx_u32 mode) {
-  const tlx_u32 addr = base + off;
-  return (tlx_u64)((addr & 0x3FFFFu) >> 4) | ((tlx_u64)((lbo >> 4) & 0x3FFFu) << 16) |
-         ((tlx_u64)((sbo >> 4) & 0x3FFFu) << 32) | ((tlx_u64)mode << 62);
+  const tlx_u32 lo = (((base & 0x3FFFFu) >> 4) | (((lbo >> 4) & 0x3FFFu) << 16)) + (off >> 4);
+  const tlx_u32 hi = ((sbo >> 4) & 0x3FFFu) | (mode << 30);
+  return ((tlx_u64)hi << 32) | lo;
 }
 
 // ---- thread-block clusters (hopper/multicast.py): ranks, cluster barrier, multicast TMA loads -----

@@ -13,8 +13,14 @@ from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, Print, Seq, Stmt,
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import rewrite
 from ..analysis import bounds
-from ..lir import THREAD, AtomicStore, Block, DevicePrint
+from ..lir import THREAD, AtomicStore, Block, DevicePrint, Evaluate, Intrin, PtrTo
 from .parallel import lower_nest
+
+# Calls on a whole fragment, named by a pointer to it (hopper/rotate.py): they get the pointer to
+# the thread's registers and their count. ``tlx_sched_pin`` only pins fragments of at most
+# PIN_REGS registers per thread (per-row statistics, which depend on every element of their rows).
+FRAGMENT_CALLS = ("tlx_fence_regs", "tlx_sched_pin")
+PIN_REGS = 8
 
 
 def lower_body(s: Stmt, lc: Any, dispatch: Callable[[Stmt], Stmt | None]) -> Stmt:
@@ -72,7 +78,18 @@ class _Walker:
             return If(E.binary("==", THREAD, 0), self.fix(s), None, s.loc)
         if isinstance(s, Print):
             return self.print_tile(s) if isinstance(s.value, (Buffer, Region)) else self.fix(device_print(s))
+        if isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn in FRAGMENT_CALLS \
+                and len(s.value.args) == 1:
+            return self.fragment_call(s.value.fn, s.value.args[0], s)
         return self.fix(s)
+
+    def fragment_call(self, fn: str, ptr: Any, s: Evaluate) -> Stmt:
+        assert isinstance(ptr, PtrTo) and ptr.buffer.scope == "fragment", s
+        regs = self.lc.local_of(ptr.buffer)
+        count = regs.shape[0].value
+        if fn == "tlx_sched_pin" and count > PIN_REGS:
+            return Seq(())
+        return Evaluate(Intrin(fn, (PtrTo(regs, (E.const(0),), ptr.mode), E.const(count))), s.loc)
 
     def print_tile(self, s: Print) -> Stmt:
         """``T.print`` of a buffer or region: loops printing one element per line (codegen lets

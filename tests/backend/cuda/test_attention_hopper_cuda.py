@@ -1,6 +1,7 @@
 """FlashAttention on the Hopper forms (sm_90a): the plain TMA pipeline, the warp-specialized
-compute loop, its two consumer warpgroups in ping-pong, and K/V on their own barriers, against
-torch. Skipped below sm_90."""
+compute loop, its two consumer warpgroups in ping-pong, K/V on their own barriers, and the
+FlashAttention-3 rotation (with and without ping-pong; one key block: prologue and epilogue only),
+against torch. Skipped below sm_90."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import torch.nn.functional as F
 import tilelang_x
 from tests.kernels import attention
 
+NO_ROT = {"tlx.softmax_rotation": False}
 FORMS = {
-    "plain": {},
-    "warp_specialized": {"tlx.ws_compute_loops": True, "tlx.pingpong": False},
-    "pingpong": {"tlx.ws_compute_loops": True, "tlx.pingpong": True},
-    "barrier_groups": {"tlx.ws_compute_loops": True, "tlx.barrier_groups": True, "tlx.pingpong": True},
-    "overlap": {"tlx.gemm_softmax_overlap": True},
+    "plain": {"tlx.ws_compute_loops": False},
+    "warp_specialized": {"tlx.ws_compute_loops": True, "tlx.pingpong": False, **NO_ROT},
+    "pingpong": {"tlx.ws_compute_loops": True, "tlx.pingpong": True, **NO_ROT},
+    "barrier_groups": {"tlx.ws_compute_loops": True, "tlx.barrier_groups": True, "tlx.pingpong": True, **NO_ROT},
+    "rotation": {"tlx.ws_compute_loops": True},
+    "rotation_no_pingpong": {"tlx.ws_compute_loops": True, "tlx.pingpong": False},
 }
 
 
@@ -28,7 +31,7 @@ def _hopper() -> None:
 
 @pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("dim,seq,block_n", [(64, 384, 128), (128, 512, 128), (128, 256, 64)])
+@pytest.mark.parametrize("dim,seq,block_n", [(64, 384, 128), (128, 512, 128), (128, 256, 64), (128, 128, 128)])
 def test_flash_attention_forms(form: str, causal: bool, dim: int, seq: int, block_n: int) -> None:
     shape = (2, 3, seq, dim)
     gen = torch.Generator(device="cuda").manual_seed(dim + seq)
