@@ -137,3 +137,10 @@ def emit(result: dict[str, Any], out: str) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w") as f:
             f.write(text + "\n")
+
+
+def parse_config(text: str) -> tuple[Any, ...]:
+    """``AxBx...`` tile sizes with an optional thread-block cluster ``@CXxCYxCZ`` (a last tuple item)."""
+    tile, _, cluster = text.partition("@")
+    cfg = tuple(int(x) for x in tile.split("x"))
+    return (*cfg, tuple(int(x) for x in cluster.split("x"))) if cluster else cfg

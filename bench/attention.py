@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, try_configs
+from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, parse_config, try_configs
 
-# (block_M, block_N, num_stages, threads)
+# (block_M, block_N, num_stages, threads[, cluster])
+CONFIG_KEYS = ("block_M", "block_N", "num_stages", "threads", "cluster")
 CONFIGS = [(128, 128, 2, 256), (128, 64, 2, 256), (128, 64, 2, 128), (64, 64, 1, 128)]
 
 
@@ -60,14 +61,14 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
             row[f"{key}_error"] = err
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     configs = CONFIGS[:2] if args.quick else CONFIGS
-    if args.configs:  # "BMxBNxSTAGESxTHREADS,..."
-        configs = [tuple(int(x) for x in c.split("x")) for c in args.configs.split(",") if c]  # type: ignore[misc]
-    configs = [{"block_M": bm, "block_N": bn, "num_stages": st, "threads": th} for bm, bn, st, th in configs]
+    if args.configs:  # "BMxBNxSTAGESxTHREADS[@CXxCYxCZ],..."
+        configs = [parse_config(c) for c in args.configs.split(",") if c]
+    configs = [dict(zip(CONFIG_KEYS, c)) for c in configs]
     tried, best = try_configs(configs, lambda cfg: attention.flash_attention(b, h, s, d, causal, **cfg),
                               lambda kernel: kernel(q, k, v), ref, flops, args)
     if best is not None:
         row.update(ours_ms=best["ms"], ours_tflops=best["tflops"],
-                   best_config={k: best[k] for k in ("block_M", "block_N", "num_stages", "threads")})
+                   best_config={k: v for k, v in best.items() if k in CONFIG_KEYS})
         for key in ("cudnn", "flash"):
             ref_ms = row.get(f"{key}_ms")
             row[f"ratio_{key}"] = None if ref_ms is None else round(ref_ms / best["ms"], 3)
@@ -79,7 +80,8 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
 
 def _extra(p: Any) -> None:
     p.add_argument("--seq", type=int, default=0, help="sequence length (default 4096, 1024 with --quick)")
-    p.add_argument("--configs", default="", help="BMxBNxSTAGESxTHREADS,... instead of the default configs")
+    p.add_argument("--configs", default="",
+                   help="BMxBNxSTAGESxTHREADS[@CXxCYxCZ],... instead of the default configs (@: cluster shape)")
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
     p.add_argument("--dims", default="128", help="head dims to measure, e.g. 64,128")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, try_configs
+from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, parse_config, try_configs
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (8192, 28672, 4096)]
 
@@ -34,13 +34,6 @@ SMALL_M_CONFIGS = [(16, 64, 256, 4, 128), (16, 32, 256, 4, 128), (64, 64, 128, 6
                    (64, 128, 64, 4, 128)]
 
 
-def _parse_config(text: str) -> tuple[Any, ...]:
-    """``BMxBNxBKxSTAGESxTHREADS`` with an optional cluster ``@CXxCYxCZ``."""
-    tile, _, cluster = text.partition("@")
-    cfg = tuple(int(x) for x in tile.split("x"))
-    return (*cfg, tuple(int(x) for x in cluster.split("x"))) if cluster else cfg
-
-
 CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads", "cluster")
 
 
@@ -50,7 +43,7 @@ def _config_dict(cfg: tuple[Any, ...]) -> dict[str, Any]:
 
 def configs_for(m: int, quick: bool, custom: str = "") -> list[tuple[Any, ...]]:
     if custom:  # "BMxBNxBKxSTAGESxTHREADS[@CXxCYxCZ],..."
-        return [_parse_config(c) for c in custom.split(",") if c]
+        return [parse_config(c) for c in custom.split(",") if c]
     cands = SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
     return cands[:2] if quick else cands
 

@@ -3,7 +3,8 @@ import tilelang_x.language as T
 
 
 @tilelang.jit(out_idx=[3])
-def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1, threads=128):
+def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1, threads=128,
+                    cluster=None):
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
     shape = [batch, heads, seq_len, dim]
     dtype = T.float16
@@ -12,7 +13,7 @@ def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=6
     @T.prim_func
     def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
              Output: T.Tensor(shape, dtype)):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads, cluster_dims=cluster) as (bx, by, bz):
             Q_shared = T.alloc_shared([block_M, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
             V_shared = T.alloc_shared([block_N, dim], dtype)

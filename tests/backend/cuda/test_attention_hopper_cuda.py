@@ -43,3 +43,20 @@ def test_flash_attention_forms(form: str, causal: bool, dim: int, seq: int, bloc
     torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
     if FORMS[form].get("tlx.pingpong"):
         assert "tlx_pp_wait" in kernel.get_kernel_source()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_in_clusters(causal: bool) -> None:
+    """Pairs of query blocks in a cluster: K and V multicast to both (non-causal; the causal trip
+    count differs between them, so each loads its own)."""
+    shape = (2, 3, 512, 128)
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q, k, v = (torch.randn(*shape, device="cuda", generator=gen).half() for _ in range(3))
+    func = attention.flash_attention.get_ir(*shape, causal, block_M=128, block_N=128, num_stages=2, threads=256,
+                                            cluster=(2, 1, 1))
+    kernel = tilelang_x.compile(func, out_idx=[3])
+    out = kernel(q, k, v)
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
+    body = kernel.get_kernel_source().split("__global__", 1)[1]
+    assert ("tlx_tma_load_mc_" in body) != causal
