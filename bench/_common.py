@@ -24,6 +24,8 @@ def parse_args(description: str, extra: Callable[[argparse.ArgumentParser], None
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing")
     p.add_argument("--rep", type=int, default=50, help="timed calls (the median is reported)")
     p.add_argument("--quick", action="store_true", help="fewer shapes and configs (a smoke run)")
+    p.add_argument("--rounds", type=int, default=5,
+                   help="rounds of the final comparison: ours and the references timed in turn (round_robin_ms)")
     p.add_argument("--timeout", type=float, default=0, help="seconds after which to dump stacks and exit "
                    "(a hung kernel); the results so far are already in --out")
     if extra is not None:
@@ -69,6 +71,20 @@ def median_ms(fn: Callable[[], Any], warmup: int, rep: int, flush_l2: bool = Tru
     return statistics.median(timer(fn, warmup, rep, flush_l2=flush_l2))
 
 
+def round_robin_ms(fns: dict[str, Callable[[], Any]], rounds: int, warmup: int, rep: int) -> dict[str, float]:
+    """Each function's median time over ``rounds`` rounds that time every function once
+    (``median_ms``), each round starting one place later. The GPU's clock follows its temperature and
+    power: a kernel timed alone right after a pause runs faster than the same kernel in turn with
+    others (H200, 2026-11-30: cuDNN attention 652 TFLOP/s timed first and alone, 573 in turns with
+    ours, whose figure moved 6 %), so ratios come from the same rounds."""
+    names = list(fns)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for n in names[r % len(names):] + names[:r % len(names)]:
+            times[n].append(median_ms(fns[n], warmup, rep))
+    return {n: statistics.median(t) for n, t in times.items()}
+
+
 def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:
     """``(fn(), None)``, or ``(None, the error's last lines)`` when it raises."""
     try:
@@ -83,14 +99,15 @@ def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:
 def try_configs(
     configs: list[dict[str, Any]], build: Callable[[dict[str, Any]], Any], run: Callable[[Any], Any],
     ref: Any, flops: float, args: argparse.Namespace,
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Any]:
     """Build each configuration for ``args.target``, check it against ``ref`` (relative error
-    < 1e-2) and time it; returns every configuration's entry (its time or its error) and the
-    fastest correct one."""
+    < 1e-2) and time it; returns every configuration's entry (its time or its error), the
+    fastest correct one and its kernel."""
     from tilelang_x import knobs
 
     tried: list[dict[str, Any]] = []
     best: dict[str, Any] | None = None
+    best_kernel: Any = None
     for cfg in configs:
         with knobs.scope(target_default=args.target):
             kernel, err = attempt(lambda cfg=cfg: build(cfg))
@@ -103,8 +120,8 @@ def try_configs(
         entry = {**cfg, "ms": round(ms, 4), "tflops": round(flops / ms / 1e9, 1), "rel_err": float(f"{e:.3g}")}
         tried.append(entry)
         if best is None or ms < best["ms"]:
-            best = entry
-    return tried, best
+            best, best_kernel = entry, kernel
+    return tried, best, best_kernel
 
 
 def checked_run(kernel: Any, run: Callable[[Any], Any], ref: Any) -> tuple[float, str | None]:

@@ -4,7 +4,9 @@ References: ``F.scaled_dot_product_attention`` restricted to the cuDNN backend a
 FlashAttention-2 backend (``torch.nn.attention.sdpa_kernel``). Ours is
 ``tests/kernels/attention.flash_attention`` (TileLang, as a user writes it) over a few tile
 configurations; the fastest correct one is reported. TFLOP/s counts 4*B*H*S*S*D (halved when
-causal); ``ratio_cudnn`` / ``ratio_flash`` = reference time / our time (>= 1: we are faster).
+causal); ``ratio_cudnn`` / ``ratio_flash`` = reference time / our time (>= 1: we are faster), the
+times from ``--rounds`` rounds that time ours and the references in turn (``*_ms_alone``: each
+reference timed alone first, as the configurations are in ``configs``).
 
 Run: ``python bench/attention.py --out $OUT/attention.json`` (``--quick``: S=1024).
 """
@@ -14,7 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, parse_config, try_configs
+from _common import (
+    attempt,
+    checkpoint,
+    device_info,
+    emit,
+    median_ms,
+    parse_args,
+    parse_config,
+    round_robin_ms,
+    try_configs,
+)
 
 # (block_M, block_N, num_stages, threads[, cluster])
 CONFIG_KEYS = ("block_M", "block_N", "num_stages", "threads", "cluster")
@@ -53,27 +65,32 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
     tflops = lambda ms: round(flops / ms / 1e9, 1)  # noqa: E731
     row: dict[str, Any] = {"B": b, "H": h, "S": s, "D": d, "causal": causal}
+    refs: dict[str, Callable[[], Any]] = {}
     for name, key in (("CUDNN_ATTENTION", "cudnn"), ("FLASH_ATTENTION", "flash")):
         ms, err = sdpa_ms(q, k, v, causal, name, args)
-        row[f"{key}_ms"] = None if ms is None else round(ms, 4)
-        row[f"{key}_tflops"] = None if ms is None else tflops(ms)
+        row[f"{key}_ms_alone"] = None if ms is None else round(ms, 4)
         if err:
             row[f"{key}_error"] = err
+        else:
+            refs[key] = sdpa(q, k, v, causal, name)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     configs = CONFIGS[:2] if args.quick else CONFIGS
     if args.configs:  # "BMxBNxSTAGESxTHREADS[@CXxCYxCZ],..."
         configs = [parse_config(c) for c in args.configs.split(",") if c]
     configs = [dict(zip(CONFIG_KEYS, c)) for c in configs]
-    tried, best = try_configs(configs, lambda cfg: attention.flash_attention(b, h, s, d, causal, **cfg),
-                              lambda kernel: kernel(q, k, v), ref, flops, args)
+    tried, best, kernel = try_configs(configs, lambda cfg: attention.flash_attention(b, h, s, d, causal, **cfg),
+                                      lambda kernel: kernel(q, k, v), ref, flops, args)
+    # the final figures: ours and the references timed in turn (round_robin_ms)
+    final = round_robin_ms({**refs, **({"ours": lambda: kernel(q, k, v)} if best else {})}, args.rounds,
+                           args.warmup, args.rep)
+    for key in ("cudnn", "flash", "ours"):
+        row[f"{key}_ms"] = round(final[key], 4) if key in final else None
+        row[f"{key}_tflops"] = tflops(final[key]) if key in final else None
     if best is not None:
-        row.update(ours_ms=best["ms"], ours_tflops=best["tflops"],
-                   best_config={k: v for k, v in best.items() if k in CONFIG_KEYS})
-        for key in ("cudnn", "flash"):
-            ref_ms = row.get(f"{key}_ms")
-            row[f"ratio_{key}"] = None if ref_ms is None else round(ref_ms / best["ms"], 3)
-    else:
-        row.update(ours_ms=None, ours_tflops=None, ratio_cudnn=None, ratio_flash=None)
+        row["best_config"] = {k: v for k, v in best.items() if k in CONFIG_KEYS}
+    for key in ("cudnn", "flash"):
+        both = key in final and "ours" in final
+        row[f"ratio_{key}"] = round(final[key] / final["ours"], 3) if both else None
     row["configs"] = tried
     return row
 

@@ -6,7 +6,8 @@ configurations are tried per shape and the fastest correct one is reported, with
 configuration's time (or error) alongside; a configuration may launch thread-block clusters
 (``cluster``, sm_90a: TMA multicast of the tile the cluster's blocks share). Times are medians of
 CUDA-event timings with the L2 flushed before each call; TFLOP/s = 2*M*N*K / time; ``ratio`` = ours
-/ torch (>= 1 is faster).
+/ torch (>= 1 is faster), both from ``--rounds`` rounds that time ours and torch in turn
+(``torch_ms_alone``: torch timed alone first, as the configurations are in ``configs``).
 
 Run: ``python bench/gemm.py --out $OUT/gemm.json`` (``--quick``: 4096^3 fp16 only).
 """
@@ -15,7 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, parse_config, try_configs
+from _common import (
+    attempt,
+    checkpoint,
+    device_info,
+    emit,
+    median_ms,
+    parse_args,
+    parse_config,
+    round_robin_ms,
+    try_configs,
+)
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (8192, 28672, 4096)]
 
@@ -84,18 +95,23 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     flops = 2.0 * m * n * k
     reference = (lambda: torch.relu(torch.matmul(a, b))) if args.relu else (lambda: torch.matmul(a, b))
     ref = reference()
-    torch_ms = median_ms(reference, args.warmup, args.rep)
+    torch_alone = median_ms(reference, args.warmup, args.rep)
     row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k, "relu_epilogue": args.relu,
-                           "pass_configs": args.pass_configs or None,
-                           "torch_ms": round(torch_ms, 4), "torch_tflops": round(flops / torch_ms / 1e9, 1)}
+                           "pass_configs": args.pass_configs or None, "torch_ms_alone": round(torch_alone, 4)}
     configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs)]
-    tried, best = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, as_dtype(tdt), args, cfg),
-                              lambda kernel: kernel(a, b), ref, flops, args)
+    tried, best, kernel = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, as_dtype(tdt), args, cfg),
+                                      lambda kernel: kernel(a, b), ref, flops, args)
+    # the final figures: ours and torch timed in turn (round_robin_ms)
+    final = round_robin_ms({"torch": reference, **({"ours": lambda: kernel(a, b)} if best else {})}, args.rounds,
+                           args.warmup, args.rep)
+    row.update(torch_ms=round(final["torch"], 4), torch_tflops=round(flops / final["torch"] / 1e9, 1))
     if best is not None:
-        row.update(ours_ms=best["ms"], ours_tflops=best["tflops"], ratio=round(torch_ms / best["ms"], 3),
+        ours = final["ours"]
+        row.update(ours_ms=round(ours, 4), ours_tflops=round(flops / ours / 1e9, 1),
+                   ratio=round(final["torch"] / ours, 3),
                    best_config={k: v for k, v in best.items() if k in CONFIG_KEYS})
         bytes_moved = (m * k + k * n + m * n) * a.element_size()
-        row["ours_hbm_tb_s"] = round(bytes_moved / best["ms"] / 1e9, 2)
+        row["ours_hbm_tb_s"] = round(bytes_moved / ours / 1e9, 2)
     else:
         row.update(ours_ms=None, ours_tflops=None, ratio=None)
     row["configs"] = tried

@@ -12,10 +12,9 @@ false}, "auto": {}}' --out $OUT/variants.json`` (``gemm`` takes ``--shapes MxNxK
 from __future__ import annotations
 
 import json
-import statistics
 from typing import Any
 
-from _common import attempt, checked_run, device_info, emit, median_ms, parse_args
+from _common import attempt, checked_run, device_info, emit, parse_args, round_robin_ms
 
 Case = tuple[str, Any, Any, Any, float]  # name, build(pass_configs), run(kernel), reference(), flops
 
@@ -73,12 +72,7 @@ def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict
         else:
             row["errors"][vname] = err
     timed = {"reference": reference, **{v: (lambda kern=kern: run(kern)) for v, kern in kernels.items()}}
-    times: dict[str, list[float]] = {v: [] for v in timed}
-    order = list(timed)
-    for r in range(args.rounds):  # each round starts one place later: no variant always runs first
-        for v in order[r % len(order):] + order[:r % len(order)]:
-            times[v].append(median_ms(timed[v], args.warmup, args.rep))
-    ms = {v: statistics.median(t) for v, t in times.items()}
+    ms = round_robin_ms(timed, args.rounds, args.warmup, args.rep)
     row["tflops"] = {v: round(flops / t / 1e9, 1) for v, t in ms.items()}
     row["ratio_vs_reference"] = {v: round(ms["reference"] / t, 3) for v, t in ms.items() if v != "reference"}
     return row
@@ -92,7 +86,6 @@ def main() -> None:
         p.add_argument("--seq", type=int, default=4096)
         p.add_argument("--shapes", default="8192x8192x8192")
         p.add_argument("--config", default="", help="attention BMxBNxSTAGESxTHREADS, gemm BMxBNxBKxSTAGESxTHREADS")
-        p.add_argument("--rounds", type=int, default=6, help="rounds of every variant (median of the rounds)")
 
     args = parse_args(__doc__ or "", extra)
     args.config = args.config or ("128x128x2x256" if args.kernel == "attention" else "128x256x64x3x256")
