@@ -107,6 +107,16 @@ def test_sass_keeps_the_softmax_between_the_waits(causal: bool) -> None:
     assert sum("MUFU.EX2" in s for s in tail[:wait0]) >= 64  # every exp2 of the 64x128 score tile
 
 
+def test_the_causal_mask_is_applied_after_the_score_gemm() -> None:
+    """The select between 0 and -inf before QK^T becomes zero stores (folded into the first wgmma)
+    and, on the diagonal block only, -inf where the mask is off once the scores are in."""
+    loop = _consumer_loop(cuda_source(_fa(causal=True), "sm_90a")[0])
+    issue, rest = loop.split("TLX_WGMMA_WAIT(1);", 1)
+    assert "-__int_as_float(0x7f800000)" not in issue and "= 0.0f;" in issue
+    mask = rest.index("? acc_s[")
+    assert mask < rest.index("tlx_exp2f") and rest.rindex("} else {", 0, mask) > 0
+
+
 def test_other_loops_keep_their_form() -> None:
     func = gemm.matmul.get_ir(1024, 1024, 1024, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
     assert cuda_source(func, "sm_90a")[0] == cuda_source(func, "sm_90a", OFF)[0]

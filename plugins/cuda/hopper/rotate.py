@@ -15,6 +15,8 @@ so the tensor cores compute P·V of block it-1 (and the other warpgroup's gemms,
 which takes both issues as one turn, and the prologue's and epilogue's issues as turns of their
 own) while this warpgroup runs the softmax of block it.
 Registers: S, P and C live at once (FlashAttention D128, 64 rows per warpgroup: 64 + 32 + 64).
+A ``pre`` that initialises S with +0 and -inf only (the causal mask) becomes zero stores, and the
+-inf moves after G1, into ``soft`` (``_deferred``).
 The copies split into two barrier groups: the tiles ``pre``/G1 read (K) are released once G1
 of their iteration has completed, those G2 reads (V) once G2 has, an iteration later.
 
@@ -33,6 +35,7 @@ Measured on the H200 (2026-11-30, bench/variants.py): FlashAttention D128 +4-7 %
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from ....core_ir import dtypes
@@ -74,6 +77,7 @@ class Plan:
     g2: Gemm
     first: Any  # pipeline._Group of the tiles pre / G1 read
     second: Any  # pipeline._Group of the tiles G2 reads
+    masks: list[Stmt] | None = None  # pre as masks applied after a G1 that starts from zero
 
 
 def match(body: list[Stmt], groups: list[Any]) -> Plan | None:
@@ -106,7 +110,55 @@ def match(body: list[Stmt], groups: list[Any]) -> Plan | None:
             return None
     if len(groups) != 2 or groups[0].last > i1 or groups[1].first != len(body) - 1:
         return None
-    return Plan(pre, g1, soft, after, g2, groups[0], groups[1])
+    deferred = [_deferred(x, s_buf) for x in pre]
+    masks = [d for d in deferred if d is not None] if pre and all(d is not None for d in deferred) else None
+    return Plan(pre, g1, soft, after, g2, groups[0], groups[1], masks)
+
+
+# ---- score initialisation as a mask after the gemm -----------------------------------------------
+# ``S = init; S += Q @ K^T`` with every init element +0 or -inf (T.clear, FlashAttention's causal
+# mask) equals ``S = 0; S += Q @ K^T`` followed by ``S = -inf`` where the init was -inf: x + 0 == x
+# and x + -inf == -inf for every finite score. The zero stores fold into the first wgmma; a select
+# between two initial values before it costs register moves inside the ping-pong turn.
+def _is_const(e: E.Expr, value: float) -> bool:
+    if not isinstance(e, E.Const) or e.dtype.is_int:
+        return False
+    v = float(e.value)
+    return v == value and (value != 0 or math.copysign(1.0, v) > 0)
+
+
+def _deferred(s: Stmt, buf: Buffer) -> Stmt | None:
+    """What ``s`` (an initialisation of all of ``buf`` with +0 and -inf) leaves to do after a gemm
+    into ``buf`` that starts from zero, or ``None`` when ``s`` is not such an initialisation."""
+    if isinstance(s, Fill):
+        full = all(E.as_int(a) == 0 for a in s.dst.starts) and \
+            all(E.as_int(e) is not None and E.as_int(e) == E.as_int(d) for e, d in zip(s.dst.extents, buf.shape))
+        return Seq(()) if s.dst.buffer is buf and full and _is_const(s.value, 0.0) else None
+    if isinstance(s, If) and s.otherwise is not None:
+        then, other = _deferred(s.then, buf), _deferred(s.otherwise, buf)
+        return None if then is None or other is None else If(s.cond, then, other, s.loc)
+    if isinstance(s, Seq) and len(s.stmts) == 1:
+        return _deferred(s.stmts[0], buf)
+    loops: list[For] = []
+    inner: Stmt = s
+    while isinstance(inner, For) and inner.kind == "parallel" and inner.start is None:
+        loops.append(inner)
+        inner = inner.body
+    if isinstance(inner, Seq) and len(inner.stmts) == 1:
+        inner = inner.stmts[0]
+    if not loops or not isinstance(inner, Store) or inner.buffer is not buf or len(loops) != len(buf.shape) \
+            or any(i is not f.var for i, f in zip(inner.indices, loops)) \
+            or any(E.as_int(f.extent) != E.as_int(d) or E.as_int(d) is None for f, d in zip(loops, buf.shape)):
+        return None
+    v = inner.value
+    if _is_const(v, 0.0):
+        return Seq(())
+    if isinstance(v, E.Select) and _is_const(v.t, 0.0) and _is_const(v.f, -math.inf):
+        masked: Stmt = Store(buf, inner.indices, E.select(v.cond, E.Load(buf, inner.indices), v.f), inner.loc)
+        for f in reversed(loops):
+            masked = dataclasses.replace(f, body=masked)
+        return masked
+    return None
 
 
 def _frag_call(fn: str, buf: Buffer) -> Evaluate:
@@ -139,11 +191,16 @@ def rotated(plan: Plan, loop: For, at: Any, wait: Any, release: Any,
     # the last statement's results depend on the whole softmax (FlashAttention: the row sums)
     pins = _float_fragments([s for s in plan.soft if _float_fragments([s])][-1:])
 
+    # with masks, G1 starts from zero stores, which ptxas folds into the first wgmma (a gemm that
+    # clears its accumulators leaves them undefined before it, and ptxas moves registers into them)
+    clear = Fill(Region.full(s_buf), E.const(0.0, s_buf.dtype), plan.g1.loc)
+    pre, masks = (plan.pre, []) if plan.masks is None else ([clear], plan.masks)
+
     def head(j: E.Expr) -> list[Stmt]:
-        return [*(at(s, j) for s in plan.pre), wait(k_grp, j), at(g1, j)]
+        return [*(at(s, j) for s in pre), wait(k_grp, j), at(g1, j)]
 
     def soft(j: E.Expr) -> list[Stmt]:
-        return [at(s, j) for s in plan.soft]
+        return [at(s, j) for s in masks + plan.soft]
 
     def after(j: E.Expr) -> list[Stmt]:
         return [at(s, j) for s in plan.after]
