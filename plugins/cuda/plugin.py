@@ -75,9 +75,17 @@ def tlx_compile(target: Any, func: Any, source: str, ctx: Any) -> Any:
     if target.backend != "cuda":
         return None
     from .compile import compile_cuda
+    from .perf_options import pass_configs
 
     meta = ctx.data["cuda.meta"]
-    return compile_cuda(source, target.arch or _target.DEFAULT_ARCH, kernel_name=meta.kernel_name)
+    configs = pass_configs(ctx)
+    # TileLang's switches for the device compiler: fast math (approximate division, exp, log...)
+    # and extra flags, both off/empty by default
+    flags = configs.get("tl.device_compile_flags") or ()
+    options = {"fast_math": bool(configs.get("tl.enable_fast_math", False)),
+               "flags": flags.split() if isinstance(flags, str) else [str(f) for f in flags]}
+    return compile_cuda(source, target.arch or _target.DEFAULT_ARCH, kernel_name=meta.kernel_name,
+                        options={k: v for k, v in options.items() if v})
 
 
 @hookimpl

@@ -195,3 +195,28 @@ def test_missing_nvrtc_when_asked_for(monkeypatch, cache_dir):
 def test_unknown_compiler_option(cache_dir):
     with pytest.raises(CompilationError, match="unknown CUDA compiler"):
         cc.compile_cuda(VECTOR_ADD, "sm_80", kernel_name="vector_add", options={"compiler": "clang"})
+
+
+@pytest.mark.parametrize("configs,expected", [
+    ({}, {}),
+    ({"tl.enable_fast_math": True}, {"fast_math": True}),
+    ({"tl.device_compile_flags": "-DTLX_A=1 -DTLX_B"}, {"flags": ["-DTLX_A=1", "-DTLX_B"]}),
+    ({"tl.device_compile_flags": ["-DTLX_A=1"], "tl.enable_fast_math": False}, {"flags": ["-DTLX_A=1"]}),
+])
+def test_tilelang_compile_switches_reach_the_device_compiler(monkeypatch, cache_dir, configs, expected):
+    """``tl.enable_fast_math`` and ``tl.device_compile_flags`` (TileLang's pass configs) become the
+    device compiler's options."""
+    import tilelang_x
+    from tests.kernels import elementwise
+
+    seen: list[dict] = []
+
+    def fake(source, arch, *, kernel_name, options=None):
+        seen.append(dict(options or {}))
+        raise CompilationError("stop here")
+
+    monkeypatch.setattr(cc, "compile_cuda", fake)
+    func = elementwise.leaky_add.get_ir(64, 64)
+    with pytest.raises(CompilationError, match="stop here"):
+        tilelang_x.compile(func, target="cuda:sm_80", pass_configs=configs)
+    assert seen == [expected]
