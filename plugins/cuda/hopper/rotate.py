@@ -186,7 +186,9 @@ def rotated(plan: Plan, loop: For, at: Any, wait: Any, release: Any,
     g2 = dataclasses.replace(plan.g2, wg_wait=-1)
     s_buf, c_buf = g1.C.buffer, g2.C.buffer
     k_grp, v_grp = plan.first, plan.second
-    wait0 = Evaluate(Intrin("tlx_wgmma_wait0", ()))
+
+    def wait0() -> Stmt:
+        return Evaluate(Intrin("tlx_wgmma_wait0", ()))
     fences = _float_fragments(plan.soft)
     # the last statement's results depend on the whole softmax (FlashAttention: the row sums)
     pins = _float_fragments([s for s in plan.soft if _float_fragments([s])][-1:])
@@ -206,17 +208,17 @@ def rotated(plan: Plan, loop: For, at: Any, wait: Any, release: Any,
         return [at(s, j) for s in plan.after]
 
     def last_pv(j: E.Expr) -> list[Stmt]:
-        return [wait(v_grp, j), at(g2, j), wait0, _frag_call("tlx_fence_regs", c_buf), release(v_grp, j)]
+        return [wait(v_grp, j), at(g2, j), wait0(), _frag_call("tlx_fence_regs", c_buf), release(v_grp, j)]
 
     zero = E.const(0)
-    prologue = [*head(zero), wait0, _frag_call("tlx_fence_regs", s_buf), release(k_grp, zero), *soft(zero),
+    prologue = [*head(zero), wait0(), _frag_call("tlx_fence_regs", s_buf), release(k_grp, zero), *soft(zero),
                 *after(zero)]
     prev = it - 1
     body = [*head(it), wait(v_grp, prev), at(g2, prev),
             Evaluate(Intrin("TLX_WGMMA_WAIT", (E.const(1),))), _frag_call("tlx_fence_regs", s_buf),
             release(k_grp, it), *soft(it),
             *(_frag_call("tlx_fence_regs", b) for b in fences), *(_frag_call("tlx_sched_pin", b) for b in pins),
-            wait0, _frag_call("tlx_fence_regs", c_buf), release(v_grp, prev), *after(it)]
+            wait0(), _frag_call("tlx_fence_regs", c_buf), release(v_grp, prev), *after(it)]
     ann = tuple(loop.annotations) + ((CONSUMER_LOOP, True), (ROTATED, True))
     main = For(it, n - 1, "serial", Seq(tuple(body)), E.const(1), ann, loop.loc)
     # the barrier orders the shared tiles written before the loop (Q) for the prologue and the loop
