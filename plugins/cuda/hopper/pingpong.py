@@ -7,9 +7,10 @@ Each wgmma issue sequence inside the consumer loop (``tlx_wgmma_arrive`` … ``t
 is preceded by ``tlx_pp_wait(wg)`` (``bar.sync 2 + wg``) and followed by ``tlx_pp_pass(wg)``
 (``bar.arrive`` on the other warpgroup's barrier), before the wait for the group's completion.
 A commit followed by another issue sequence before any wait for a group (hopper/rotate.py's QKᵀ of
-block k and P·V of block k-1) shares one turn with it. Warpgroup 1 hands the first turn to
-warpgroup 0 before the loop; after the loop warpgroup 0 takes
-the one hand-over that is left, so both barriers end balanced.
+block k and P·V of block k-1) shares one turn with it; a rotated loop's prologue and epilogue (its
+neighbours) take turns too, when the prologue's block barriers all come before its first issue.
+Warpgroup 1 hands the first turn to warpgroup 0 before the loop (or its prologue); after the loop
+(or its epilogue) warpgroup 0 takes the one hand-over that is left, so both barriers end balanced.
 
 Taken only when the block has exactly two consumer warpgroups and the consumer loop contains no
 block barrier (which would put the warpgroups back in lockstep); every gemm in the loop is
