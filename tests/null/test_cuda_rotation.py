@@ -162,3 +162,44 @@ def test_a_loop_whose_pv_is_not_last_is_not_rotated() -> None:
     func = _rescale_after_pv.get_ir(1024, 128, 128)
     src = cuda_source(func, "sm_90a", {"tlx.ws_compute_loops": True})[0]
     assert "tlx_pp_wait(tx" in src and "TLX_WGMMA_WAIT(1)" not in src
+
+
+def _score_init(value_of: Any, extent: int = 8) -> Any:
+    """``for i, j in T.Parallel(extent, 8): S[i, j] = value_of(i, j)`` on an 8x8 float32 fragment."""
+    from tilelang_x.core_ir import dtypes
+    from tilelang_x.core_ir import expr as E
+    from tilelang_x.core_ir.buffer import Buffer
+    from tilelang_x.core_ir.stmt import For, Store
+
+    s = Buffer("S", (8, 8), dtypes.float32, "fragment")
+    i, j = E.Var("i", dtypes.int32), E.Var("j", dtypes.int32)
+    body = Store(s, (i, j), value_of(i, j))
+    return s, For(i, E.const(extent), "parallel", For(j, E.const(8), "parallel", body))
+
+
+def test_only_whole_zero_or_minus_inf_initialisations_move_after_the_gemm() -> None:
+    from tilelang_x.core_ir import dtypes
+    from tilelang_x.core_ir import expr as E
+    from tilelang_x.core_ir.buffer import Region
+    from tilelang_x.core_ir.printer import stmt_to_str
+    from tilelang_x.core_ir.stmt import Seq
+    from tilelang_x.core_ir.tileops import Fill
+    from tilelang_x.plugins.cuda.hopper.rotate import _deferred
+
+    f32 = dtypes.float32
+    zero, minus_inf = E.const(0.0, f32), E.const(float("-inf"), f32)
+    def nothing(x: Any) -> bool:
+        return isinstance(x, Seq) and not x.stmts
+
+    s, clear = _score_init(lambda i, j: zero)
+    assert nothing(_deferred(clear, s))
+    assert nothing(_deferred(Fill(Region.full(s), zero), s))
+    assert _deferred(Fill(Region.full(s), E.const(1.0, f32)), s) is None
+    assert _deferred(Fill(Region.full(s), E.const(-0.0, f32)), s) is None  # only +0 and -inf are recognised
+    s, mask = _score_init(lambda i, j: E.select(E.binary(">=", i, j), zero, minus_inf))
+    masked = _deferred(mask, s)
+    assert masked is not None and "T.if_then_else(i >= j, S[i, j], -inf)" in stmt_to_str(masked)
+    s, partial = _score_init(lambda i, j: zero, extent=4)  # rows 4..7 keep their values: not an init
+    assert _deferred(partial, s) is None
+    s, other = _score_init(lambda i, j: E.select(E.binary(">=", i, j), minus_inf, zero))
+    assert _deferred(other, s) is None
