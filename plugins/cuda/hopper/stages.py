@@ -13,6 +13,7 @@ from ..rasterize import plan_stage
 from ..sync import sync_stage
 from ..unswitch_mask import unswitch_stage
 from .config import hopper_config
+from .direct_store import direct_store_stage
 from .finalize import hopper_finalize_stage
 from .pipeline import hopper_pipeline_stage
 from .wgmma_rule import wgmma_rule
@@ -33,6 +34,7 @@ def hopper_stages() -> list[tuple[str, Any]]:
         ("hopper_setup", _setup),
         ("rasterize", plan_stage),
         ("unswitch_masks", unswitch_stage),
+        ("direct_store", direct_store_stage),
         ("pipeline", hopper_pipeline_stage),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),

@@ -1,0 +1,94 @@
+"""Accumulators staged through a shared tile by the kernel itself, stored directly (sm_90a; pass
+config ``tlx.direct_store``, default on). TileLang kernels often end with
+
+    T.copy(acc, O_shared)          # fragment -> shared, converting to fp16
+    T.copy(O_shared, Out[...])     # shared -> global
+
+which on the wgmma path stores the accumulator rows with 8-way bank conflicts (a warp's lanes hold
+8 rows of 256 bytes: the same banks) and holds the tile in shared memory for the whole kernel.
+When the shared tile is used by nothing else, the two copies become ``T.copy(acc, Out[...])``,
+which the staged epilogue (lower/staged_epilogue.py) stores through swizzled per-warp slots and
+TMA; the tile's allocation goes away. The values are the same: both forms round the fp32 values
+once to the tile's type, which must be the output's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer, Region
+from ....core_ir.stmt import Alloc, Annotate, PrimFunc, Seq, Stmt, Store
+from ....core_ir.tileops import Copy, Gemm
+from ....core_ir.visit import rewrite, walk
+from ..perf_options import pass_configs
+from .config import hopper_config
+
+KEY = "tlx.direct_store"
+
+
+def _whole(r: Region) -> bool:
+    return all(E.as_int(s) == 0 for s in r.starts) and all(
+        E.as_int(e) is not None and E.as_int(e) == E.as_int(d) for e, d in zip(r.extents, r.buffer.shape))
+
+
+def _uses(body: Stmt) -> dict[Buffer, int]:
+    """How many nodes of ``body`` name each buffer (its allocation included)."""
+    out: dict[Buffer, int] = {}
+    for n in walk(body):
+        for b in _named(n):
+            out[b] = out.get(b, 0) + 1
+    return out
+
+
+def _named(n: Any) -> list[Buffer]:
+    if isinstance(n, (Region, E.Load, Alloc, Store)):
+        return [n.buffer]
+    if isinstance(n, Annotate):
+        return [b for b, _ in n.data] if n.kind == "layout" else []
+    return []
+
+
+def _pair(c1: Stmt, c2: Stmt, accumulators: set[int], uses: dict[Buffer, int]) -> Copy | None:
+    """``T.copy(c1.src, c2.dst)`` when ``c1``, ``c2`` stage a whole accumulator through a shared
+    tile nothing else touches."""
+    if not (isinstance(c1, Copy) and isinstance(c2, Copy)):
+        return None
+    tile = c1.dst.buffer
+    if tile.scope != "shared" or c2.src.buffer is not tile or c2.dst.buffer.scope != "global" \
+            or id(c1.src.buffer) not in accumulators or not (_whole(c1.src) and _whole(c1.dst) and _whole(c2.src)) \
+            or tile.dtype != c2.dst.buffer.dtype or uses.get(tile) != 3:  # its Alloc and the two copies
+        return None
+    return Copy(c1.src, c2.dst, c2.annotations, c2.loc)
+
+
+def direct_store_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
+    if not pass_configs(ctx).get(KEY, True) or not hopper_config(ctx).wgmma:
+        return func
+    accumulators = {id(n.C.buffer) for n in walk(func.body) if isinstance(n, Gemm) and n.C.buffer.scope == "fragment"}
+    uses = _uses(func.body)
+    dropped: set[int] = set()
+
+    def fn(n: Any) -> Any:
+        if not isinstance(n, Seq):
+            return None
+        out: list[Stmt] = []
+        stmts = list(n.stmts)
+        i = 0
+        while i < len(stmts):
+            direct = _pair(stmts[i], stmts[i + 1], accumulators, uses) if i + 1 < len(stmts) else None
+            if direct is not None:
+                dropped.add(id(stmts[i].dst.buffer))  # type: ignore[union-attr]
+                out.append(direct)
+                i += 2
+            else:
+                out.append(stmts[i])
+                i += 1
+        return Seq(tuple(out), n.loc) if len(out) != len(stmts) else None
+
+    body = rewrite(func.body, fn)
+    if not dropped:
+        return func
+    body = rewrite(body, lambda x: Seq(()) if isinstance(x, Alloc) and id(x.buffer) in dropped else None)
+    return dataclasses.replace(func, body=body)
