@@ -60,3 +60,19 @@ def test_flash_attention_in_clusters(causal: bool) -> None:
     torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
     body = kernel.get_kernel_source().split("__global__", 1)[1]
     assert ("tlx_tma_load_mc_" in body) != causal
+
+
+@pytest.mark.parametrize("rotation", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_with_one_consumer_warpgroup(causal: bool, rotation: bool) -> None:
+    """64-row blocks on 128 threads: one consumer warpgroup (no ping-pong), rotated or not."""
+    shape = (2, 3, 512, 128)
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    q, k, v = (torch.randn(*shape, device="cuda", generator=gen).half() for _ in range(3))
+    func = attention.flash_attention.get_ir(*shape, causal, block_M=64, block_N=128, num_stages=2, threads=128)
+    configs = {"tlx.ws_compute_loops": True, "tlx.softmax_rotation": rotation}
+    kernel = tilelang_x.compile(func, out_idx=[3], pass_configs=configs)
+    out = kernel(q, k, v)
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
+    assert ("TLX_WGMMA_WAIT(1)" in kernel.get_kernel_source()) == rotation
