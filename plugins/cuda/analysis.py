@@ -6,8 +6,22 @@ from __future__ import annotations
 import math
 
 from ...core_ir import expr as E
+from ...core_ir.stmt import Kernel
 
 Range = tuple[int, int]
+
+
+def block_ranges(kernel: Kernel, unknown_extent: int | None = None) -> dict[E.Var, Range]:
+    """The range of each block index of ``kernel``; a dynamic grid extent counts as
+    ``unknown_extent`` (its block index left out when ``None``)."""
+    out: dict[E.Var, Range] = {}
+    for v, g in zip(kernel.block_vars, kernel.grid):
+        n = E.as_int(g)
+        if n is None:
+            n = unknown_extent
+        if n is not None:
+            out[v] = (0, n - 1)
+    return out
 
 
 def divisor(e: E.Expr) -> int:

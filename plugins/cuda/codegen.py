@@ -20,7 +20,7 @@ from ...core_ir.dtypes import DType
 from ...core_ir.errors import BackendNotImplementedError
 from ...core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
 from ...core_ir.visit import walk
-from .analysis import nonneg
+from .analysis import block_ranges, nonneg
 from .cluster import launch_dims
 from .layout import SharedLayout
 from .layout_inference import find_kernel
@@ -146,10 +146,7 @@ class _Gen:
         self._scan_writes(kernel)
         params, specs = self._params()
         self._plan_smem(kernel)
-        for v, g in zip(kernel.block_vars, kernel.grid):
-            n = E.as_int(g)
-            if n is not None:
-                self.ranges[v] = (0, n - 1)
+        self.ranges.update(block_ranges(kernel))
         kname = self.name(object(), f"{func.name}_kernel")
         block = tuple(list(kernel.threads) + [1] * (3 - len(kernel.threads)))[:3]
         nthreads = kernel.num_threads

@@ -59,12 +59,7 @@ def pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     return dataclasses.replace(func, body=body)
 
 
-def _is_full(r: Region) -> bool:
-    return all(E.as_int(s) == 0 for s in r.starts) and all(
-        E.as_int(e) is not None and E.as_int(e) == E.as_int(d) for e, d in zip(r.extents, r.buffer.shape))
-
-
-def _is_zero(v: E.Expr) -> bool:
+def is_positive_zero(v: E.Expr) -> bool:
     """A literal +0 (not -0.0: the accumulators would start at +0)."""
     return isinstance(v, E.Const) and v.value == 0 and math.copysign(1.0, float(v.value)) > 0
 
@@ -80,8 +75,8 @@ def fold_clears(s: Stmt) -> Stmt:
         for c in n.stmts:
             prev = out[-1] if out else None
             if (isinstance(c, Gemm) and isinstance(prev, Fill) and prev.dst.buffer is c.C.buffer
-                    and c.C.buffer.scope == "fragment" and _is_zero(prev.value) and _is_full(prev.dst)
-                    and _is_full(c.C) and c.A.buffer is not c.C.buffer and c.B.buffer is not c.C.buffer):
+                    and c.C.buffer.scope == "fragment" and is_positive_zero(prev.value) and prev.dst.is_full()
+                    and c.C.is_full() and c.A.buffer is not c.C.buffer and c.B.buffer is not c.C.buffer):
                 out[-1] = dataclasses.replace(c, clear_accum=True)
                 changed = True
             else:

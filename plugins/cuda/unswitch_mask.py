@@ -47,7 +47,7 @@ def enabled(ctx: Any) -> bool:
     return bool(configs.get(KEY, True))
 
 
-def _nest(s: Stmt) -> tuple[list[For], Stmt] | None:
+def parallel_nest(s: Stmt) -> tuple[list[For], Stmt] | None:
     """The perfectly nested ``parallel`` loops of ``s`` and their innermost body."""
     loops: list[For] = []
     while isinstance(s, For) and s.kind == "parallel":
@@ -104,7 +104,7 @@ def _arm(sel: Any) -> E.Expr:
 
 
 def _unswitch(s: Stmt, k: E.Var, inner: set[int]) -> Stmt | None:
-    found = _nest(s)
+    found = parallel_nest(s)
     if found is None:
         return None
     loops, body = found

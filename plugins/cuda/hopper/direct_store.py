@@ -29,11 +29,6 @@ from .config import hopper_config
 KEY = "tlx.direct_store"
 
 
-def _whole(r: Region) -> bool:
-    return all(E.as_int(s) == 0 for s in r.starts) and all(
-        E.as_int(e) is not None and E.as_int(e) == E.as_int(d) for e, d in zip(r.extents, r.buffer.shape))
-
-
 def _uses(body: Stmt) -> dict[Buffer, int]:
     """How many nodes of ``body`` name each buffer (its allocation included)."""
     out: dict[Buffer, int] = {}
@@ -58,7 +53,8 @@ def _pair(c1: Stmt, c2: Stmt, accumulators: set[int], uses: dict[Buffer, int]) -
         return None
     tile = c1.dst.buffer
     if tile.scope != "shared" or c2.src.buffer is not tile or c2.dst.buffer.scope != "global" \
-            or id(c1.src.buffer) not in accumulators or not (_whole(c1.src) and _whole(c1.dst) and _whole(c2.src)) \
+            or id(c1.src.buffer) not in accumulators \
+            or not (c1.src.is_full() and c1.dst.is_full() and c2.src.is_full()) \
             or tile.dtype != c2.dst.buffer.dtype or uses.get(tile) != 3:  # its Alloc and the two copies
         return None
     return Copy(c1.src, c2.dst, c2.annotations, c2.loc)

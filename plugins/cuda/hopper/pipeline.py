@@ -41,6 +41,7 @@ from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt
 from ....core_ir.tileops import Copy, Gemm
 from ....core_ir.visit import rewrite, substitute, walk
+from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
@@ -137,6 +138,11 @@ def _bar(buf: Buffer, i: E.Expr) -> SmemAddr:
     return SmemAddr(buf, (i,), "async")
 
 
+def _wait_full(full: Buffer, j: E.Expr, stages: int) -> Stmt:
+    """The wait for the loads of iteration ``j`` into stage ``j % stages`` (barrier ``full``)."""
+    return _call("tlx_mbar_wait", _bar(full, j % stages), (j // stages) % 2)
+
+
 def _init(bars: list[tuple[Buffer, int]], stages: int) -> list[Stmt]:
     inits: list[Stmt] = [_call("tlx_mbar_init", _bar(b, E.const(s)), count) for b, count in bars
                          for s in range(stages)]
@@ -163,7 +169,7 @@ def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
     rest = [_staged(substitute(s, {k: start + it}), cx.multi, it % stages) for s in _body(loop)
             if not _is_producer(s)]
     body = [Barrier(), If(E.binary("<", nxt, n), issue(nxt, nxt % stages), None, loop.loc),
-            _call("tlx_mbar_wait", _bar(full, it % stages), (it // stages) % 2), *rest]
+            _wait_full(full, it, stages), *rest]
     out.append(For(it, n, "serial", Seq(tuple(body)), None, (("pipelined", stages),), loop.loc))
     return Seq(tuple(out))
 
@@ -295,14 +301,14 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
         # edge): the last iteration drains inside the loop, where the wait cannot move past them.
         (g,) = groups
         body: list[Stmt] = [
-            _call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2), dataclasses.replace(rest[0], wg_wait=1),
+            _wait_full(g.full, gc, stages), dataclasses.replace(rest[0], wg_wait=1),
             If(E.binary("==", it, n - 1), _call("tlx_wgmma_drain"), None),
             If(E.binary(">", gc, 0), _release(g, (gc + stages - 1) % stages, mc), None)]
         after = [_call("tlx_wgmma_drain")]
     else:
         body = []
         for i, s in enumerate(rest):
-            body += [_call("tlx_mbar_wait", _bar(g.full, sc), (gc // stages) % 2) for g in groups if g.first == i]
+            body += [_wait_full(g.full, gc, stages) for g in groups if g.first == i]
             body.append(s)
             body += [_release(g, sc, mc) for g in groups if g.last == i]
     ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
@@ -338,11 +344,9 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
         def stmt_at(s: Stmt, j: E.Expr) -> Stmt:
             return _staged(substitute(s, {k: start + j}), cx.multi, j % stages)
 
-        def wait(g: _Group, j: E.Expr) -> Stmt:
-            return _call("tlx_mbar_wait", _bar(g.full, j % stages), (j // stages) % 2)
-
-        ranges = {v: (0, (E.as_int(g) or 2**31) - 1) for v, g in zip(kernel.block_vars, kernel.grid)}
-        cons_loop = rotate.rotated(rot, loop, stmt_at, wait, lambda g, j: _release(g, j % stages, mc), ranges)
+        cons_loop = rotate.rotated(rot, loop, stmt_at, lambda g, j: _wait_full(g.full, j, stages),
+                                   lambda g, j: _release(g, j % stages, mc),
+                                   block_ranges(kernel, unknown_extent=2**31))
     else:
         cons_loop = _consumer_loop(loop, work, groups, cx, pers, mc)
     hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]

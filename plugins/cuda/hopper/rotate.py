@@ -43,14 +43,16 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
 from ....core_ir.tileops import Copy, CumSum, Fill, Gemm, Reduce, TileOp
-from ....core_ir.visit import walk
+from ....core_ir.visit import buffers_used, walk
 from ..analysis import bounds
 from ..lir import Barrier, Evaluate, Intrin, PtrTo
+from ..pipelining import is_positive_zero
+from ..unswitch_mask import parallel_nest
 from .pingpong import CONSUMER_LOOP, ROTATED
 
 
 def _mentions(s: Stmt) -> set[Buffer]:
-    return {n.buffer for n in walk(s) if isinstance(n, (E.Load, Region, Store, Alloc))}
+    return set(buffers_used(s))
 
 
 def _writes(s: Stmt) -> set[Buffer] | None:
@@ -123,30 +125,27 @@ def match(body: list[Stmt], groups: list[Any]) -> Plan | None:
 def _is_const(e: E.Expr, value: float) -> bool:
     if not isinstance(e, E.Const) or e.dtype.is_int:
         return False
-    v = float(e.value)
-    return v == value and (value != 0 or math.copysign(1.0, v) > 0)
+    return is_positive_zero(e) if value == 0 else float(e.value) == value
 
 
 def _deferred(s: Stmt, buf: Buffer) -> Stmt | None:
     """What ``s`` (an initialisation of all of ``buf`` with +0 and -inf) leaves to do after a gemm
     into ``buf`` that starts from zero, or ``None`` when ``s`` is not such an initialisation."""
     if isinstance(s, Fill):
-        full = all(E.as_int(a) == 0 for a in s.dst.starts) and \
-            all(E.as_int(e) is not None and E.as_int(e) == E.as_int(d) for e, d in zip(s.dst.extents, buf.shape))
-        return Seq(()) if s.dst.buffer is buf and full and _is_const(s.value, 0.0) else None
+        return Seq(()) if s.dst.buffer is buf and s.dst.is_full() and _is_const(s.value, 0.0) else None
     if isinstance(s, If) and s.otherwise is not None:
         then, other = _deferred(s.then, buf), _deferred(s.otherwise, buf)
         return None if then is None or other is None else If(s.cond, then, other, s.loc)
     if isinstance(s, Seq) and len(s.stmts) == 1:
         return _deferred(s.stmts[0], buf)
-    loops: list[For] = []
-    inner: Stmt = s
-    while isinstance(inner, For) and inner.kind == "parallel" and inner.start is None:
-        loops.append(inner)
-        inner = inner.body
+    nest = parallel_nest(s)
+    if nest is None:
+        return None
+    loops, inner = nest
     if isinstance(inner, Seq) and len(inner.stmts) == 1:
         inner = inner.stmts[0]
-    if not loops or not isinstance(inner, Store) or inner.buffer is not buf or len(loops) != len(buf.shape) \
+    if any(f.start is not None for f in loops) or not isinstance(inner, Store) or inner.buffer is not buf \
+            or len(loops) != len(buf.shape) \
             or any(i is not f.var for i, f in zip(inner.indices, loops)) \
             or any(E.as_int(f.extent) != E.as_int(d) or E.as_int(d) is None for f, d in zip(loops, buf.shape)):
         return None

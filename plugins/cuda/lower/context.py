@@ -11,6 +11,7 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
 from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import Kernel, PrimFunc
+from ..analysis import block_ranges
 from ..layout import Fragment
 from ..layout_inference import find_kernel
 from ..lir import THREAD
@@ -53,10 +54,7 @@ class LowerCtx:
         lc = LowerCtx(ctx.data["cuda.threads"], ctx.data["cuda.layouts"], ctx.data["cuda.loops"],
                       ctx.data["cuda.gemm"])
         lc.ranges[THREAD] = (0, lc.threads - 1)
-        for v, g in zip(kernel.block_vars, kernel.grid):
-            n = E.as_int(g)
-            if n is not None:
-                lc.ranges[v] = (0, n - 1)
+        lc.ranges.update(block_ranges(kernel))
         return lc
 
     def fresh(self, base: str) -> str:
