@@ -69,3 +69,18 @@ def sass_ops(
     for op in re.findall(pattern, sass_text(func, arch, configs)):
         ops[op] = ops.get(op, 0) + 1
     return ops
+
+
+def flash_attention_ir(causal: bool = True, dim: int = 128, seq: int = 512, threads: int = 256,
+                       block_m: int = 128) -> PrimFunc:
+    """``tests/kernels/attention.flash_attention`` on one batch of two heads, 128-key blocks, 2 stages."""
+    from tests.kernels import attention
+
+    return attention.flash_attention.get_ir(1, 2, seq, dim, causal, block_M=block_m, block_N=128, num_stages=2,
+                                            threads=threads)
+
+
+def consumer_loop(src: str) -> str:
+    """The text of the warp-specialized consumers' k-loop (``for (int k_i ...``) in CUDA source."""
+    start = src.index("for (int k_i")
+    return src[start:src.index("\n    }\n", start)]

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
-from tests.kernels import attention
-from tests.null.cuda_helpers import cuda_source
+from tests.null.cuda_helpers import cuda_source, flash_attention_ir
 
 
-def _fa(dim: int = 128) -> object:
-    return attention.flash_attention.get_ir(1, 2, 512, dim, False, block_M=128, block_N=128, num_stages=2, threads=256)
+def _fa() -> object:
+    return flash_attention_ir(causal=False)
 
 
 def test_flash_attention_stores_its_output_without_the_shared_tile() -> None:

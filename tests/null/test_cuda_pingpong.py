@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import re
 
-from tests.kernels import attention
-from tests.null.cuda_helpers import cuda_source, sass_text
+from tests.null.cuda_helpers import consumer_loop, cuda_source, sass_text
+from tests.null.cuda_helpers import flash_attention_ir as _fa
 
 WS = {"tlx.ws_compute_loops": True, "tlx.pingpong": True, "tlx.softmax_rotation": False}
 
 
-def _fa(threads: int = 256, block_m: int = 128, dim: int = 128) -> object:
-    return attention.flash_attention.get_ir(1, 2, 512, dim, True, block_M=block_m, block_N=128, num_stages=2,
-                                            threads=threads)
-
-
-def _consumer_loop(src: str) -> str:
-    start = src.index("for (int k_i")
-    return src[start:src.index("if ((tx >> 7) == 0) {", start)]
-
-
 def test_each_wgmma_issue_takes_a_turn_and_hands_it_over() -> None:
     src, _ = cuda_source(_fa(), "sm_90a", WS)
-    loop = _consumer_loop(src)
+    loop = consumer_loop(src)
     assert loop.count("tlx_pp_wait(tx >> 7);") == 2 and loop.count("tlx_pp_pass(tx >> 7);") == 2
     for issue in re.findall(r"tlx_pp_wait\(tx >> 7\);(.*?)tlx_pp_pass", loop, re.S):
         assert issue.lstrip().startswith("tlx_wgmma_arrive();") and issue.rstrip().endswith("tlx_wgmma_commit();")

@@ -14,19 +14,11 @@ import pytest
 import tilelang_x as tilelang
 import tilelang_x.language as T
 from tests.kernels import attention, gemm
+from tests.null.cuda_helpers import consumer_loop as _consumer_loop
 from tests.null.cuda_helpers import cuda_source, sass_text
+from tests.null.cuda_helpers import flash_attention_ir as _fa
 
 OFF = {"tlx.softmax_rotation": False}
-
-
-def _fa(causal: bool = True, dim: int = 128, seq: int = 512) -> Any:
-    return attention.flash_attention.get_ir(1, 2, seq, dim, causal, block_M=128, block_N=128, num_stages=2,
-                                            threads=256)
-
-
-def _consumer_loop(src: str) -> str:
-    start = src.index("for (int k_i")
-    return src[start:src.index("\n    }\n", start)]
 
 
 def _instructions(sass: str) -> list[str]:

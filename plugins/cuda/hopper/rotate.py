@@ -190,7 +190,7 @@ def rotated(plan: Plan, loop: For, at: Any, wait: Any, release: Any,
         return Evaluate(Intrin("tlx_wgmma_wait0", ()))
     fences = _float_fragments(plan.soft)
     # the last statement's results depend on the whole softmax (FlashAttention: the row sums)
-    pins = _float_fragments([s for s in plan.soft if _float_fragments([s])][-1:])
+    pins = next((f for f in (_float_fragments([s]) for s in reversed(plan.soft)) if f), [])
 
     # with masks, G1 starts from zero stores, which ptxas folds into the first wgmma (a gemm that
     # clears its accumulators leaves them undefined before it, and ptxas moves registers into them)
