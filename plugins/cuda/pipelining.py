@@ -95,6 +95,19 @@ def _rewrite_loops(s: Stmt, multi: dict[Buffer, Buffer], prefetch: bool = False)
     return rewrite(s, fn)
 
 
+def staged(stmt: Stmt, multi: dict[Buffer, Buffer], stage: E.Expr) -> Stmt:
+    """``stmt`` with each tile of ``multi`` replaced by stage ``stage`` of its multi-buffered form."""
+
+    def fn(x: Any) -> Any:
+        if isinstance(x, Region) and x.buffer in multi:
+            return Region(multi[x.buffer], (stage,) + x.starts, (E.const(1),) + x.extents)
+        if isinstance(x, E.Load) and x.buffer in multi:
+            return E.Load(multi[x.buffer], (stage,) + x.indices, x.loc)
+        return None
+
+    return rewrite(stmt, fn)
+
+
 def num_stages(loop: For) -> int:
     """The stages of a ``T.Pipelined`` loop (``num_stages``, 2 when not given; 0 means 1)."""
     return int(loop.ann().get("num_stages", 2) or 1)
@@ -118,23 +131,14 @@ def _pipeline(loop: For, multi: dict[Buffer, Buffer], prefetch: bool = False) ->
             multi[b] = Buffer(b.name, (stages,) + tuple(b.shape), b.dtype, "shared", b.loc)
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
-
-    def staged(stmt: Stmt, stage: E.Expr) -> Stmt:
-        def fn(x: Any) -> Any:
-            if isinstance(x, Region) and x.buffer in bufs:
-                return Region(multi[x.buffer], (stage,) + x.starts, (E.const(1),) + x.extents)
-            if isinstance(x, E.Load) and x.buffer in bufs:
-                return E.Load(multi[x.buffer], (stage,) + x.indices, x.loc)
-            return None
-
-        return rewrite(stmt, fn)
+    mine = {b: multi[b] for b in bufs}
 
     def issue(it: E.Expr, stage: E.Expr) -> list[Stmt]:
         out = []
         for p in producers:
             c = substitute(p, {k: start + it}) if not (isinstance(it, E.Var) and it is k) else p
             c = dataclasses.replace(c, annotations=tuple(c.annotations) + (("async", True),))
-            out.append(staged(c, stage))
+            out.append(staged(c, mine, stage))
         return out
 
     pro: list[Stmt] = []
@@ -149,7 +153,7 @@ def _pipeline(loop: For, multi: dict[Buffer, Buffer], prefetch: bool = False) ->
                 *issue(E.binary("min", nxt, n - 1), nxt % stages),
                 AsyncCommit()]
     for s in rest:
-        new_body.append(staged(substitute(s, {k: start + it}), cur_stage))
+        new_body.append(staged(substitute(s, {k: start + it}), mine, cur_stage))
     ann: tuple[tuple[str, Any], ...] = (("pipelined", stages),)
     if prefetch and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].A.buffer in bufs \
             and rest[0].B.buffer in bufs and rest[0].C.buffer.scope == "fragment":

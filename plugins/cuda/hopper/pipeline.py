@@ -37,7 +37,7 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
-from ....core_ir.buffer import Buffer, Region
+from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt
 from ....core_ir.tileops import Copy, Gemm
 from ....core_ir.visit import rewrite, substitute, walk
@@ -45,7 +45,7 @@ from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
-from ..pipelining import _pipeline, num_stages, pipeline_stage
+from ..pipelining import _pipeline, num_stages, pipeline_stage, staged
 from . import rotate
 from .config import hopper_config, log
 from .layout import panel_layout
@@ -111,17 +111,6 @@ class _Ctx:
             self.preset[m] = panel_layout((stages,) + p.layout.shape, b.dtype.bytes)
 
 
-def _staged(stmt: Stmt, bufs: dict[Buffer, Buffer], stage: E.Expr) -> Stmt:
-    def fn(x: Any) -> Any:
-        if isinstance(x, Region) and x.buffer in bufs:
-            return Region(bufs[x.buffer], (stage,) + x.starts, (E.const(1),) + x.extents)
-        if isinstance(x, E.Load) and x.buffer in bufs:
-            return E.Load(bufs[x.buffer], (stage,) + x.indices, x.loc)
-        return None
-
-    return rewrite(stmt, fn)
-
-
 def _issue(plans: list[TmaCopy], multi: dict[Buffer, Buffer], k: E.Var, it: E.Expr, stage: E.Expr,
            bar: E.Expr, mc: Multicast | None = None) -> list[Stmt]:
     """expect_tx on ``bar`` and the loads of iteration ``it`` (value of ``k``) into ``stage``
@@ -166,7 +155,7 @@ def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
     for s in range(stages - 1):
         out.append(If(E.binary("<", E.const(s), n), issue(E.const(s), E.const(s)), None, loop.loc))
     nxt = it + (stages - 1)
-    rest = [_staged(substitute(s, {k: start + it}), cx.multi, it % stages) for s in _body(loop)
+    rest = [staged(substitute(s, {k: start + it}), cx.multi, it % stages) for s in _body(loop)
             if not _is_producer(s)]
     body = [Barrier(), If(E.binary("<", nxt, n), issue(nxt, nxt % stages), None, loop.loc),
             _wait_full(full, it, stages), *rest]
@@ -291,7 +280,7 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
     it = E.Var(k.name + "_i", k.dtype)
     gc = pers.counter(n, it) if pers else it
     sc = gc % stages
-    rest = [_staged(substitute(s, {k: start + it}), cx.multi, sc) for s in work]
+    rest = [staged(substitute(s, {k: start + it}), cx.multi, sc) for s in work]
     compute = any(not isinstance(s, Gemm) for s in rest)
     after: list[Stmt] = []
     if cx.overlap and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
@@ -342,7 +331,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
                                None)]
     if rot is not None:
         def stmt_at(s: Stmt, j: E.Expr) -> Stmt:
-            return _staged(substitute(s, {k: start + j}), cx.multi, j % stages)
+            return staged(substitute(s, {k: start + j}), cx.multi, j % stages)
 
         cons_loop = rotate.rotated(rot, loop, stmt_at, lambda g, j: _wait_full(g.full, j, stages),
                                    lambda g, j: _release(g, j % stages, mc),
