@@ -63,8 +63,11 @@ def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict
     ref = reference()
     kernels: dict[str, Any] = {}
     row: dict[str, Any] = {"case": name, "errors": {}}
+    from tilelang_x import knobs
+
     for vname, pc in variants.items():
-        kern, err = attempt(lambda: build(pc))  # noqa: B023 - called at once
+        with knobs.scope(target_default=args.target):
+            kern, err = attempt(lambda: build(pc))  # noqa: B023 - called at once
         if err is None:
             _, err = checked_run(kern, run, ref)
         if err is None:
@@ -85,6 +88,7 @@ def main() -> None:
         p.add_argument("--dims", default="128")
         p.add_argument("--seq", type=int, default=4096)
         p.add_argument("--shapes", default="8192x8192x8192")
+        p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
         p.add_argument("--config", default="", help="attention BMxBNxSTAGESxTHREADS, gemm BMxBNxBKxSTAGESxTHREADS")
 
     args = parse_args(__doc__ or "", extra)
