@@ -9,7 +9,7 @@ work="$(mktemp -d)"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/install.log" 2>&1 || tail -20 "$OUT/install.log"
-timeout 170 python3 -m pytest -q -rf tests/backend/cuda > "$OUT/cuda_tests.log" 2>&1
+timeout 260 python3 -m pytest -q -rf tests/backend/cuda > "$OUT/cuda_tests.log" 2>&1
 tail -3 "$OUT/cuda_tests.log"
 {
   # Hopper path (target "cuda" resolves to sm_90a on an H100/H200)
@@ -22,13 +22,13 @@ tail -3 "$OUT/cuda_tests.log"
     --out "$work/gemm_no_raster.json"
   python3 bench/gemm.py --shapes 8192x8192x8192 --dtypes float16 --relu --configs 128x256x64x3x256 \
     --timeout 40 --out "$work/gemm_relu.json"
-  python3 bench/attention.py --dims 64,128 --configs 128x128x2x256,128x64x2x256 --timeout 100 \
+  python3 bench/attention.py --dims 64,128 --configs 128x128x2x256,128x64x2x256 --timeout 150 \
     --out "$work/attention.json"
   # A/B of compiler switches, each variant timed round-robin in one process (bench/variants.py)
   python3 bench/variants.py attention --dims 128,64 --timeout 150 --out "$work/variants_attention.json" \
     --variants '{"default": {}, "no_rotation": {"tlx.softmax_rotation": false}, "plain": {"tlx.ws_compute_loops": false}, "default_again": {}}'
-  python3 bench/variants.py gemm --shapes 4096x4096x4096,8192x8192x8192 --timeout 100 \
-    --out "$work/variants_gemm.json" --variants '{"default": {}, "lane_stores": {"tlx.tma_store": false}}'
+  python3 bench/variants.py gemm --shapes 4096x4096x4096,8192x8192x8192 --timeout 150 \
+    --out "$work/variants_gemm.json" --variants '{"default": {}, "not_persistent": {"tlx.persistent": false}, "lane_stores": {"tlx.tma_store": false}, "default_again": {}}'
   # thread-block clusters with TMA multicast (rasterization off: it would remap the clustered blocks)
   python3 bench/gemm.py --shapes 8192x8192x8192 --dtypes float16 --pass-configs '{"tlx.auto_rasterize": false}' \
     --configs 128x256x64x3x256,128x256x64x3x256@2x1x1,128x256x64x3x256@1x2x1 --timeout 80 \

@@ -14,7 +14,7 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
   (``lower/epilogue.py``); off: one store per element. Applies to the sm_80 and sm_90a paths.
 - ``tlx.staged_epilogue``: on sm_90a, an fp16/bf16 copy of a wgmma accumulator to global goes
   through a per-warp shared staging slot (stmatrix, then 16-byte coalesced stores;
-  ``lower/staged_epilogue.py``); not in persistent kernels. Off: the vector epilogue above.
+  ``lower/staged_epilogue.py``); once per tile in persistent kernels. Off: the vector epilogue above.
 - ``tlx.tma_store``: the staged epilogue's chunks go to global memory as TMA stores when the
   destination is a kernel argument a tensor map can describe (``lower/tma_store.py``); always
   off when TMA is (``tl.disable_tma_lower``). Off: the 16-byte stores of every lane.

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.kernels import attention
 from tests.null.cuda_helpers import cuda_source, sass_ops, sass_text
 from tests.null.cuda_suite_funcs import suite_funcs
 from tilelang_x.core_ir import expr as E
@@ -102,16 +103,25 @@ def test_overlapped_wgmma_drains_before_epilogue() -> None:
     assert drains and drains[0] < first_read, lines[:first_read + 2]
 
 
-def test_flash_attention_takes_plain_tma_and_persistent_is_opt_in() -> None:
+def test_gemm_goes_persistent_and_flash_attention_does_not() -> None:
     from tests.kernels import gemm
 
     source, ctx = _source(FUNCS["flash_attention_pipelined"]())
     assert "tlx_tma_load" in source and "cuda.ws" not in ctx.data  # softmax in the loop: no producer warpgroup
     func = gemm.matmul.get_ir(4096, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
-    _, plain = _source(func)
-    assert plain.data["cuda.meta"].grid_static == (16, 32, 1)
-    source, pers = _source(func, configs={"tlx.persistent": True})
+    source, pers = _source(func)  # 512 tiles of a gemm-only loop: one block per SM
     assert pers.data["cuda.meta"].grid_static == (132, 1, 1) and "tlx_tile_j" in source
+    _, plain = _source(func, configs={"tlx.persistent": False})
+    assert plain.data["cuda.meta"].grid_static == (16, 32, 1)
+    few = gemm.matmul.get_ir(1024, 1024, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
+    assert _source(few)[1].data["cuda.meta"].grid_static == (4, 8, 1)  # 32 tiles: nothing to walk
+    clustered = gemm.matmul.get_ir(4096, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3,
+                                   threads=256, cluster=(2, 1, 1))
+    assert _source(clustered)[1].data["cuda.meta"].grid_static == (16, 32, 1)  # multicast keeps the grid
+    fa = attention.flash_attention.get_ir(4, 32, 4096, 128, False, block_M=128, block_N=128, num_stages=2,
+                                          threads=256)
+    source, ctx = _source(fa)  # warp-specialized with the softmax: not persistent (it would lose the rotation)
+    assert "cuda.ws" in ctx.data and "tlx_tile_j" not in source
 
 
 @pytest.mark.parametrize("configs", [{}, {"tlx.ws_compute_loops": True}])

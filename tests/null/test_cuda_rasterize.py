@@ -28,9 +28,11 @@ def _matmul(m: int, n: int, k: int, **kw: Any) -> Any:
 
 
 def _source(func: Any, arch: str, configs: dict[str, bool] | None = None) -> tuple[str, Any]:
+    """The kernel with a grid of tiles, where codegen remaps ``blockIdx`` (a persistent kernel walks
+    its tiles in the same order: ``test_persistent_walk_follows_the_block_remap``)."""
     from tests.null.cuda_helpers import cuda_source as source
 
-    return source(func, arch, configs)
+    return source(func, arch, {"tlx.persistent": False, **(configs or {})})
 
 
 def _remap_lines(src: str) -> list[str]:
@@ -126,3 +128,33 @@ def test_use_swizzle_rows_columns_and_off(arch: str) -> None:
     assert "const int tlx_bid = blockIdx.x * gridDim.y + blockIdx.y;" in cols and "4 * (int)gridDim.y" in cols
     off = _source(_swizzled(4, "row", False), arch)[0]
     assert "tlx_bid" not in off and "const int bx = blockIdx.x;" in off
+
+
+@pytest.mark.parametrize("gx,gy,panel,column", [(16, 32, 12, False), (9, 16, 3, True), (7, 13, 4, False),
+                                                (5, 40, 16, False), (33, 4, 2, True)])
+def test_persistent_walk_follows_the_block_remap(gx: int, gy: int, panel: int, column: bool) -> None:
+    """The persistent form's tile t runs what block ``remap(t)`` would: the same order, so every
+    tile exactly once and the same panels for L2 reuse."""
+    from tilelang_x.core_ir import dtypes
+    from tilelang_x.core_ir import expr as E
+    from tilelang_x.core_ir.evaluate import evaluate
+    from tilelang_x.core_ir.stmt import Kernel, Seq
+    from tilelang_x.plugins.cuda.hopper.persistent import plan_persistent
+
+    bx, by = E.Var("bx", dtypes.int32), E.Var("by", dtypes.int32)
+    kernel = Kernel((E.const(gx), E.const(gy)), (bx, by), (128,), Seq(()))
+    pers = plan_persistent(kernel, E.const(8), E.const(0), 132 if gx * gy > 132 else gx * gy - 1, (panel, column))
+    assert pers is not None
+    seen = []
+    for pid in range(pers.grid):
+        for j in range(evaluate(pers.tiles_here, {pers.pid: pid})):
+            env = {pers.pid: pid, pers.j: j}
+            x, y = (evaluate(pers.block_of[v], env) for v in (bx, by))
+            t = pid + j * pers.grid
+            if column:
+                ry, rx = remap(t, gy, gx, panel)
+            else:
+                rx, ry = remap(t, gx, gy, panel)
+            assert (x, y) == (rx, ry), (pid, j)
+            seen.append((x, y))
+    assert sorted(seen) == [(x, y) for x in range(gx) for y in range(gy)]

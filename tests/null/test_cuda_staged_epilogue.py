@@ -175,11 +175,14 @@ def test_staged_epilogue_writes_what_the_element_copy_writes(name: str) -> None:
     assert _staged_writes(block, grid, threads) == _element_writes(ref_block, grid, threads)
 
 
-def test_persistent_and_off_keep_the_vector_epilogue() -> None:
+def test_off_keeps_the_vector_epilogue_and_persistent_stages() -> None:
     make = CASES["128x256_ws"]
-    for configs in ({"tlx.staged_epilogue": False}, {"tlx.persistent": True}):
-        lowered, _, _ = _lower(make(), configs)
-        assert not any(isinstance(n, Intrin) and n.fn == "tlx_stsm_x4" for n in walk(lowered.body)), configs
+    lowered, _, _ = _lower(make(), {"tlx.staged_epilogue": False})
+    assert not any(isinstance(n, Intrin) and n.fn == "tlx_stsm_x4" for n in walk(lowered.body))
+    many = _gemm(2048, 4096, 128, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
+    lowered, grid, _ = _lower(many, {"tlx.persistent": True})  # 256 tiles on 132 blocks
+    assert grid == [132]
+    assert any(isinstance(n, Intrin) and n.fn == "tlx_stsm_x4" for n in walk(lowered.body))
 
 
 def test_fp32_output_keeps_the_vector_epilogue() -> None:

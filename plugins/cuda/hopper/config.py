@@ -25,11 +25,13 @@ class HopperConfig:
     #: (default) when the block's shared memory leaves no room for a second block per SM
     #: (pipeline.py ``_owns_sm``), else as given by pass_configs={"tlx.ws_compute_loops": bool}.
     ws_compute_loops: bool | None = None
-    #: persistent grid for the warp-specialized gemm-only kernel with more tiles than SMs (one block
-    #: per SM walking tiles, the producer loading the next tile during the epilogue;
-    #: hopper_persistent.py): pass_configs={"tlx.persistent": True}. Correct on the H200 but no
-    #: faster there (2026-11-29: GEMM 4096³ 587 vs 593 TFLOP/s, 8192³ 631 vs 642), so off.
-    persistent: bool = False
+    #: persistent grid for a warp-specialized kernel with more tiles than SMs (one block per SM
+    #: walking the tiles in the block order rasterisation chose; the producer loads the next
+    #: tile while the consumers run the epilogue; persistent.py). ``None`` (default): for
+    #: gemm-only loops of kernels without a cluster (multicast needs the clustered grid);
+    #: pass_configs={"tlx.persistent": bool} forces it either way. H200, bench/variants.py
+    #: (2026-11-30): GEMM 4096³ +1.3 % and +2.1 %, 8192³ and 8192×28672×4096 within noise.
+    persistent: bool | None = None
     #: two consumer warpgroups of a warp-specialized compute loop take turns issuing their wgmma
     #: groups (hopper/pingpong.py); pass_configs={"tlx.pingpong": False} turns it off. H200,
     #: FlashAttention D128, bench/variants.py (2026-11-29, two runs): causal +2.5 % and +4.5 %,
@@ -49,6 +51,12 @@ def _flag(configs: dict[str, Any], *names: str) -> bool:
     return any(bool(configs.get(n)) for n in names)
 
 
+def _tri(configs: dict[str, Any], name: str) -> bool | None:
+    """``None`` when ``name`` is not set (the compiler decides), else its truth."""
+    value = configs.get(name)
+    return None if value is None else bool(value)
+
+
 def hopper_config(ctx: Any) -> HopperConfig:
     arch = getattr(getattr(ctx, "target", None), "arch", None)
     configs = pass_configs(ctx)
@@ -57,9 +65,8 @@ def hopper_config(ctx: Any) -> HopperConfig:
     tma = hopper and not _flag(configs, "tl.disable_tma_lower", "tl.disable_tma")
     ws = tma and not _flag(configs, "tl.disable_warp_specialized", "tl.disable_warp_specialization")
     overlap = bool(configs.get("tlx.wgmma_overlap", True))
-    ws_compute = configs.get("tlx.ws_compute_loops")
-    return HopperConfig(wgmma, tma, ws, overlap, None if ws_compute is None else bool(ws_compute),
-                        _flag(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
+    return HopperConfig(wgmma, tma, ws, overlap, _tri(configs, "tlx.ws_compute_loops"),
+                        _tri(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
                         _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)))
 
 

@@ -1,9 +1,13 @@
-"""Persistent grid for the warp-specialized Hopper kernel (``pass_configs={"tlx.persistent": True}``).
+"""Persistent grid for the warp-specialized Hopper kernel (default for gemm-only loops without a
+cluster; ``pass_configs={"tlx.persistent": bool}`` forces it, config.py).
 
 The grid becomes one block per SM (``tlx_pid``); each block walks tiles ``pid, pid + P, ...`` and the
-original block indices are recomputed from the tile index. The producer and the consumers count
-k-iterations across tiles (``g = j * n + k``), so the stage ring and its barrier phases run on from
-one tile to the next and the producer loads the next tile while the consumers run the epilogue.
+original block indices are recomputed from the tile index, through the panel order of
+``rasterize.block_remap`` when the kernel has one (``T.use_swizzle`` or the automatic one), so that
+the blocks running together share their A and B panels in L2 as the remapped grid's do. The
+producer and the consumers count k-iterations across tiles (``g = j * n + k``), so the stage ring
+and its barrier phases run on from one tile to the next and the producer loads the next tile while
+the consumers run the epilogue.
 Needs a static grid and a k-loop whose trip count does not depend on the block indices.
 """
 
@@ -36,7 +40,10 @@ class Persistent:
         return For(self.j, self.tiles_here, "serial", Seq(tuple(stmts)), None, (), loc)  # type: ignore[arg-type]
 
 
-def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT_SMS) -> Persistent | None:
+def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT_SMS,
+                    raster: tuple[int, bool] | None = None) -> Persistent | None:
+    """The persistent form of ``kernel`` (``raster``: the (panel, column-wise) block order of
+    ``rasterize.block_remap``, applied to the tile index), or ``None`` when it does not apply."""
     dims = [E.as_int(g) for g in kernel.grid]
     if not dims or any(d is None or d < 1 for d in dims):
         return None
@@ -50,11 +57,27 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
     pid, j = E.Var("tlx_pid", dtypes.int32), E.Var("tlx_tile_j", dtypes.int32)
     tile = pid + j * grid
     block_of: dict[E.Var, E.Expr] = {}
-    stride = 1
-    for v, d in zip(kernel.block_vars, dims):
-        assert d is not None
-        idx = tile // stride if stride > 1 else tile
-        block_of[v] = idx % d if stride * d < total else idx
-        stride *= d
+    if raster is not None and len(dims) == 2:
+        block_of = _rasterized(kernel, tile, dims[0], dims[1], *raster)  # type: ignore[arg-type]
+    else:
+        stride = 1
+        for v, d in zip(kernel.block_vars, dims):
+            assert d is not None
+            idx = tile // stride if stride > 1 else tile
+            block_of[v] = idx % d if stride * d < total else idx
+            stride *= d
     tiles_here = (E.const(total - 1) - pid) // grid + 1
     return Persistent(pid, j, tiles_here, grid, block_of)
+
+
+def _rasterized(kernel: Kernel, tile: E.Expr, gx: int, gy: int, panel: int, column: bool) -> dict[E.Var, E.Expr]:
+    """(bx, by) of ``tile`` walked in panels of ``panel`` tile rows (columns when ``column``): the
+    remap codegen emits for ``blockIdx`` (``rasterize.remap``)."""
+    across, along = (gx, gy) if column else (gy, gx)  # panels cut ``across``; ``along`` is walked inside
+    group = panel * along
+    first = (tile // group) * panel
+    height = E.binary("min", E.const(across) - first, E.const(panel))
+    local = tile % group
+    inner, outer = first + local % height, local // height
+    bx, by = kernel.block_vars
+    return {bx: inner, by: outer} if column else {bx: outer, by: inner}

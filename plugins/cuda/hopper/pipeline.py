@@ -16,8 +16,9 @@ FlashAttention-shaped body is rotated so that P·V of block k-1 runs during the 
 (rotate.py, ``tlx.softmax_rotation``; K and V on their own barriers). A gemm-only
 body keeps one wgmma group in flight (``wait_group 1``; iteration k releases stage k - 1; the last
 iteration drains inside the loop, since ptxas moves a drain placed after the loop below the
-epilogue's accumulator reads). ``tlx.persistent`` walks tiles on a grid of one block per SM
-(hopper_persistent.py; a cluster becomes one-dimensional). Otherwise, in a clustered kernel, the
+epilogue's accumulator reads). A gemm-only kernel with more tiles than SMs and no cluster walks its
+tiles on a grid of one block per SM (persistent.py, ``tlx.persistent`` forces it either way; a
+cluster becomes one-dimensional). Otherwise, in a clustered kernel, the
 loads the cluster's blocks share are multicast (multicast.py: slices, remote releases, cluster
 barriers after the inits and at the end).
 
@@ -46,6 +47,7 @@ from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
 from ..pipelining import _pipeline, num_stages, pipeline_stage, staged
+from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
 from .layout import panel_layout
@@ -75,7 +77,7 @@ def _is_producer(s: Stmt) -> bool:
 
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
-                 persistent: bool = False, barrier_groups: bool = False, rotation: bool = False) -> None:
+                 persistent: bool | None = None, barrier_groups: bool = False, rotation: bool = False) -> None:
         self.overlap = overlap
         self.rotation = rotation
         self.ws_compute = ws_compute
@@ -313,8 +315,10 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
     csize = math.prod(launch_dims(kernel, ctx.target.arch) or (1,))
-    pers = plan_persistent(kernel, n, start, DEFAULT_SMS // csize * csize) if cx.persistent else None
     work = [s for s in _body(loop) if not _is_producer(s)]
+    gemm_only = all(isinstance(s, Gemm) for s in work)
+    wanted = cx.persistent if cx.persistent is not None else gemm_only and csize == 1
+    pers = plan_persistent(kernel, n, start, DEFAULT_SMS // csize * csize, block_remap(kernel, ctx)) if wanted else None
     by_use = _groups(work, plans, stages, True)
     rot = rotate.match(work, by_use) if cx.rotation and pers is None else None
     groups = by_use if rot is not None or cx.barrier_groups else _groups(work, plans, stages, False)

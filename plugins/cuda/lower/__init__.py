@@ -95,18 +95,17 @@ def _tma_store_setup(func: PrimFunc, ctx: Any, lc: LowerCtx) -> None:
 
 
 def _staged_setup(func: PrimFunc, ctx: Any, wanted: bool) -> tuple[bool, int]:
-    """Whether the staged epilogue may be used (sm_90a, not persistent), and the shared memory
-    bytes a workspace may still take (the limit minus the kernel's shared tiles, each counted
-    with the largest alignment padding codegen may add)."""
+    """Whether the staged epilogue may be used (sm_90a), and the shared memory bytes a workspace
+    may still take (the limit minus the kernel's shared tiles, each counted with the largest
+    alignment padding codegen may add)."""
     import math
 
     from ....core_ir.stmt import Alloc
     from ....core_ir.visit import walk
-    from ..hopper.config import hopper_config
     from ..target import CAPABILITIES
 
     arch = getattr(getattr(ctx, "target", None), "arch", None)
-    if not wanted or arch != "sm_90a" or hopper_config(ctx).persistent:
+    if not wanted or arch != "sm_90a":
         return False, 0
     used = 0
     for n in walk(func.body):

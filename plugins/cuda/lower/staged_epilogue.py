@@ -21,9 +21,10 @@ destination qualifies; each warp then has two slots when shared memory allows.
 The staging buffer is a dedicated workspace (warps × 16 × C elements, 16 KB for 8 warps and
 C = 64; twice that with two slots), so it overlaps no live data, and only the owning warp touches
 its slot: no block or named barrier is needed (warp-specialized producers and the other
-warpgroup's wgmma are not involved). Taken only for the exact wgmma accumulator layout, no replication, sm_90a, not in
-persistent kernels (the epilogue would repeat per tile) and when the workspace fits the shared
-memory limit. Switch: pass config ``tlx.staged_epilogue`` (default on)."""
+warpgroup's wgmma are not involved). In a persistent kernel the epilogue runs once per tile; the
+TMA form ends each with ``wait_group.read 0``, so the next tile's first chunk finds its slot read.
+Taken only for the exact wgmma accumulator layout, no replication, sm_90a, and when the workspace
+fits the shared memory limit. Switch: pass config ``tlx.staged_epilogue`` (default on)."""
 
 from __future__ import annotations
 

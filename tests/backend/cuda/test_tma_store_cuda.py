@@ -87,3 +87,20 @@ def test_off_switch_gives_the_same_result() -> None:
     torch.cuda.synchronize()
     assert "tlx_tma_store_" not in off_kernel.get_kernel_source().split('extern "C"', 1)[1]
     torch.testing.assert_close(on, off, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("swizzle", [None, (3,), (3, "column")])
+@pytest.mark.parametrize("configs", [{"tlx.persistent": True}, {"tlx.persistent": True, "tlx.tma_store": False}])
+def test_persistent_gemm_stages_every_tile_epilogue(swizzle: Any, configs: dict[str, bool]) -> None:
+    """144 edge-clipped tiles on 132 blocks: each block's staged epilogue runs once per tile, in
+    the tile order of ``T.use_swizzle`` when asked."""
+    m, n, k = 2000, 2104, 192  # rows of 16-byte multiples: TMA describes them
+    a, b = _inputs((m, k), (k, n), torch.float16)
+    func = gemm.matmul.get_ir(m, n, k, swizzle=swizzle, **TILES["128x256"])
+    kernel = tilelang_x.compile(func, out_idx=[-1], pass_configs=configs)
+    source = kernel.get_kernel_source().split('extern "C"', 1)[1]
+    assert "tlx_tile_j" in source and "tlx_stsm_x4" in source
+    c = kernel(a, b)
+    torch.cuda.synchronize()
+    assert ("tlx_tma_store_" in source) == configs.get("tlx.tma_store", True)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=2e-2, rtol=2e-2)
