@@ -76,3 +76,20 @@ def test_flash_attention_with_one_consumer_warpgroup(causal: bool, rotation: boo
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
     assert ("TLX_WGMMA_WAIT(1)" in kernel.get_kernel_source()) == rotation
+
+
+
+@pytest.mark.parametrize("dim", [64, 128])
+def test_persistent_flash_attention(dim: int) -> None:
+    """``tlx.persistent`` on a softmax loop: 256 query blocks walked by 132 (not rotated); the stage
+    ring, the ping-pong turns and the Q tile carry on from one block's tile to the next."""
+    shape = (2, 8, 2048, dim)
+    gen = torch.Generator(device="cuda").manual_seed(dim)
+    q, k, v = (torch.randn(*shape, device="cuda", generator=gen).half() for _ in range(3))
+    func = attention.flash_attention.get_ir(*shape, False, block_M=128, block_N=128, num_stages=2, threads=256)
+    configs = {"tlx.persistent": True, "tlx.ws_compute_loops": True}  # D64 would otherwise take the plain pipeline
+    kernel = tilelang_x.compile(func, out_idx=[3], pass_configs=configs)
+    out = kernel(q, k, v)
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
+    assert "tlx_tile_j" in kernel.get_kernel_source()
