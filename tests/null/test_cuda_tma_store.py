@@ -226,3 +226,24 @@ def test_sass_tma_store() -> None:
     assert not _has_utmastg(func, OFF)
     assert not _has_utmastg(gemm.matmul.get_ir(128, 128, 64, block_M=64, block_N=64, out_dtype=dtypes.float32), {})
     assert not _has_utmastg(gemm_tma_store.matmul_accumulate.get_ir(200, 136, 96), {})
+
+
+@pytest.mark.parametrize("defer", [True, False])
+def test_persistent_stores_stay_in_flight_until_the_next_tile(defer: bool) -> None:
+    """``tlx.defer_store_drain``: a tile's epilogue starts by waiting for the previous tile's stores
+    and does not wait for its own; the block waits once, after its tile loop. Off: each epilogue
+    waits for its own stores at its end."""
+    func = gemm.matmul.get_ir(2000, 2104, 192, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
+    source, _ = cuda_source(func, "sm_90a", {"tlx.persistent": True, "tlx.defer_store_drain": defer})
+    text = _kernel_text(source)
+    loop = text[text.index("for (int tlx_tile_j", text.index("TLX_SETMAXNREG_INC")):]
+    epilogue = loop[loop.index("tlx_stsm_x4") - 200:]
+    first_store, last_store = epilogue.index("tlx_tma_store_2d"), epilogue.rindex("tlx_tma_store_commit")
+    waits = [m.start() for m in re.finditer(r"tlx_tma_store_wait_read0\(\)", epilogue)]
+    if defer:
+        assert len(waits) == 2 and waits[0] < first_store and waits[1] > last_store
+        assert epilogue[last_store:waits[1]].count("}") == 3  # closes lane 0's branch, the epilogue, the tile loop
+    else:
+        assert len(waits) == 1 and waits[0] > last_store
+    lanes, _ = cuda_source(func, "sm_90a", {"tlx.persistent": True, "tlx.tma_store": False})
+    assert "tlx_tma_store" not in _kernel_text(lanes)

@@ -60,6 +60,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc.fold_clear, lc.prefetch_fragments, lc.hoist_fragments = (
         opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
     lc.vector_epilogue = opts.vector_epilogue
+    lc.persistent = "cuda.persistent" in ctx.data and opts.defer_store_drain
     lc.staged_epilogue, lc.smem_spare = _staged_setup(func, ctx, opts.vector_epilogue and opts.staged_epilogue)
     if lc.staged_epilogue and opts.tma_store:
         _tma_store_setup(func, ctx, lc)
@@ -74,6 +75,8 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         return lower_op(op, ctx)
 
     body = lower_body(func.body, lc, dispatch)
+    if lc.persistent and lc.tmaps:
+        body = _drain_after_tiles(body, ctx.data["cuda.persistent"])
     if lc.tmaps:
         ctx.data["cuda.tmaps"] = [*ctx.data.get("cuda.tmaps", ()), *lc.tmaps.values()]
     if lc.aligns:
@@ -92,6 +95,21 @@ def _tma_store_setup(func: PrimFunc, ctx: Any, lc: LowerCtx) -> None:
         return
     lc.tma_params = tuple(func.params)
     lc.tma_store_dsts = store_only_params(ctx.data.get("cuda.source_func", func))
+
+
+def _drain_after_tiles(body: Stmt, tile: Any) -> Stmt:
+    """A persistent kernel's staged epilogues leave their TMA stores in flight from one tile to the
+    next (lower/staged_epilogue.py): after the tile loop that issues them, wait until they have read
+    shared memory, which the block must not leave before."""
+    from ....core_ir.stmt import For, Seq
+    from ....core_ir.visit import rewrite, walk
+    from ..lir import Intrin
+    from .tma_store import drain
+
+    def stores(n: Stmt) -> bool:
+        return any(isinstance(m, Intrin) and m.fn.startswith("tlx_tma_store_") for m in walk(n))
+
+    return rewrite(body, lambda n: Seq((n, drain())) if isinstance(n, For) and n.var is tile and stores(n) else None)
 
 
 def _staged_setup(func: PrimFunc, ctx: Any, wanted: bool) -> tuple[bool, int]:

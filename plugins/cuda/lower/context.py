@@ -38,6 +38,9 @@ class LowerCtx:
     staged_epilogue: bool = False
     #: shared memory bytes left for workspaces (the target's limit minus the kernel's tiles)
     smem_spare: int = 0
+    #: the kernel walks tiles (hopper/persistent.py) and its TMA stores stay in flight from one
+    #: tile to the next, drained after the last one (``tlx.defer_store_drain``)
+    persistent: bool = False
     #: TMA stores of staged epilogues (lower/tma_store.py): the kernel's parameters (empty when
     #: off), the ids of those written only by fragment copies, the stores' tensor maps by (arg, box,
     #: swizzle), added to the loads' ones in ``cuda.tmaps``

@@ -21,8 +21,9 @@ destination qualifies; each warp then has two slots when shared memory allows.
 The staging buffer is a dedicated workspace (warps × 16 × C elements, 16 KB for 8 warps and
 C = 64; twice that with two slots), so it overlaps no live data, and only the owning warp touches
 its slot: no block or named barrier is needed (warp-specialized producers and the other
-warpgroup's wgmma are not involved). In a persistent kernel the epilogue runs once per tile; the
-TMA form ends each with ``wait_group.read 0``, so the next tile's first chunk finds its slot read.
+warpgroup's wgmma are not involved). In a persistent kernel the epilogue runs once per tile; with
+TMA stores, each tile's stores stay in flight while the next tile computes, and its first chunk
+waits for them (``wait_group.read 0``) before writing a slot (``tlx.defer_store_drain``).
 Taken only for the exact wgmma accumulator layout, no replication, sm_90a, and when the workspace
 fits the shared memory limit. Switch: pass config ``tlx.staged_epilogue`` (default on)."""
 
@@ -41,7 +42,7 @@ from ..layout import Fragment, local_map, slot_expr
 from ..lir import THREAD, U32, Block, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import region_index, squeezed
 from .epilogue import vector_store_plan
-from .tma_store import TmaStore, drain, issue, reuse_wait, store_map, tma_store_plan
+from .tma_store import TmaStore, drain, issue, reuse_wait, store_map, tile_wait, tma_store_plan
 
 _CVT = {dtypes.float16.name: "tlx_cvt_h2", dtypes.bfloat16.name: "tlx_cvt_b2"}
 
@@ -133,6 +134,8 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
         col0 = wg_n * nn + cc * chunk
         if j >= slots:
             stmts.extend(reuse_wait(tma) if tma is not None else [Evaluate(Intrin("__syncwarp", ()), op.loc)])
+        elif j == 0 and tma is not None and lc.persistent:
+            stmts.extend(tile_wait())  # the previous tile's stores, left in flight, have read the slots
         for s in range(chunk // 16):
             regs = []
             for i in range(4):
@@ -146,7 +149,7 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
             stmts.extend(issue(spec, ws, base, _dst_index(op, row0, col0)))
         else:
             stmts.extend(_lane_stores(op, ws, base, row0, col0, chunk, lc))
-    if spec is not None:
+    if spec is not None and not lc.persistent:
         stmts.append(drain())
     return Block(Seq(tuple(stmts), op.loc), "parallel", op.loc)
 

@@ -10,7 +10,9 @@ then lane 0 issues the store and commits its bulk group. A slot is written again
 0's ``wait_group.read`` (all but the newest ``slots - 1`` groups have read their slot) and a
 ``__syncwarp``; the epilogue ends with ``wait_group.read 0`` so the block never exits while a store
 still reads shared memory (a later reuse of the workspace, in a loop, is behind the barrier that
-sync insertion puts between the epilogue's shared writes and reads). Two slots per warp
+sync insertion puts between the epilogue's shared writes and reads). A persistent kernel's epilogue
+instead starts with that wait, and the block waits once after its tile loop
+(``lower/__init__._drain_after_tiles``), so one tile's stores overlap the next tile's main loop. Two slots per warp
 (ping-pong) when shared memory allows, else one. Out-of-range rows and columns are clipped by the
 copy engine: no guards.
 
@@ -99,3 +101,8 @@ def issue(spec: TmaSpec, ws: Buffer, base: E.Expr, idx: tuple[E.Expr, ...]) -> l
 
 def drain() -> Stmt:
     return _lane0(Intrin("tlx_tma_store_wait_read0", ()))
+
+
+def tile_wait() -> list[Stmt]:
+    """Before a persistent kernel's epilogue writes its first slot: every store has read its slot."""
+    return [drain(), Evaluate(Intrin("__syncwarp", ()))]
