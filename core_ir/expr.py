@@ -411,29 +411,26 @@ _FOLD = {
 }
 
 
-def _fold_int(op: str, x: int, y: int) -> int | None:
+def fold_int(op: str, x: int, y: int) -> int | None:
+    """``x <op> y`` on Python integers, or ``None`` where the operation has no value to fold to
+    (division by zero, a shift count outside [0, 64), a negative power). ``/`` truncates toward
+    zero (C division; ``arith.trunc_div``, inlined: arith imports numpy)."""
     if op in ("//", "%", "/") and y == 0:
         return None
-    if op == "//":
-        return x // y
-    if op == "%":
-        return x % y
+    if op in ("<<", ">>") and not 0 <= y < 64:
+        return None
     if op == "/":
         q = abs(x) // abs(y)
         return q if (x >= 0) == (y >= 0) else -q
-    if op == "&":
-        return x & y
-    if op == "|":
-        return x | y
-    if op == "^":
-        return x ^ y
-    if op == "<<":
-        return x << y
-    if op == ">>":
-        return x >> y
-    if op == "**" and y >= 0:
-        return x**y
-    return None
+    fn = _INT_FOLD.get(op)
+    return None if fn is None or (op == "**" and y < 0) else fn(x, y)
+
+
+_INT_FOLD = {
+    "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y, "//": lambda x, y: x // y,
+    "%": lambda x, y: x % y, "min": min, "max": max, "&": lambda x, y: x & y, "|": lambda x, y: x | y,
+    "^": lambda x, y: x ^ y, "<<": lambda x, y: x << y, ">>": lambda x, y: x >> y, "**": lambda x, y: x**y,
+}
 
 
 def binary(op: str, a: Any, b: Any) -> Expr:
@@ -460,7 +457,7 @@ def binary(op: str, a: Any, b: Any) -> Expr:
         if op in _FOLD:
             folded = _FOLD[op](x, y)
         elif ea.dtype.is_int:
-            folded = _fold_int(op, int(x), int(y))
+            folded = fold_int(op, int(x), int(y))
         elif op == "/" and y != 0:
             folded = x / y
         if folded is not None:

@@ -29,7 +29,7 @@ from . import dtypes
 from .arith import COMPARE, Interval, dtype_range, round_float, trunc_div
 from .dtypes import DType
 from .evaluate import evaluate
-from .expr import COMPARE_OPS, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var, convert
+from .expr import COMPARE_OPS, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var, convert, fold_int
 
 Bounds = Mapping[Var, tuple[int | None, int | None]]
 
@@ -255,7 +255,7 @@ class _Ctx:
         if isinstance(e, BinOp):
             a, b = self.simp(e.a), self.simp(e.b)
             if isinstance(a, Const) and isinstance(b, Const) and e.dtype.is_int:
-                v = _fold_int_op(e.op, int(a.value), int(b.value))
+                v = fold_int(e.op, int(a.value), int(b.value))
                 if v is not None and dtype_range(e.dtype)[0] <= v <= dtype_range(e.dtype)[1]:  # type: ignore[operator]
                     return Const(v, e.dtype)
             return e if a is e.a and b is e.b else BinOp(e.op, a, b, e.dtype)
@@ -570,7 +570,7 @@ class _Ctx:
     def bitop(self, op: str, a: _Poly, b: _Poly) -> _Poly:
         dt = a.dtype
         if a.is_const() and b.is_const():
-            return _const_poly(dt, _fold_int_op(op, a.const, b.const))  # type: ignore[arg-type]
+            return _const_poly(dt, fold_int(op, a.const, b.const))  # type: ignore[arg-type]
         for x, m in ((a, b), (b, a)):
             if not m.is_const():
                 continue
@@ -966,41 +966,6 @@ class _Ctx:
         if not const_done and p.const:
             acc = BinOp("+" if p.const > 0 else "-", acc, Const(abs(p.const), dt), dt)
         return acc
-
-
-def _fold_int_op(op: str, x: int, y: int) -> int | None:
-    try:
-        if op == "+":
-            return x + y
-        if op == "-":
-            return x - y
-        if op == "*":
-            return x * y
-        if op == "//":
-            return x // y
-        if op == "%":
-            return x % y
-        if op == "/":
-            return trunc_div(x, y)
-        if op == "min":
-            return min(x, y)
-        if op == "max":
-            return max(x, y)
-        if op == "&":
-            return x & y
-        if op == "|":
-            return x | y
-        if op == "^":
-            return x ^ y
-        if op == "<<" and 0 <= y < 64:
-            return x << y
-        if op == ">>" and y >= 0:
-            return x >> y
-        if op == "**" and y >= 0:
-            return x**y
-    except ZeroDivisionError:
-        return None
-    return None
 
 
 def _fold_float(op: str, x: float, y: float, dt: DType) -> float | None:

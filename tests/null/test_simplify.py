@@ -455,3 +455,19 @@ def test_simplify_stmt_refines_inside_if_and_keeps_unchanged_nodes() -> None:
     assert "A[i] = 0.0" in str(out)
     untouched = For(ii, Const(4, I32), "serial", Store(A, (ii,), Const(0.0, dtypes.float32)))
     assert simplify_stmt(untouched) is untouched
+
+
+@pytest.mark.parametrize("op,x,y,want", [
+    ("<<", 1, 3, 8), (">>", -16, 2, -4), ("/", -7, 2, -3), ("//", -7, 2, -4), ("%", -7, 2, 1),
+    ("<<", 1, -1, None), (">>", 1, 64, None), ("//", 5, 0, None), ("%", 5, 0, None), ("/", 5, 0, None),
+])
+def test_constant_folding_agrees_between_the_builder_and_the_simplifier(op: str, x: int, y: int,
+                                                                        want: int | None) -> None:
+    """Both fold through ``expr.fold_int``; what has no value (a negative shift, a division by
+    zero) stays an expression instead of raising from Python."""
+    e = binary(op, Const(x, dtypes.int32), Const(y, dtypes.int32))
+    s = simplify(BinOp(op, Const(x, dtypes.int32), Const(y, dtypes.int32), dtypes.int32))
+    if want is None:
+        assert isinstance(e, BinOp) and isinstance(s, BinOp)
+    else:
+        assert isinstance(e, Const) and e.value == want and isinstance(s, Const) and s.value == want
