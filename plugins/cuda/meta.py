@@ -101,6 +101,10 @@ class KernelMeta:
     cluster: tuple[int, int, int] | None = None
     #: the kernel's ``T.Kernel`` line, for launch errors
     loc: SourceLoc | None = None
+    #: a persistent kernel (hopper/persistent.py): the tiles its blocks walk with a stride of
+    #: ``gridDim.x``; ``runtime.load`` sets the grid to one block per SM of the device (at most
+    #: this many), in place of ``grid_static``'s 132
+    persistent_tiles: int | None = None
 
     @property
     def num_threads(self) -> int:

@@ -17,6 +17,7 @@ launch raises ``driver.CudaError`` naming the CUDA error and what to do.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import struct
 import sys
 import threading
@@ -531,6 +532,21 @@ class _DeferredLauncher:
         self._real(args, dims)  # type: ignore[misc]
 
 
+def _one_block_per_sm(meta: KernelMeta) -> KernelMeta:
+    """A persistent kernel's grid on the current device: one block per SM, a multiple of the
+    cluster size, at most one per tile. The blocks stride by ``gridDim.x``, so any grid computes
+    the same result; another device than the current one only changes the speed."""
+    assert meta.persistent_tiles
+    try:
+        device = _current_device()
+    except Exception:  # noqa: BLE001 - torch without CUDA: the driver's first device
+        device = 0
+    sms = driver.device_attribute(device, driver.ATTR_MULTIPROCESSOR_COUNT)
+    c = meta.cluster[0] if meta.cluster else 1
+    blocks = max(c, min(meta.persistent_tiles, sms) // c * c)
+    return dataclasses.replace(meta, grid_static=(blocks, 1, 1))
+
+
 def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,
          fallback: Callable[[], Callable[..., None]] | None = None) -> Callable[..., None]:
     """A launcher ``launcher(args, dims=())`` for ``binary`` with launch metadata ``meta``.
@@ -547,11 +563,13 @@ def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,
     (dims as a tuple in that order), the entry of callers that checked the tensors themselves.
     """
     kernel = LoadedKernel(binary, meta)  # validates that the names agree
-    plan = _Plan(meta)
     try:
         driver.libcuda()
     except driver.CudaNotAvailableError:
         return _DeferredLauncher(binary, meta, check_args, fallback)
+    if meta.persistent_tiles:
+        meta = kernel.meta = _one_block_per_sm(meta)
+    plan = _Plan(meta)
     if meta.tensor_maps:
         from .runtime_tma import TmaLauncher, TmaMaps
 

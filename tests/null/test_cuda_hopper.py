@@ -130,3 +130,24 @@ def test_generated_source_is_deterministic(configs: dict[str, bool]) -> None:
     first, _ = _source(FUNCS["flash_attention_pipelined"](), "sm_90a", configs)
     second, _ = _source(FUNCS["flash_attention_pipelined"](), "sm_90a", configs)
     assert first == second
+
+
+@pytest.mark.parametrize("sms,cluster,tiles,want", [(132, None, 512, 132), (78, None, 512, 78), (114, None, 50, 50),
+                                                    (77, (2, 1, 1), 512, 76), (132, (2, 1, 1), 3, 2)])
+def test_persistent_grid_is_one_block_per_sm_of_the_device(monkeypatch: pytest.MonkeyPatch, sms: int,
+                                                           cluster: Any, tiles: int, want: int) -> None:
+    """The launch metadata says 132 blocks; loading the kernel sets one per SM of the device (an
+    H20 has 78), whole clusters, at most one per tile: the kernel strides by ``gridDim.x``."""
+    import dataclasses
+
+    from tests.kernels import gemm
+    from tilelang_x.plugins.cuda import driver, runtime
+
+    func = gemm.matmul.get_ir(4096, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
+    source, ctx = _source(func)
+    meta = ctx.data["cuda.meta"]
+    assert meta.grid_static == (132, 1, 1) and meta.persistent_tiles == 512 and "= gridDim.x;" in source
+    monkeypatch.setattr(driver, "device_attribute", lambda dev, attr: sms)
+    monkeypatch.setattr(runtime, "_current_device", lambda: 0)
+    meta = dataclasses.replace(meta, persistent_tiles=tiles, cluster=cluster)
+    assert runtime._one_block_per_sm(meta).grid_static == (want, 1, 1)

@@ -147,8 +147,8 @@ def test_persistent_walk_follows_the_block_remap(gx: int, gy: int, panel: int, c
     assert pers is not None
     seen = []
     for pid in range(pers.grid):
-        for j in range(evaluate(pers.tiles_here, {pers.pid: pid})):
-            env = {pers.pid: pid, pers.j: j}
+        for j in range(evaluate(pers.tiles_here, {pers.pid: pid, pers.stride: pers.grid})):
+            env = {pers.pid: pid, pers.j: j, pers.stride: pers.grid}
             x, y = (evaluate(pers.block_of[v], env) for v in (bx, by))
             t = pid + j * pers.grid
             if column:

@@ -1,7 +1,8 @@
 """Persistent grid for the warp-specialized Hopper kernel (default for gemm-only loops without a
 cluster; ``pass_configs={"tlx.persistent": bool}`` forces it, config.py).
 
-The grid becomes one block per SM (``tlx_pid``); each block walks tiles ``pid, pid + P, ...`` and the
+The grid becomes one block per SM (``tlx_pid``; ``P`` blocks, ``gridDim.x``, set at load time from
+the device's SM count); each block walks tiles ``pid, pid + P, ...`` and the
 original block indices are recomputed from the tile index, through the panel order of
 ``rasterize.block_remap`` when the kernel has one (``T.use_swizzle`` or the automatic one), so that
 the blocks running together share their A and B panels in L2 as the remapped grid's do. The
@@ -20,7 +21,8 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.stmt import For, Kernel, Seq, Stmt
 
-#: SMs of the H100 / H200 SXM; a smaller part runs the extra blocks as a second (short) wave.
+#: SMs of the H100 / H200 SXM: the grid in the launch metadata; the runtime launches one block
+#: per SM of the device it loads the kernel on (``runtime.load``), which ``stride`` reads
 DEFAULT_SMS = 132
 
 
@@ -31,6 +33,10 @@ class Persistent:
     tiles_here: E.Expr
     grid: int
     block_of: dict[E.Var, E.Expr]
+    #: the blocks' count at launch (``gridDim.x``, bound by codegen): the tile stride
+    stride: E.Var
+    #: the tiles all blocks walk (the original grid's size)
+    total: int
 
     def counter(self, n: E.Expr, k: E.Expr) -> E.Expr:
         """The iteration number across this block's tiles."""
@@ -55,7 +61,8 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
     if grid == total:  # one tile per block: nothing to gain
         return None
     pid, j = E.Var("tlx_pid", dtypes.int32), E.Var("tlx_tile_j", dtypes.int32)
-    tile = pid + j * grid
+    blocks = E.Var("tlx_blocks", dtypes.int32)
+    tile = pid + j * blocks
     block_of: dict[E.Var, E.Expr] = {}
     if raster is not None and len(dims) == 2:
         block_of = _rasterized(kernel, tile, dims[0], dims[1], *raster)  # type: ignore[arg-type]
@@ -66,8 +73,8 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
             idx = tile // stride if stride > 1 else tile
             block_of[v] = idx % d if stride * d < total else idx
             stride *= d
-    tiles_here = (E.const(total - 1) - pid) // grid + 1
-    return Persistent(pid, j, tiles_here, grid, block_of)
+    tiles_here = (E.const(total - 1) - pid) // blocks + 1
+    return Persistent(pid, j, tiles_here, grid, block_of, blocks, total)
 
 
 def _rasterized(kernel: Kernel, tile: E.Expr, gx: int, gy: int, panel: int, column: bool) -> dict[E.Var, E.Expr]:

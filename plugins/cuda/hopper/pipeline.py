@@ -347,7 +347,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
                 for x in (cons_loop if i == at else [s])]
     if pers:
         consumer = [pers.wrap(consumer, loop.loc)]
-        ctx.data["cuda.persistent"] = pers.j  # the tile loops' variable (lower/__init__.py drains after them)
+        ctx.data["cuda.persistent"] = pers  # codegen binds its stride; lower/__init__.py drains after its loops
     regs = _consumer_regs(consumers) if consumers >= 256 else 0
     if regs:
         producer.insert(0, _call("TLX_SETMAXNREG_DEC", PRODUCER_REGS))

@@ -76,7 +76,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
 
     body = lower_body(func.body, lc, dispatch)
     if lc.persistent and lc.tmaps:
-        body = _drain_after_tiles(body, ctx.data["cuda.persistent"])
+        body = _drain_after_tiles(body, ctx.data["cuda.persistent"].j)
     if lc.tmaps:
         ctx.data["cuda.tmaps"] = [*ctx.data.get("cuda.tmaps", ()), *lc.tmaps.values()]
     if lc.aligns:

@@ -58,6 +58,9 @@ class LowerCtx:
                       ctx.data["cuda.gemm"])
         lc.ranges[THREAD] = (0, lc.threads - 1)
         lc.ranges.update(block_ranges(kernel))
+        pers = ctx.data.get("cuda.persistent")
+        if pers is not None:  # the blocks' count at launch (hopper/persistent.py)
+            lc.ranges[pers.stride] = (1, pers.total)
         return lc
 
     def fresh(self, base: str) -> str:

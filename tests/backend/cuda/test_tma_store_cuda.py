@@ -104,3 +104,25 @@ def test_persistent_gemm_stages_every_tile_epilogue(swizzle: Any, configs: dict[
     torch.cuda.synchronize()
     assert ("tlx_tma_store_" in source) == configs.get("tlx.tma_store", True)
     torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("blocks", [1, 50, 131, 144])
+def test_persistent_gemm_is_right_on_any_grid(blocks: int) -> None:
+    """The tile stride is ``gridDim.x``: a device with fewer SMs (one block each) gets all tiles."""
+    import dataclasses
+
+    from tests.null.cuda_helpers import cuda_source
+    from tilelang_x.plugins.cuda import runtime
+    from tilelang_x.plugins.cuda.compile import compile_cuda
+
+    m, n, k = 2000, 2104, 192
+    a, b = _inputs((m, k), (k, n), torch.float16)
+    source, ctx = cuda_source(gemm.matmul.get_ir(m, n, k, **TILES["128x256"]), "sm_90a")
+    meta = ctx.data["cuda.meta"]
+    assert meta.persistent_tiles == 144
+    launch = runtime.load(compile_cuda(source, "sm_90a", kernel_name=meta.kernel_name),
+                          dataclasses.replace(meta, grid_static=(blocks, 1, 1), persistent_tiles=None))
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    launch([a, b, c])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=2e-2, rtol=2e-2)
