@@ -30,7 +30,7 @@ class HopperConfig:
     #: tile while the consumers run the epilogue; persistent.py). ``None`` (default): for
     #: gemm-only loops of kernels without a cluster (multicast needs the clustered grid);
     #: pass_configs={"tlx.persistent": bool} forces it either way. H200, bench/variants.py
-    #: (2026-11-30): GEMM 4096³ +1.3 % and +2.1 %, 8192³ and 8192×28672×4096 within noise.
+    #: (2026-11-30, three runs): GEMM 4096³ +1.3 to +3 %, 8192³ +0.6 to +1.5 %.
     persistent: bool | None = None
     #: two consumer warpgroups of a warp-specialized compute loop take turns issuing their wgmma
     #: groups (hopper/pingpong.py); pass_configs={"tlx.pingpong": False} turns it off. H200,

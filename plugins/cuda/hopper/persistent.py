@@ -1,14 +1,14 @@
 """Persistent grid for the warp-specialized Hopper kernel (default for gemm-only loops without a
 cluster; ``pass_configs={"tlx.persistent": bool}`` forces it, config.py).
 
-The grid becomes one block per SM (``tlx_pid``; ``P`` blocks, ``gridDim.x``, set at load time from
-the device's SM count); each block walks tiles ``pid, pid + P, ...`` and the
-original block indices are recomputed from the tile index, through the panel order of
-``rasterize.block_remap`` when the kernel has one (``T.use_swizzle`` or the automatic one), so that
-the blocks running together share their A and B panels in L2 as the remapped grid's do. The
-producer and the consumers count k-iterations across tiles (``g = j * n + k``), so the stage ring
-and its barrier phases run on from one tile to the next and the producer loads the next tile while
-the consumers run the epilogue.
+The grid becomes one block per SM (``tlx_pid``; ``P`` = ``gridDim.x`` blocks, which the runtime
+sets from the SM count of the device it loads the kernel on); each block walks tiles
+``pid, pid + P, ...`` and the original block indices are recomputed from the tile index, through
+the panel order of ``rasterize.block_remap`` when the kernel has one (``T.use_swizzle`` or the
+automatic one), so that the blocks running together share their A and B panels in L2 as the
+remapped grid's do. The producer and the consumers count k-iterations across tiles
+(``g = j * n + k``), so the stage ring and its barrier phases run on from one tile to the next and
+the producer loads the next tile while the consumers run the epilogue.
 Needs a static grid and a k-loop whose trip count does not depend on the block indices.
 """
 
@@ -31,6 +31,7 @@ class Persistent:
     pid: E.Var
     j: E.Var
     tiles_here: E.Expr
+    #: the grid of the launch metadata (``DEFAULT_SMS`` or fewer); ``runtime.load`` replaces it
     grid: int
     block_of: dict[E.Var, E.Expr]
     #: the blocks' count at launch (``gridDim.x``, bound by codegen): the tile stride

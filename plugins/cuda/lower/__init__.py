@@ -60,7 +60,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc.fold_clear, lc.prefetch_fragments, lc.hoist_fragments = (
         opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
     lc.vector_epilogue = opts.vector_epilogue
-    lc.persistent = "cuda.persistent" in ctx.data and opts.defer_store_drain
+    lc.defer_store_drain = "cuda.persistent" in ctx.data and opts.defer_store_drain
     lc.staged_epilogue, lc.smem_spare = _staged_setup(func, ctx, opts.vector_epilogue and opts.staged_epilogue)
     if lc.staged_epilogue and opts.tma_store:
         _tma_store_setup(func, ctx, lc)
@@ -75,7 +75,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         return lower_op(op, ctx)
 
     body = lower_body(func.body, lc, dispatch)
-    if lc.persistent and lc.tmaps:
+    if lc.defer_store_drain and lc.tmaps:
         body = _drain_after_tiles(body, ctx.data["cuda.persistent"].j)
     if lc.tmaps:
         ctx.data["cuda.tmaps"] = [*ctx.data.get("cuda.tmaps", ()), *lc.tmaps.values()]

@@ -40,7 +40,7 @@ class LowerCtx:
     smem_spare: int = 0
     #: the kernel walks tiles (hopper/persistent.py) and its TMA stores stay in flight from one
     #: tile to the next, drained after the last one (``tlx.defer_store_drain``)
-    persistent: bool = False
+    defer_store_drain: bool = False
     #: TMA stores of staged epilogues (lower/tma_store.py): the kernel's parameters (empty when
     #: off), the ids of those written only by fragment copies, the stores' tensor maps by (arg, box,
     #: swizzle), added to the loads' ones in ``cuda.tmaps``

@@ -134,7 +134,7 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
         col0 = wg_n * nn + cc * chunk
         if j >= slots:
             stmts.extend(reuse_wait(tma) if tma is not None else [Evaluate(Intrin("__syncwarp", ()), op.loc)])
-        elif j == 0 and tma is not None and lc.persistent:
+        elif j == 0 and tma is not None and lc.defer_store_drain:
             stmts.extend(tile_wait())  # the previous tile's stores, left in flight, have read the slots
         for s in range(chunk // 16):
             regs = []
@@ -149,7 +149,7 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
             stmts.extend(issue(spec, ws, base, _dst_index(op, row0, col0)))
         else:
             stmts.extend(_lane_stores(op, ws, base, row0, col0, chunk, lc))
-    if spec is not None and not lc.persistent:
+    if spec is not None and not lc.defer_store_drain:
         stmts.append(drain())
     return Block(Seq(tuple(stmts), op.loc), "parallel", op.loc)
 
