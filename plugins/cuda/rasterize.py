@@ -76,12 +76,17 @@ def remap(bid: int, gx: int, gy: int, panel: int) -> tuple[int, int]:
     return (bid % grp) // h, first + (bid % grp) % h
 
 
+def _use_swizzle(kernel: Kernel) -> Annotate | None:
+    """The kernel's ``T.use_swizzle`` (its annotation), if it calls it."""
+    return next((n for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "swizzle"), None)
+
+
 def block_remap(kernel: Kernel, ctx: Any) -> tuple[int, bool] | None:
     """(panel, column-wise) of the remap of ``blockIdx`` codegen emits for ``kernel``
     (``T.use_swizzle``, else this stage's panel), or ``None`` when the block indices are taken as is."""
     if len(kernel.block_vars) != 2:
         return None
-    swz = next((n for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "swizzle"), None)
+    swz = _use_swizzle(kernel)
     if swz is None:
         auto = ctx.data.get("cuda.raster_panel")
         return (int(auto), False) if auto else None
@@ -126,7 +131,7 @@ def plan_stage(func: Any, ctx: Any) -> Any:
     if len(kernels) != 1 or len(kernels[0].block_vars) != 2:
         return func
     kernel = kernels[0]
-    if any(isinstance(n, Annotate) and n.kind == "swizzle" for n in walk(kernel.body)):
+    if _use_swizzle(kernel) is not None:
         return func
     gx, gy = (E.as_int(g) for g in kernel.grid)
     tiles = _gemm_tiles(kernel)

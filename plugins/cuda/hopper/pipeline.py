@@ -75,6 +75,12 @@ def _is_producer(s: Stmt) -> bool:
         and s.src.buffer.dtype == s.dst.buffer.dtype
 
 
+def _computes(work: list[Stmt]) -> bool:
+    """Whether a loop body without its producer copies does more than gemms (FlashAttention's
+    softmax), which decides warp specialization, the persistent form and the ping-pong loop."""
+    return any(not isinstance(s, Gemm) for s in work)
+
+
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
                  persistent: bool | None = None, barrier_groups: bool = False, rotation: bool = False) -> None:
@@ -220,7 +226,7 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt],
             exprs.extend(s.src.starts)
     if not _host_only(exprs, allowed):
         return None
-    compute = any(not isinstance(s, Gemm) for s in _body(loop) if not _is_producer(s))
+    compute = _computes([s for s in _body(loop) if not _is_producer(s)])
     if compute and not (_owns_sm(kernel, loop) if cx.ws_compute is None else cx.ws_compute):
         log.debug("T.Pipelined at line %s computes more than gemms and two blocks fit on an SM: plain TMA "
                   "pipeline", getattr(loop.loc, "line", "?"))
@@ -283,7 +289,7 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
     gc = pers.counter(n, it) if pers else it
     sc = gc % stages
     rest = [staged(substitute(s, {k: start + it}), cx.multi, sc) for s in work]
-    compute = any(not isinstance(s, Gemm) for s in rest)
+    compute = _computes(rest)
     after: list[Stmt] = []
     if cx.overlap and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
         # one wgmma group stays in flight: iteration it releases the stage of iteration it - 1
@@ -316,8 +322,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     start = loop.start if loop.start is not None else E.const(0)
     csize = math.prod(launch_dims(kernel, ctx.target.arch) or (1,))
     work = [s for s in _body(loop) if not _is_producer(s)]
-    gemm_only = all(isinstance(s, Gemm) for s in work)
-    wanted = cx.persistent if cx.persistent is not None else gemm_only and csize == 1
+    wanted = cx.persistent if cx.persistent is not None else not _computes(work) and csize == 1
     pers = plan_persistent(kernel, n, start, DEFAULT_SMS // csize * csize, block_remap(kernel, ctx)) if wanted else None
     by_use = _groups(work, plans, stages, True)
     rot = rotate.match(work, by_use) if cx.rotation and pers is None else None
