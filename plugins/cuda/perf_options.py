@@ -1,7 +1,6 @@
 """Switches for the sm_80-class path's performance transformations, read from TileLang-style pass
 configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the stages as
-``ctx.options["pass_configs"]``). Every one but ``tlx.tree_reduce`` is on by default; turning one
-off gives the plain form.
+``ctx.options["pass_configs"]``). Every one is on by default; turning one off gives the plain form.
 
 - ``tlx.prefetch_fragments``: a pipelined loop whose body is copies + one mma T.gemm keeps two
   register sets of operand fragments and loads the next k-tile's first fragments before the last
@@ -19,11 +18,6 @@ off gives the plain form.
 - ``tlx.tma_store``: the staged epilogue's chunks go to global memory as TMA stores when the
   destination is a kernel argument a tensor map can describe (``lower/tma_store.py``); always
   off when TMA is (``tl.disable_tma_lower``). Off: the 16-byte stores of every lane.
-- ``tlx.tree_reduce`` (off until measured on a GPU): the in-thread part of ``T.reduce_*`` combines
-  a thread's registers of one output slot as a balanced tree (FlashAttention's 32 scores per row:
-  5 dependent operations instead of 32); exact for max/min, a sum adds pairwise
-  (``lower/reduce._in_thread``). Off: one loop, each register combined into the running value.
-  Both paths.
 - ``tlx.defer_store_drain``: in a persistent kernel, a tile's TMA stores stay in flight while the
   next tile computes; the next epilogue waits for them before its first slot write, and the block
   once after its last tile. Off: each epilogue waits for its own stores. H200 (2026-11-30,
@@ -54,7 +48,6 @@ class PerfOptions:
     staged_epilogue: bool = True
     tma_store: bool = True
     defer_store_drain: bool = True
-    tree_reduce: bool = False
 
 
 def perf_options(ctx: Any) -> PerfOptions:
@@ -65,4 +58,4 @@ def perf_options(ctx: Any) -> PerfOptions:
 
     return PerfOptions(on("tlx.prefetch_fragments"), on("tlx.hoist_fragments"), on("tlx.fold_clear"),
                        on("tlx.vector_epilogue"), on("tlx.staged_epilogue"), on("tlx.tma_store"),
-                       on("tlx.defer_store_drain"), bool(configs.get("tlx.tree_reduce", False)))
+                       on("tlx.defer_store_drain"))

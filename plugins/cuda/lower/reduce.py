@@ -60,20 +60,14 @@ def lower_reduce(op: Reduce, lc: Any) -> Stmt:
     acc_t = dtypes.float32 if dst.dtype.is_float and dst.dtype.bits < 32 else dst.dtype
     red = Buffer(lc.fresh("red"), (ld.num_local,), acc_t, "local")
     u = E.Var(lc.fresh("u"))
-
-    def value(v: E.Expr) -> E.Expr:
-        x: E.Expr = E.cast(E.Load(s_loc, (v,)), acc_t)
-        return E.call("abs", x) if op.kind in ("abssum", "absmax") else x
-
-    out: list[Stmt] = [Alloc(red)]
-    if lc.tree_reduce:
-        out.extend(_in_thread(op.kind, red, terms, ls.num_local, value, acc_t))
-    else:  # one dependent chain per slot
-        v = E.Var(lc.fresh("v"))
-        slot = slot_expr(terms, v)
-        step = Store(red, (slot,), combine(op.kind, E.Load(red, (slot,)), value(v)))
-        out += [For(u, E.const(ld.num_local), "unroll", Store(red, (u,), identity(op.kind, acc_t))),
-                For(v, E.const(ls.num_local), "unroll", step)]
+    v = E.Var(lc.fresh("v"))
+    out: list[Stmt] = [Alloc(red), For(u, E.const(ld.num_local), "unroll", Store(red, (u,), identity(op.kind, acc_t)))]
+    x: E.Expr = E.cast(E.Load(s_loc, (v,)), acc_t)
+    if op.kind in ("abssum", "absmax"):
+        x = E.call("abs", x)
+    slot = slot_expr(terms, v)
+    out.append(For(v, E.const(ls.num_local), "unroll",
+                   Store(red, (slot,), combine(op.kind, E.Load(red, (slot,)), x))))
     ru = E.Load(red, (u,))
     for d in sorted(ls.dims[op.dim], key=lambda d: d.stride):
         if d.kind != "T" or d.extent == 1:
@@ -89,26 +83,6 @@ def lower_reduce(op: Reduce, lc: Any) -> Stmt:
     final = ru if op.clear else combine(op.kind, E.cast(E.Load(d_loc, (u,)), acc_t), ru)
     out.append(For(u, E.const(ld.num_local), "unroll", Store(d_loc, (u,), E.cast(final, dst.dtype))))
     return Seq(tuple(out))
-
-
-def _in_thread(kind: str, red: Buffer, terms: list[tuple[int, int, int, int]], n: int, value: Any,
-               dt: dtypes.DType) -> list[Stmt]:
-    """``red[slot]`` = the reduction of the thread's own registers of each destination slot, as a
-    balanced tree: FlashAttention's 32 values per row are 5 dependent operations deep instead of a
-    32-long chain, which left the tensor cores waiting on the softmax (Nsight Compute, H200
-    2026-11-30: 30 % of the stall cycles were fixed-latency dependencies). Exact for max and min;
-    a sum adds in a different order than a loop would (pairwise, no less accurate)."""
-    slots: dict[int, list[E.Expr]] = {s: [] for s in range(int(red.shape[0]))}  # type: ignore[call-overload]
-    for v in range(n):
-        s = E.as_int(slot_expr(terms, E.const(v)))
-        assert s is not None and s in slots, "a register's slot is a constant of its index"
-        slots[s].append(value(E.const(v)))
-    out: list[Stmt] = []
-    for s, xs in slots.items():
-        while len(xs) > 1:
-            xs = [combine(kind, xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
-        out.append(Store(red, (E.const(s),), xs[0] if xs else identity(kind, dt)))
-    return out
 
 
 def _through_smem(kind: str, red: Buffer, n: int, extent: int, stride: int, lc: Any, dt: dtypes.DType) -> list[Stmt]:
