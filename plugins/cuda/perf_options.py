@@ -18,6 +18,11 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
 - ``tlx.tma_store``: the staged epilogue's chunks go to global memory as TMA stores when the
   destination is a kernel argument a tensor map can describe (``lower/tma_store.py``); always
   off when TMA is (``tl.disable_tma_lower``). Off: the 16-byte stores of every lane.
+- ``tlx.reciprocal_division``: in a ``T.Parallel`` nest, a float32 division by a value that is the
+  same along one of the nest's loop variables (``acc_o[i, j] /= logsum[i]``) multiplies by the
+  value's correctly rounded reciprocal, computed once per value (``lower/reciprocal.py``): within
+  1.5 ulp instead of 0.5 (a subnormal divisor gives infinities). Off: an IEEE division per element.
+  Both paths.
 - ``tlx.defer_store_drain``: in a persistent kernel, a tile's TMA stores stay in flight while the
   next tile computes; the next epilogue waits for them before its first slot write, and the block
   once after its last tile. Off: each epilogue waits for its own stores. H200 (2026-11-30,
@@ -48,6 +53,7 @@ class PerfOptions:
     staged_epilogue: bool = True
     tma_store: bool = True
     defer_store_drain: bool = True
+    reciprocal_division: bool = True
 
 
 def perf_options(ctx: Any) -> PerfOptions:
@@ -58,4 +64,4 @@ def perf_options(ctx: Any) -> PerfOptions:
 
     return PerfOptions(on("tlx.prefetch_fragments"), on("tlx.hoist_fragments"), on("tlx.fold_clear"),
                        on("tlx.vector_epilogue"), on("tlx.staged_epilogue"), on("tlx.tma_store"),
-                       on("tlx.defer_store_drain"))
+                       on("tlx.defer_store_drain"), on("tlx.reciprocal_division"))

@@ -59,7 +59,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     opts = perf_options(ctx)
     lc.fold_clear, lc.prefetch_fragments, lc.hoist_fragments = (
         opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
-    lc.vector_epilogue = opts.vector_epilogue
+    lc.vector_epilogue, lc.reciprocal_division = opts.vector_epilogue, opts.reciprocal_division
     lc.defer_store_drain = "cuda.persistent" in ctx.data and opts.defer_store_drain
     lc.staged_epilogue, lc.smem_spare = _staged_setup(func, ctx, opts.vector_epilogue and opts.staged_epilogue)
     if lc.staged_epilogue and opts.tma_store:

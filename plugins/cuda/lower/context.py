@@ -34,6 +34,7 @@ class LowerCtx:
     prefetch_fragments: bool = False
     hoist_fragments: bool = False
     vector_epilogue: bool = False
+    reciprocal_division: bool = False
     #: the staged (stmatrix + 16-byte store) epilogue (lower/staged_epilogue.py); sm_90a only
     staged_epilogue: bool = False
     #: shared memory bytes left for workspaces (the target's limit minus the kernel's tiles)

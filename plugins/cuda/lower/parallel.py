@@ -44,6 +44,7 @@ def drop_proven(node: Any, ranges: dict[E.Var, tuple[int, int]]) -> Any:
 
 def lower_nest(nest: For, lay: Fragment | None, lc: Any) -> Stmt:
     from .private import check_private_writes
+    from .reciprocal import reciprocal_division
 
     check_private_writes(nest)
     vars_, exts, body = nest_info(nest)
@@ -55,6 +56,8 @@ def lower_nest(nest: For, lay: Fragment | None, lc: Any) -> Stmt:
             ranges[v] = (0, n - 1)
     body = lower_inner(body, lc)
     body = drop_proven(body, ranges)
+    if lc.reciprocal_division:
+        body = reciprocal_division(body, vars_, exts)
     if lay is None:
         return Block(_strided(vars_, exts, starts, body, lc), "parallel", nest.loc)
     v = E.Var(lc.fresh("v"))

@@ -140,3 +140,23 @@ def test_print_smoke(capfd: pytest.CaptureFixture[str]) -> None:
     out = capfd.readouterr().out
     assert out.count("tile: A_s[") == 16  # one thread of block 0 prints
     assert "tile: A_s[2, 3] = 11" in out and "n: n = 7" in out
+
+
+def test_reciprocal_division_matches_torch_on_special_divisors() -> None:
+    """``tlx.reciprocal_division``: ``A[i, j] / D[i]`` multiplies by ``1 / D[i]``; zeros, infinities,
+    NaN and large or small normal divisors give torch's values, finite ones within 1.5 ulp."""
+    @T.prim_func
+    def row_div(A: T.Tensor((64, 32), T.float32), D: T.Tensor((64,), T.float32), B: T.Tensor((64, 32), T.float32)):
+        with T.Kernel(1, threads=128):
+            for i, j in T.Parallel(64, 32):
+                B[i, j] = A[i, j] / D[i]
+
+    a = torch.randn(64, 32)
+    a[:, 0] = 0.0
+    a[:, 1] = math.inf
+    d = torch.rand(64) + 0.5
+    d[:8] = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-37, 3e38, -1e-30])
+    b = torch.zeros(64, 32, device="cuda")
+    tilelang_x.compile(row_div, target="cuda")(a.cuda(), d.cuda(), b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(b.cpu(), a / d[:, None], rtol=2.5e-7, atol=1e-37, equal_nan=True)
