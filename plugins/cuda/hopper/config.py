@@ -45,6 +45,11 @@ class HopperConfig:
     #: block k-1 in flight during the softmax of block k); pass_configs={"tlx.softmax_rotation":
     #: False} turns it off.
     softmax_rotation: bool = True
+    #: global → shared copies before a warp-specialized loop at block-level coordinates into tiles
+    #: nothing else writes (FlashAttention's Q) are TMA loads the producer issues at the block's
+    #: start (pipeline.py ``_prologue_loads``); pass_configs={"tlx.prologue_loads": False}: the
+    #: consumers copy them with ordinary loads and stores.
+    prologue_loads: bool = True
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -67,7 +72,8 @@ def hopper_config(ctx: Any) -> HopperConfig:
     overlap = bool(configs.get("tlx.wgmma_overlap", True))
     return HopperConfig(wgmma, tma, ws, overlap, _tri(configs, "tlx.ws_compute_loops"),
                         _tri(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
-                        _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)))
+                        _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)),
+                        bool(configs.get("tlx.prologue_loads", True)))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

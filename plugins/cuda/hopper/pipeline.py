@@ -8,7 +8,10 @@ after waiting for ``empty[k % S]``; the original threads (consumers) wait for ``
 the loop body and arrive on ``empty[k % S]``. With ``tlx.barrier_groups``, copies whose tiles are
 used by different statements of the body get their own full/empty pairs (``_Group``: FlashAttention's
 K released after QKᵀ). With ≥ 256 consumers, ``setmaxnreg`` moves registers from the producer to
-the consumers. Everything outside the loop runs on the consumers. A body that computes more than
+the consumers. Everything outside the loop runs on the consumers, except global → shared copies
+before it at block-level coordinates into tiles nothing else writes (FlashAttention's Q): the
+producer issues them as TMA loads at the block's start, and the consumers wait for them before
+their first statement that reads them (``_prologue_loads``, ``tlx.prologue_loads``). A body that computes more than
 gemms (FlashAttention's softmax) is warp-specialized when the block's shared memory leaves no room
 for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it either way); two
 consumer warpgroups then take turns issuing wgmma (pingpong.py, ``tlx.pingpong``), and a
@@ -38,8 +41,8 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
-from ....core_ir.buffer import Buffer
-from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt
+from ....core_ir.buffer import Buffer, Region
+from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Store
 from ....core_ir.tileops import Copy, Gemm
 from ....core_ir.visit import rewrite, substitute, walk
 from ..analysis import block_ranges
@@ -83,13 +86,16 @@ def _computes(work: list[Stmt]) -> bool:
 
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
-                 persistent: bool | None = None, barrier_groups: bool = False, rotation: bool = False) -> None:
+                 persistent: bool | None = None, barrier_groups: bool = False, rotation: bool = False,
+                 prologue_loads: bool = False) -> None:
         self.overlap = overlap
+        self.prologue_loads = prologue_loads
         self.rotation = rotation
         self.ws_compute = ws_compute
         self.persistent = persistent
         self.barrier_groups = barrier_groups
         self.params = tuple(func.params)
+        self.host_vars = _host_vars(func, kernel)
         self.specs: dict[tuple, TmaSpec] = {}
         self.multi: dict[Buffer, Buffer] = {}
         self.preset: dict[Buffer, Any] = {}
@@ -140,9 +146,10 @@ def _wait_full(full: Buffer, j: E.Expr, stages: int) -> Stmt:
     return _call("tlx_mbar_wait", _bar(full, j % stages), (j // stages) % 2)
 
 
-def _init(bars: list[tuple[Buffer, int]], stages: int) -> list[Stmt]:
+def _init(bars: list[tuple[Buffer, int]]) -> list[Stmt]:
+    """Allocation and initialisation (one arrival count per barrier, for each of its stages)."""
     inits: list[Stmt] = [_call("tlx_mbar_init", _bar(b, E.const(s)), count) for b, count in bars
-                         for s in range(stages)]
+                         for s in range(E.as_int(b.shape[0]) or 1)]
     return [Alloc(b) for b, _ in bars] + [If(E.binary("==", THREAD, 0), Seq(tuple(inits) + (_call(
         "tlx_mbar_fence_init"),)), None)]
 
@@ -159,7 +166,7 @@ def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
     def issue(i: E.Expr, s: E.Expr) -> Stmt:
         return If(lead, Seq(tuple(_issue(plans, cx.multi, k, start + i, s, _bar(full, s)))), None, loop.loc)
 
-    out: list[Stmt] = _init([(full, 1)], stages) + [Barrier()]
+    out: list[Stmt] = _init([(full, 1)]) + [Barrier()]
     for s in range(stages - 1):
         out.append(If(E.binary("<", E.const(s), n), issue(E.const(s), E.const(s)), None, loop.loc))
     nxt = it + (stages - 1)
@@ -185,6 +192,18 @@ def _host_only(exprs: list[E.Expr], allowed: set[int]) -> bool:
         if any(id(v) not in allowed for v in E.free_vars(e)):
             return False
     return True
+
+
+def _host_vars(func: PrimFunc, kernel: Kernel) -> set[int]:
+    """ids of the variables the producer knows without the consumers: block indices, scalar
+    arguments and the symbolic sizes of tensor arguments."""
+    allowed = {id(v) for v in kernel.block_vars}
+    for p in func.params:
+        if isinstance(p, E.Var):
+            allowed.add(id(p))
+        elif isinstance(p, Buffer):
+            allowed |= {id(v) for e in p.shape for v in E.free_vars(e)}
+    return allowed
 
 
 def _owns_sm(kernel: Kernel, loop: For) -> bool:
@@ -214,12 +233,7 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt],
         return None
     loop = top[loops[0]]
     assert isinstance(loop, For)
-    allowed = {id(v) for v in kernel.block_vars} | {id(loop.var)}
-    for p in func.params:
-        if isinstance(p, E.Var):
-            allowed.add(id(p))
-        elif isinstance(p, Buffer):
-            allowed |= {id(v) for e in p.shape for v in E.free_vars(e)}
+    allowed = cx.host_vars | {id(loop.var)}
     exprs = [loop.extent] + ([loop.start] if loop.start is not None else [])
     for s in _body(loop):
         if _is_producer(s):
@@ -235,6 +249,47 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt],
     if plans is None:
         return None
     return top, loops[0], plans
+
+
+def _written_buffers(node: Stmt, but: Stmt | None = None) -> list[Buffer]:
+    """The buffers that statements of ``node`` (other than ``but``) store to or write as tile ops."""
+    out = []
+    for n in walk(node):
+        if n is but:
+            continue
+        if isinstance(n, Store):
+            out.append(n.buffer)
+        out += [r.buffer for r in (getattr(n, "dst", None), getattr(n, "C", None)) if isinstance(r, Region)]
+    return out
+
+
+def _written(b: Buffer, node: Stmt, but: Stmt) -> bool:
+    """Whether a statement of ``node`` other than ``but`` writes buffer ``b``."""
+    return any(w is b for w in _written_buffers(node, but))
+
+
+def _writes_shared(node: Stmt) -> bool:
+    return any(w.scope == "shared" for w in _written_buffers(node))
+
+
+def _prologue_loads(kernel: Kernel, top: list[Stmt], at: int, cx: _Ctx) -> dict[int, TmaCopy]:
+    """Copies before the loop (top-level statement index → plan) that the producer can issue as TMA
+    loads at the block's start (FlashAttention's Q tile): global → shared tiles at block-level
+    coordinates, into a buffer nothing else writes, so one load and one wait serve the whole block."""
+    out: dict[int, TmaCopy] = {}
+    for i, s in enumerate(top[:at]):
+        if not _is_producer(s) or not _host_only(list(s.src.starts), cx.host_vars):
+            continue
+        b = s.dst.buffer
+        if id(b) in cx.annotated or _written(b, kernel.body, s):
+            continue
+        trial = dict(cx.specs)
+        plan = plan_tma(s, cx.params, trial)
+        if plan is not None:
+            cx.specs.update(trial)
+            cx.preset[b] = plan.layout
+            out[i] = plan
+    return out
 
 
 def _consumer_regs(consumers: int) -> int:
@@ -336,20 +391,31 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
                                               *_issue(list(g.plans), cx.multi, k, start + kp, sp, _bar(g.full, sp),
                                                       mc))]
     prod_loop: Stmt = For(kp, n, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
-    producer: list[Stmt] = [If(E.binary("==", THREAD, consumers), pers.wrap([prod_loop]) if pers else prod_loop,
+    pre = _prologue_loads(kernel, top, at, cx) if cx.prologue_loads and pers is None and mc is None else {}
+    pre_bar = Buffer("tlx_pre", (1,), dtypes.uint64, "shared")
+    pre_issue = [_call("tlx_mbar_expect_tx", _bar(pre_bar, E.const(0)), tile_bytes(list(pre.values())))] + [
+        x for p in pre.values() for x in p.issue(None, p.op.dst.buffer, _bar(pre_bar, E.const(0)))] if pre else []
+    prod_all = Seq((*pre_issue, prod_loop)) if pre else prod_loop
+    producer: list[Stmt] = [If(E.binary("==", THREAD, consumers), pers.wrap([prod_loop]) if pers else prod_all,
                                None)]
     if rot is not None:
         def stmt_at(s: Stmt, j: E.Expr) -> Stmt:
             return staged(substitute(s, {k: start + j}), cx.multi, j % stages)
 
+        before = [s for i, s in enumerate(top[:at]) if i not in pre]
         cons_loop = rotate.rotated(rot, loop, stmt_at, lambda g, j: _wait_full(g.full, j, stages),
                                    lambda g, j: _release(g, j % stages, mc),
-                                   block_ranges(kernel, unknown_extent=2**31))
+                                   block_ranges(kernel, unknown_extent=2**31),
+                                   any(_writes_shared(s) for s in before))
     else:
         cons_loop = _consumer_loop(loop, work, groups, cx, pers, mc)
     hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]
-    consumer = [x for i, s in enumerate(top) if not any(s is h for h in hoisted)
+    consumer = [x for i, s in enumerate(top) if not any(s is h for h in hoisted) and i not in pre
                 for x in (cons_loop if i == at else [s])]
+    if pre:  # the consumers wait for the prologue loads before the first statement that reads them
+        dsts = {id(p.op.dst.buffer) for p in pre.values()}
+        first = next(i for i, s in enumerate(consumer) if any(id(getattr(n, "buffer", None)) in dsts for n in walk(s)))
+        consumer.insert(first, _call("tlx_mbar_wait", _bar(pre_bar, E.const(0)), 0))
     if pers:
         consumer = [pers.wrap(consumer, loop.loc)]
         ctx.data["cuda.persistent"] = pers  # codegen binds its stride; lower/__init__.py drains after its loops
@@ -360,10 +426,11 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     split = If(E.binary(">=", THREAD, consumers), Seq(tuple(producer)), Seq(tuple(consumer)), loop.loc)
     bars = [(b, count) for g in groups
             for b, count in ((g.full, 1), (g.empty, mc.empty_count(g.plans, consumers) if mc else consumers))]
+    bars += [(pre_bar, 1)] if pre else []
     # with multicast, peers signal these barriers: the whole cluster waits for the inits, and no
     # CTA exits while a peer may still write into its shared memory or arrive on its barriers
     start_sync, end = ("tlx_cluster_sync_init", [_call("tlx_cluster_sync")]) if mc else ("__syncthreads", [])
-    body = hoisted + _init(bars, stages) + [_call(start_sync), split, *end]
+    body = hoisted + _init(bars) + [_call(start_sync), split, *end]
     ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": PRODUCER_REGS, "consumer_regs": regs}
     if pers:
         new_body = substitute(Seq(tuple(body)), pers.block_of)
@@ -378,7 +445,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if not cfg.tma or kernel is None:
         return pipeline_stage(func, ctx)
     cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
-              cfg.softmax_rotation)
+              cfg.softmax_rotation, cfg.prologue_loads)
     body = func.body
     ws = _ws_candidate(func, kernel, cx) if cfg.warp_specialize else None
     sm80: dict[Buffer, Buffer] = {}

@@ -175,10 +175,11 @@ def _float_fragments(stmts: list[Stmt]) -> list[Buffer]:
 
 
 def rotated(plan: Plan, loop: For, at: Any, wait: Any, release: Any,
-            ranges: dict[E.Var, tuple[int, int]]) -> list[Stmt]:
+            ranges: dict[E.Var, tuple[int, int]], shared_written_before: bool = True) -> list[Stmt]:
     """The consumers' statements for ``loop``: ``at(stmt, j)`` is a body statement for iteration
     ``j``, ``wait(group, j)`` / ``release(group, j)`` the barrier calls of iteration ``j``;
-    ``ranges``: the block indices' ranges (to prove the loop runs at least once)."""
+    ``ranges``: the block indices' ranges (to prove the loop runs at least once);
+    ``shared_written_before``: whether the consumers write shared memory before the loop."""
     n = loop.extent
     it = E.Var(loop.var.name + "_i", loop.var.dtype)
     g1 = dataclasses.replace(plan.g1, wg_wait=-1)
@@ -220,10 +221,11 @@ def rotated(plan: Plan, loop: For, at: Any, wait: Any, release: Any,
             wait0(), _frag_call("tlx_fence_regs", c_buf), release(v_grp, prev), *after(it)]
     ann = tuple(loop.annotations) + ((CONSUMER_LOOP, True), (ROTATED, True))
     main = For(it, n - 1, "serial", Seq(tuple(body)), E.const(1), ann, loop.loc)
-    # the barrier orders the shared tiles written before the loop (Q) for the prologue and the loop
-    # at once: sync insertion would otherwise put one in the (conditional) prologue and another
-    # between it and the loop, which pingpong.py needs adjacent
-    out: list[Stmt] = [Barrier(), Seq(tuple(prologue)), main, Seq(tuple(last_pv(n - 1)))]
+    # the barrier orders the shared tiles the consumers wrote before the loop (Q, when not loaded by
+    # the producer) for the prologue and the loop at once: sync insertion would otherwise put one in
+    # the (conditional) prologue and another between it and the loop, which pingpong.py needs adjacent
+    out: list[Stmt] = [Barrier() if shared_written_before else Seq(()), Seq(tuple(prologue)), main,
+                       Seq(tuple(last_pv(n - 1)))]
     lo = bounds(n, ranges)
     if lo is None or lo[0] < 1:  # (the guards cost registers: ptxas rematerializes in the loop)
         some = E.binary("<", zero, n)
