@@ -26,7 +26,7 @@ tail -3 "$OUT/cuda_tests.log"
     --out "$work/attention.json"
   # A/B of compiler switches, each variant timed round-robin in one process (bench/variants.py)
   python3 bench/variants.py attention --dims 128,64 --timeout 150 --out "$work/variants_attention.json" \
-    --variants '{"default": {}, "no_rotation": {"tlx.softmax_rotation": false}, "plain": {"tlx.ws_compute_loops": false}, "default_again": {}}'
+    --variants '{"default": {}, "no_rotation": {"tlx.softmax_rotation": false}, "plain": {"tlx.ws_compute_loops": false}, "ieee_division": {"tlx.reciprocal_division": false}, "no_prologue_loads": {"tlx.prologue_loads": false}, "default_again": {}}'
   python3 bench/variants.py gemm --shapes 4096x4096x4096,8192x8192x8192 --timeout 150 \
     --out "$work/variants_gemm.json" --variants '{"default": {}, "not_persistent": {"tlx.persistent": false}, "lane_stores": {"tlx.tma_store": false}, "default_again": {}}'
   # thread-block clusters with TMA multicast (rasterization off: it would remap the clustered blocks)
