@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from _common import attempt, checked_run, device_info, emit, parse_args, round_robin_ms
+from _common import attempt, checked_run, device_info, emit, parse_args, parse_config, round_robin_ms
 
 Case = tuple[str, Any, Any, Any, float]  # name, build(pass_configs), run(kernel), reference(), flops
 
@@ -46,13 +46,14 @@ def _gemm_case(shape: str, args: Any) -> Case:
     from tests.kernels import gemm
     from tilelang_x.core_ir.dtypes import as_dtype
 
-    bm, bn, bk, st, th = (int(x) for x in args.config.split("x"))
+    bm, bn, bk, st, th, *cluster = parse_config(args.config)
     m, n, k = (int(x) for x in shape.split("x"))
     a, b = torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half()
 
     def build(pc: dict[str, Any]) -> Any:
         func = gemm.matmul.get_ir(m, n, k, in_dtype=as_dtype("float16"), out_dtype=as_dtype("float16"),
-                                  block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
+                                  block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th,
+                                  cluster=cluster[0] if cluster else None)
         return tilelang_x.compile(func, out_idx=[-1], pass_configs=pc)
 
     return shape, build, lambda kern: kern(a, b), lambda: torch.matmul(a, b), 2.0 * m * n * k
@@ -89,7 +90,8 @@ def main() -> None:
         p.add_argument("--seq", type=int, default=4096)
         p.add_argument("--shapes", default="8192x8192x8192")
         p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
-        p.add_argument("--config", default="", help="attention BMxBNxSTAGESxTHREADS, gemm BMxBNxBKxSTAGESxTHREADS")
+        p.add_argument("--config", default="",
+                       help="attention BMxBNxSTAGESxTHREADS, gemm BMxBNxBKxSTAGESxTHREADS[@CXxCYxCZ]")
 
     args = parse_args(__doc__ or "", extra)
     args.config = args.config or ("128x128x2x256" if args.kernel == "attention" else "128x256x64x3x256")

@@ -134,7 +134,7 @@ def test_gemm_multicasts_b_along_y_and_both_on_a_2x2_cluster() -> None:
     assert "tlx_mbar_init(tlx_empty_s + (0) * 8, 24);" in source
 
 
-@pytest.mark.parametrize("configs", [{"tlx.multicast": False}, {"tlx.persistent": True},
+@pytest.mark.parametrize("configs", [{"tlx.multicast": False}, {"tlx.multicast": False, "tlx.persistent": True},
                                      {"tl.disable_warp_specialized": True}])
 def test_cluster_launch_without_multicast(configs: dict[str, bool]) -> None:
     source, ctx = cuda_source(_gemm((1, 2, 1), m=4096, n=4096), "sm_90a", configs)
@@ -145,6 +145,51 @@ def test_cluster_launch_without_multicast(configs: dict[str, bool]) -> None:
     assert all(g % c == 0 for g, c in zip(grid, cluster))
     if "tlx.persistent" in configs:  # a 1-d grid of whole clusters
         assert cluster == (2, 1, 1) and grid == (132, 1, 1) and "__cluster_dims__(2, 1, 1)" in source
+
+
+@pytest.mark.parametrize("cluster,shared", [((1, 2, 1), "B"), ((2, 1, 1), "A")])
+def test_persistent_clusters_multicast(cluster: tuple[int, int, int], shared: str) -> None:
+    """A persistent clustered GEMM walks cluster tiles, so the operand cluster-mates share is
+    multicast as in the clustered grid (the rasterized block order included)."""
+    source, ctx = cuda_source(_gemm(cluster, m=8192, n=8192), "sm_90a", {"tlx.persistent": True})
+    body = source.split("TLX_DEV")[-1]
+    assert ctx.data.get("cuda.raster_panel") and "tlx_tile_j" in body
+    assert "__cluster_dims__(2, 1, 1)" in body and ctx.data["cuda.meta"].grid_static == (132, 1, 1)
+    mc = [ln for ln in _loads(source) if ln.startswith("tlx_tma_load_mc_2d(")]
+    assert mc and all(f"{shared}_tmap" in ln for ln in mc)
+    assert "tlx_mbar_arrive_peers(" in body and "tlx_cluster_sync();" in body
+    assert "tlx_floormod(((tlx_tile_j" not in body  # the stage index is proven non-negative
+
+
+@pytest.mark.parametrize("gx,gy,cluster,raster,blocks", [
+    (16, 32, (1, 2, 1), None, 132), (16, 32, (2, 1, 1), (12, False), 132), (9, 16, (1, 2, 1), (4, True), 66),
+    (8, 6, (2, 2, 1), (2, False), 12), (32, 64, (1, 2, 1), (8, False), 2)])
+def test_persistent_cluster_walk(gx: int, gy: int, cluster: tuple[int, int, int], raster: Any, blocks: int) -> None:
+    """Every block of the clustered grid runs exactly once, on any grid of whole clusters, and the
+    blocks of one cluster run, at each step, one cluster of the original grid with their ranks."""
+    from tilelang_x.core_ir import dtypes
+    from tilelang_x.core_ir import expr as E
+    from tilelang_x.core_ir.evaluate import evaluate
+    from tilelang_x.core_ir.stmt import Kernel, Seq
+    from tilelang_x.plugins.cuda.hopper.persistent import plan_persistent
+
+    bx, by = E.Var("bx", dtypes.int32), E.Var("by", dtypes.int32)
+    kernel = Kernel((E.const(gx), E.const(gy)), (bx, by), (128,), Seq(()))
+    pers = plan_persistent(kernel, E.const(8), E.const(0), 132 if gx * gy > 132 else 12, raster, cluster)
+    assert pers is not None and pers.grid % (cluster[0] * cluster[1]) == 0
+    size = cluster[0] * cluster[1]
+    seen = []
+    for pid in range(blocks):
+        env = {pers.pid: pid, pers.stride: blocks}
+        for j in range(evaluate(pers.tiles_here, env)):
+            x, y = (evaluate(pers.block_of[v], {**env, pers.j: j}) for v in (bx, by))
+            rank = pid % size
+            assert (x % cluster[0], y % cluster[1]) == (rank % cluster[0], rank // cluster[0])
+            mate = pid - rank  # rank 0 of the cluster: the same cluster tile
+            x0, y0 = (evaluate(pers.block_of[v], {pers.pid: mate, pers.stride: blocks, pers.j: j}) for v in (bx, by))
+            assert (x // cluster[0], y // cluster[1]) == (x0 // cluster[0], y0 // cluster[1])
+            seen.append((x, y))
+    assert sorted(seen) == [(x, y) for x in range(gx) for y in range(gy)]
 
 
 def test_rasterized_block_order_is_not_multicast() -> None:

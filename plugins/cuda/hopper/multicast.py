@@ -16,8 +16,9 @@ its shared memory or arrive on its barriers.
 
 Decided on the block indices as the pipeline stage sees them: a rasterized block order (codegen's
 remap of ``blockIdx``, rasterize.py) makes sharing unprovable, and so does a slice that would not
-keep whole 8-row swizzle atoms. Not for the persistent form. Switch: pass config
-``tlx.multicast`` (default on).
+keep whole 8-row swizzle atoms, unless the kernel is persistent: its walk over cluster tiles
+(persistent.py) keeps cluster-mates' relative block indices in any block order. Switch: pass
+config ``tlx.multicast`` (default on).
 """
 
 from __future__ import annotations
@@ -132,13 +133,14 @@ def _slice(p: TmaCopy, group: Group, specs: dict[tuple, TmaSpec]) -> McSlice | N
 
 
 def plan_multicast(kernel: Kernel, loop: For, plans: list[TmaCopy], specs: dict[tuple, TmaSpec],
-                   ctx: Any) -> Multicast | None:
+                   ctx: Any, persistent: bool = False) -> Multicast | None:
     """The multicast form of the warp-specialized loop ``loop`` of ``kernel``, or ``None``; adds
-    the slices' tensor maps to ``specs``."""
+    the slices' tensor maps to ``specs``. ``persistent``: the kernel walks its tiles in cluster
+    tiles (persistent.py), which keeps cluster-mates' block indices whatever the block order."""
     shape = launch_dims(kernel, getattr(getattr(ctx, "target", None), "arch", None))
     if shape is None or not enabled(ctx):
         return None
-    if block_remap(kernel, ctx) is not None:
+    if not persistent and block_remap(kernel, ctx) is not None:
         log.debug("%s: rasterized block order: no TMA multicast (sharing is not provable)", kernel.loc)
         return None
     bounds = [loop.extent] + ([loop.start] if loop.start is not None else [])

@@ -9,6 +9,12 @@ automatic one), so that the blocks running together share their A and B panels i
 remapped grid's do. The producer and the consumers count k-iterations across tiles
 (``g = j * n + k``), so the stage ring and its barrier phases run on from one tile to the next and
 the producer loads the next tile while the consumers run the epilogue.
+In a clustered kernel (2-D grid, ``cluster_dims`` (cx, cy, 1)) each cluster walks tiles of
+cx × cy blocks, cluster ``pid / (cx * cy)`` with stride ``P / (cx * cy)``, and the block of rank
+``r`` (``%cluster_ctarank``, which is ``pid % (cx * cy)`` on the one-dimensional grid) takes the
+block ``(r % cx, r / cx)`` of it: cluster-mates keep the block indices of the clustered grid
+relative to each other, so TMA multicast (multicast.py) shares what it shares there. The panel
+order of a rasterized grid then applies to the clusters' tiles.
 Needs a static grid and a k-loop whose trip count does not depend on the block indices.
 """
 
@@ -38,6 +44,8 @@ class Persistent:
     stride: E.Var
     #: the tiles all blocks walk (the original grid's size)
     total: int
+    #: blocks per cluster: the grid is a multiple of it
+    cluster_size: int = 1
 
     def counter(self, n: E.Expr, k: E.Expr) -> E.Expr:
         """The iteration number across this block's tiles."""
@@ -48,12 +56,16 @@ class Persistent:
 
 
 def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT_SMS,
-                    raster: tuple[int, bool] | None = None) -> Persistent | None:
+                    raster: tuple[int, bool] | None = None,
+                    cluster: tuple[int, int, int] | None = None) -> Persistent | None:
     """The persistent form of ``kernel`` (``raster``: the (panel, column-wise) block order of
-    ``rasterize.block_remap``, applied to the tile index), or ``None`` when it does not apply."""
+    ``rasterize.block_remap``, applied to the tile index; ``cluster``: the launch's cluster shape),
+    or ``None`` when it does not apply."""
     dims = [E.as_int(g) for g in kernel.grid]
     if not dims or any(d is None or d < 1 for d in dims):
         return None
+    if cluster is not None and math.prod(cluster) > 1:
+        return _clustered(kernel, n, start, sms, raster, cluster)
     block = {id(v) for v in kernel.block_vars}
     if any(id(v) in block for e in (n, start) for v in E.free_vars(e)):
         return None
@@ -76,6 +88,39 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
             stride *= d
     tiles_here = (E.const(total - 1) - pid) // blocks + 1
     return Persistent(pid, j, tiles_here, grid, block_of, blocks, total)
+
+
+def _clustered(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int, raster: tuple[int, bool] | None,
+               cluster: tuple[int, int, int]) -> Persistent | None:
+    """The persistent walk over cluster tiles (module docstring)."""
+    cx, cy, cz = cluster
+    dims = [E.as_int(g) for g in kernel.grid]
+    if len(dims) != 2 or cz != 1:
+        return None
+    gx, gy = dims
+    assert gx is not None and gy is not None and gx % cx == 0 and gy % cy == 0  # check_cluster ran before
+    block = {id(v) for v in kernel.block_vars}
+    if any(id(v) in block for e in (n, start) for v in E.free_vars(e)):
+        return None
+    size, ctiles = cx * cy, (gx // cx) * (gy // cy)
+    grid = min(ctiles, sms // size) * size
+    if grid == gx * gy:
+        return None
+    pid, j = E.Var("tlx_pid", dtypes.int32), E.Var("tlx_tile_j", dtypes.int32)
+    blocks = E.Var("tlx_blocks", dtypes.int32)
+    cid, clusters = pid // size, blocks // size
+    ctile = cid + j * clusters
+    bx, by = kernel.block_vars
+    if raster is not None:
+        panel, column = raster
+        walk = _rasterized(kernel, ctile, gx // cx, gy // cy, max(1, panel // (cx if column else cy)), column)
+        cbx, cby = walk[bx], walk[by]
+    else:
+        cbx, cby = ctile % (gx // cx), ctile // (gx // cx)
+    rank = pid % size
+    block_of = {bx: cbx * cx + (rank % cx if cx > 1 else 0), by: cby * cy + (rank // cx if cy > 1 else 0)}
+    tiles_here = (E.const(ctiles - 1) - cid) // clusters + 1
+    return Persistent(pid, j, tiles_here, grid, block_of, blocks, gx * gy, size)
 
 
 def _rasterized(kernel: Kernel, tile: E.Expr, gx: int, gy: int, panel: int, column: bool) -> dict[E.Var, E.Expr]:

@@ -375,14 +375,15 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     consumers = kernel.num_threads
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
-    csize = math.prod(launch_dims(kernel, ctx.target.arch) or (1,))
+    cshape = launch_dims(kernel, ctx.target.arch)
+    csize = math.prod(cshape or (1,))
     work = [s for s in _body(loop) if not _is_producer(s)]
     wanted = cx.persistent if cx.persistent is not None else not _computes(work) and csize == 1
-    pers = plan_persistent(kernel, n, start, DEFAULT_SMS // csize * csize, block_remap(kernel, ctx)) if wanted else None
+    pers = plan_persistent(kernel, n, start, DEFAULT_SMS, block_remap(kernel, ctx), cshape) if wanted else None
     by_use = _groups(work, plans, stages, True)
     rot = rotate.match(work, by_use) if cx.rotation and pers is None else None
     groups = by_use if rot is not None or cx.barrier_groups else _groups(work, plans, stages, False)
-    mc = plan_multicast(kernel, loop, plans, cx.specs, ctx) if pers is None else None
+    mc = plan_multicast(kernel, loop, plans, cx.specs, ctx, persistent=pers is not None)
     # producer: one thread walks all iterations (of all its tiles when persistent: counter gp)
     kp = E.Var(k.name + "_p", k.dtype)
     gp = pers.counter(n, kp) if pers else kp

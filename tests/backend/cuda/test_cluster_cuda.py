@@ -48,7 +48,7 @@ def test_clustered_gemm_matches_torch(cluster: tuple[int, int, int], m: int, n: 
 
 
 @pytest.mark.parametrize("cluster", [(2, 1, 1), (1, 2, 1)])
-@pytest.mark.parametrize("configs", [{"tlx.multicast": False}, {"tlx.persistent": True}])
+@pytest.mark.parametrize("configs", [{"tlx.multicast": False}, {"tlx.multicast": False, "tlx.persistent": True}])
 def test_clustered_gemm_without_multicast_matches_torch(cluster: tuple[int, int, int],
                                                         configs: dict[str, bool]) -> None:
     func = gemm.matmul.get_ir(2048, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256,
@@ -71,3 +71,35 @@ def test_dynamic_grid_not_a_multiple_of_the_cluster_raises_at_launch(launcher_ki
     with pytest.raises(ArgumentError, match=r"for m=300 its grid is \(2, 3, 1\)"):
         kernel(torch.randn(300, 256, device="cuda").half(), b)
     torch.testing.assert_close(kernel(a, b).float(), _reference(a, b, False), atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("blocks", [None, 4, 68, 128])
+@pytest.mark.parametrize("cluster, m, n, k", [((1, 2, 1), 4040, 4040, 328), ((2, 1, 1), 8192, 3000, 200),
+                                              ((2, 2, 1), 2000, 4096, 136)])
+def test_persistent_clustered_gemm_multicasts_and_matches_torch(cluster: tuple[int, int, int], m: int, n: int,
+                                                                k: int, blocks: int | None) -> None:
+    """The persistent form walks cluster tiles (rasterized for the large grid) with multicast loads;
+    any grid of whole clusters (``blocks``; ``None``: one block per SM) computes every tile once."""
+    import dataclasses
+
+    from tests.null.cuda_helpers import cuda_source
+    from tilelang_x.plugins.cuda import runtime
+    from tilelang_x.plugins.cuda.compile import compile_cuda
+
+    func = gemm.matmul.get_ir(m, n, k, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256,
+                              cluster=cluster)
+    source, ctx = cuda_source(func, "sm_90a", {"tlx.persistent": True})
+    body = source.split("TLX_DEV")[-1]
+    assert "tlx_tile_j" in body and "tlx_tma_load_mc_2d(" in body
+    meta = ctx.data["cuda.meta"]
+    if blocks is not None:
+        meta = dataclasses.replace(meta, grid_static=(blocks, 1, 1), persistent_tiles=None)
+    launch = runtime.load(compile_cuda(source, "sm_90a", kernel_name=meta.kernel_name), meta)
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", generator=gen).half()
+    b = torch.randn(k, n, device="cuda", generator=gen).half()
+    for _ in range(2):
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        launch([a, b, c])
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c.float(), _reference(a, b, False), atol=5e-2, rtol=1e-2)
