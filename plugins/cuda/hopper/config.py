@@ -28,7 +28,8 @@ class HopperConfig:
     #: persistent grid for a warp-specialized kernel with more tiles than SMs (one block per SM
     #: walking the tiles in the block order rasterisation chose; the producer loads the next
     #: tile while the consumers run the epilogue; persistent.py). ``None`` (default): for
-    #: gemm-only loops of kernels without a cluster (multicast needs the clustered grid);
+    #: gemm-only loops of kernels without a cluster (clustered ones, forced, walk cluster tiles and keep
+    #: their multicast, but ran slower than no cluster on the H200);
     #: pass_configs={"tlx.persistent": bool} forces it either way. H200, bench/variants.py
     #: (2026-11-30, three runs): GEMM 4096³ +1.3 to +3 %, 8192³ +0.6 to +1.5 %.
     persistent: bool | None = None

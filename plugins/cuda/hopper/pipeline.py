@@ -11,9 +11,9 @@ K released after QKᵀ). With ≥ 256 consumers, ``setmaxnreg`` moves registers 
 the consumers. Everything outside the loop runs on the consumers, except global → shared copies
 before it at block-level coordinates into tiles nothing else writes (FlashAttention's Q): the
 producer issues them as TMA loads at the block's start, and the consumers wait for them before
-their first statement that reads them (``_prologue_loads``, ``tlx.prologue_loads``). A body that computes more than
-gemms (FlashAttention's softmax) is warp-specialized when the block's shared memory leaves no room
-for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it either way); two
+their first statement that reads them (``_prologue_loads``, ``tlx.prologue_loads``). A body that
+computes more than gemms (FlashAttention's softmax) is warp-specialized when the block's shared
+memory leaves no room for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it either way); two
 consumer warpgroups then take turns issuing wgmma (pingpong.py, ``tlx.pingpong``), and a
 FlashAttention-shaped body is rotated so that P·V of block k-1 runs during the softmax of block k
 (rotate.py, ``tlx.softmax_rotation``; K and V on their own barriers). A gemm-only
@@ -21,9 +21,9 @@ body keeps one wgmma group in flight (``wait_group 1``; iteration k releases sta
 iteration drains inside the loop, since ptxas moves a drain placed after the loop below the
 epilogue's accumulator reads). A gemm-only kernel with more tiles than SMs and no cluster walks its
 tiles on a grid of one block per SM (persistent.py, ``tlx.persistent`` forces it either way; a
-cluster becomes one-dimensional). Otherwise, in a clustered kernel, the
-loads the cluster's blocks share are multicast (multicast.py: slices, remote releases, cluster
-barriers after the inits and at the end).
+cluster becomes one-dimensional and walks cluster tiles). In a clustered kernel, the loads the
+cluster's blocks share are multicast (multicast.py: slices, remote releases, cluster barriers after
+the inits and at the end).
 
 Plain form (warp specialization off, or the kernel does not qualify): thread 0 issues the loads
 of iteration k + S - 1 at the top of iteration k, after a barrier (every thread is done with that
