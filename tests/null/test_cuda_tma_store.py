@@ -247,20 +247,3 @@ def test_persistent_stores_stay_in_flight_until_the_next_tile(defer: bool) -> No
         assert len(waits) == 1 and waits[0] > last_store
     lanes, _ = cuda_source(func, "sm_90a", {"tlx.persistent": True, "tlx.tma_store": False})
     assert "tlx_tma_store" not in _kernel_text(lanes)
-
-
-def test_persistent_epilogue_gives_every_chunk_a_slot() -> None:
-    """One block per SM: each warp stages its four 16 × 64 chunks in four slots, fences once, and
-    lane 0 issues the four stores as one bulk group; no wait inside the epilogue but the first (the
-    previous tile's stores). Not persistent: two slots, the reuse waits of ``test_two_slots_ping_pong``."""
-    func = gemm.matmul.get_ir(4096, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
-    text = _kernel_text(cuda_source(func, "sm_90a")[0])
-    epilogue = text[text.index("tlx_tma_store_wait_read0", text.index("for (int tlx_tile_j", text.index(
-        "TLX_SETMAXNREG_INC"))):]
-    epilogue = epilogue[:epilogue.index("tlx_tma_store_commit")]
-    assert epilogue.count("tlx_stsm_x4") == 16 and epilogue.count("tlx_fence_proxy_async") == 1
-    assert epilogue.index("tlx_fence_proxy_async") > epilogue.rindex("tlx_stsm_x4")
-    assert epilogue.count("tlx_tma_store_2d(") == 4 and "tlx_tma_store_wait_read" not in epilogue[1:]
-    assert "epi_stage_2 = " in text and "(tx >> 5) * 4096" in text  # 4 slots of 16 × 64 per warp
-    plain = _kernel_text(cuda_source(func, "sm_90a", {"tlx.persistent": False})[0])
-    assert plain.count("tlx_tma_store_wait_read1") == 2 and "(tx >> 5) * 2048" in plain

@@ -16,8 +16,7 @@ warpgroup's columns. It walks them in chunks of 16 rows × ``C`` columns (``C`` 
 3. ``__syncwarp()`` before the next chunk overwrites the slot.
 
 Steps 2 and 3 become one TMA store per chunk, issued by lane 0 (``lower/tma_store.py``), when the
-destination qualifies; each warp then has two slots when shared memory allows (in a persistent
-kernel a slot per chunk, all stored at once after one fence).
+destination qualifies; each warp then has two slots when shared memory allows.
 
 The staging buffer is a dedicated workspace (warps × 16 × C elements, 16 KB for 8 warps and
 C = 64; twice that with two slots), so it overlaps no live data, and only the owning warp touches
@@ -43,7 +42,7 @@ from ..layout import Fragment, local_map, slot_expr
 from ..lir import THREAD, U32, Block, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import region_index, squeezed
 from .epilogue import vector_store_plan
-from .tma_store import TmaStore, drain, issue, issue_all, reuse_wait, store_map, tile_wait, tma_store_plan
+from .tma_store import TmaStore, drain, issue, reuse_wait, store_map, tile_wait, tma_store_plan
 
 _CVT = {dtypes.float16.name: "tlx_cvt_h2", dtypes.bfloat16.name: "tlx_cvt_b2"}
 
@@ -127,8 +126,6 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
     w_row = (mat % 2) * 8 + lane % 8
     stmts: list[Stmt] = []
     chunks = [(mb, cc) for mb in range(mi) for cc in range(nn // chunk)]
-    at_once = spec is not None and slots == len(chunks) > 1  # every chunk has a slot: one fence, one group
-    stores: list[tuple[E.Expr, tuple[E.Expr, ...]]] = []
     for j, (mb, cc) in enumerate(chunks):
         base = warp * (slots * 16 * chunk)
         if j % slots:
@@ -148,15 +145,10 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
             k = mat // 2 + 2 * s
             addr = SmemAddr(ws, (base + _swz(w_row, k, chunk),), "w")
             stmts.append(Evaluate(Intrin("tlx_stsm_x4", (addr, *regs)), op.loc))
-        if at_once:
-            stores.append((base, _dst_index(op, row0, col0)))
-        elif spec is not None:
+        if spec is not None:
             stmts.extend(issue(spec, ws, base, _dst_index(op, row0, col0)))
         else:
             stmts.extend(_lane_stores(op, ws, base, row0, col0, chunk, lc))
-    if at_once:
-        assert spec is not None
-        stmts.extend(issue_all(spec, ws, stores))
     if spec is not None and not lc.defer_store_drain:
         stmts.append(drain())
     return Block(Seq(tuple(stmts), op.loc), "parallel", op.loc)

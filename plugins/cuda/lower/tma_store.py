@@ -12,10 +12,8 @@ then lane 0 issues the store and commits its bulk group. A slot is written again
 still reads shared memory (a later reuse of the workspace, in a loop, is behind the barrier that
 sync insertion puts between the epilogue's shared writes and reads). A persistent kernel's epilogue
 instead starts with that wait, and the block waits once after its tile loop
-(``lower/__init__._drain_after_tiles``), so one tile's stores overlap the next tile's main loop.
-Two slots per warp (ping-pong) when shared memory allows, else one; in a persistent kernel a slot
-per chunk when it fits, and then the warp writes every chunk, fences once and lane 0 issues all
-the stores as one bulk group (no waits inside the epilogue). Out-of-range rows and columns are clipped by the
+(``lower/__init__._drain_after_tiles``), so one tile's stores overlap the next tile's main loop. Two slots per warp
+(ping-pong) when shared memory allows, else one. Out-of-range rows and columns are clipped by the
 copy engine: no guards.
 
 Taken when the destination qualifies for a tensor map like a TMA load's source (``tma_tensor``)
@@ -72,10 +70,7 @@ def tma_store_plan(op: Copy, chunk: int, chunks: int, warps: int, spare: int, lc
     found = tma_tensor(op.dst, lc.tma_params)
     if found is None:
         return None
-    # a persistent kernel (one block per SM) may give every chunk a slot; otherwise at most two, so
-    # that the workspace does not cost a second block per SM its place
-    most = chunks if lc.defer_store_drain else min(chunks, 2)
-    for slots in range(most, 0, -1):
+    for slots in range(min(chunks, 2), 0, -1):  # a second slot needs a second chunk
         plan = TmaStore(found[0], tuple(found[1]), slots, chunk)
         if warps * slots * ROWS * chunk * 2 + plan.align <= spare:
             return plan
@@ -102,15 +97,6 @@ def issue(spec: TmaSpec, ws: Buffer, base: E.Expr, idx: tuple[E.Expr, ...]) -> l
     store = Intrin(f"tlx_tma_store_{len(coords)}d", (spec.var, SmemAddr(ws, (base,), "r"), *coords))
     return [Evaluate(Intrin("tlx_fence_proxy_async", ())), Evaluate(Intrin("__syncwarp", ())),
             _lane0(store, Intrin("tlx_tma_store_commit", ()))]
-
-
-def issue_all(spec: TmaSpec, ws: Buffer, stores: list[tuple[E.Expr, tuple[E.Expr, ...]]]) -> list[Stmt]:
-    """After the stmatrix of every chunk, each into its own slot: one fence, then lane 0 stores
-    each ``(slot base, box index)`` and commits them as one bulk group."""
-    calls = [Intrin(f"tlx_tma_store_{len(idx)}d", (spec.var, SmemAddr(ws, (base,), "r"),
-                                                  *int32_coords(list(reversed(idx))))) for base, idx in stores]
-    return [Evaluate(Intrin("tlx_fence_proxy_async", ())), Evaluate(Intrin("__syncwarp", ())),
-            _lane0(*calls, Intrin("tlx_tma_store_commit", ()))]
 
 
 def drain() -> Stmt:
