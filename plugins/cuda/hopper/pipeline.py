@@ -210,7 +210,8 @@ def _owns_sm(kernel: Kernel, loop: For) -> bool:
     """Whether the block's shared memory leaves no room for a second block on an SM. Only then does
     warp-specializing a loop that computes more than gemms pay (measured on the H200: FlashAttention
     D128, 192 KB, 7-11 % faster; D64, 96 KB, 20 % slower, since two plain blocks per SM already
-    overlap one block's softmax with the other's gemms)."""
+    overlap one block's softmax with the other's gemms; still 6-11 % slower with the rotation and
+    the prologue loads, 2026-11-30, ``…-session4-variants-attention-d64-ws.json``)."""
     stages = num_stages(loop)
     staged = {id(s.dst.buffer) for s in _body(loop) if _is_producer(s)}
     total = 0
