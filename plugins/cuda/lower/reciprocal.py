@@ -5,10 +5,11 @@ the same for every value of one of the nest's loop variables (FlashAttention's
 An IEEE division compiles to about ten instructions (reciprocal, range check, two Newton steps, a
 branch to a slow path) per element; the reciprocal of ``logsum[i]`` is one such sequence per row,
 which nvcc shares between the row's unrolled elements, and each element is then one multiply.
-The result is within 1.5 ulp instead of 0.5, as in FlashAttention's and cuDNN's own epilogues.
-NaN, infinity and zero divisors give the same special values as the division; a subnormal divisor
-(below 2^-126 in magnitude) has an infinite reciprocal, so its quotients are infinite even where the
-division's would be finite.
+The result is within 1.5 ulp instead of 0.5; FlashAttention's own epilogue also multiplies by one
+reciprocal per row. NaN, infinity and zero divisors give the same special values as the division.
+At the ends of the float32 range it differs: a subnormal divisor (below 2^-126 in magnitude) has an
+infinite reciprocal, so its quotients are infinite even where the division's would be finite, and
+a divisor above 2^126 has a subnormal reciprocal, which keeps fewer significant bits.
 """
 
 from __future__ import annotations
