@@ -14,7 +14,8 @@ cx × cy blocks, cluster ``pid / (cx * cy)`` with stride ``P / (cx * cy)``, and 
 ``r`` (``%cluster_ctarank``, which is ``pid % (cx * cy)`` on the one-dimensional grid) takes the
 block ``(r % cx, r / cx)`` of it: cluster-mates keep the block indices of the clustered grid
 relative to each other, so TMA multicast (multicast.py) shares what it shares there. The panel
-order of a rasterized grid then applies to the clusters' tiles.
+order of a rasterized grid then applies to the clusters' tiles. Clustered kernels of other grids
+(one- or three-dimensional, or clustered along z) are not made persistent.
 Needs a static grid and a k-loop whose trip count does not depend on the block indices.
 """
 
