@@ -119,7 +119,10 @@ def _clustered(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int, raster: tuple
     else:
         cbx, cby = ctile % (gx // cx), ctile // (gx // cx)
     rank = pid % size
-    block_of = {bx: cbx * cx + (rank % cx if cx > 1 else 0), by: cby * cy + (rank // cx if cy > 1 else 0)}
+    # the rank's place (rank % cx, rank / cx), written without the operations one dimension of 1 makes void
+    x_in = E.const(0) if cx == 1 else rank if cy == 1 else rank % cx
+    y_in = E.const(0) if cy == 1 else rank if cx == 1 else rank // cx
+    block_of = {bx: cbx * cx + x_in, by: cby * cy + y_in}
     tiles_here = (E.const(ctiles - 1) - cid) // clusters + 1
     return Persistent(pid, j, tiles_here, grid, block_of, blocks, gx * gy, size)
 
