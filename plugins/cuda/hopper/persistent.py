@@ -65,17 +65,17 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
     dims = [E.as_int(g) for g in kernel.grid]
     if not dims or any(d is None or d < 1 for d in dims):
         return None
-    if cluster is not None and math.prod(cluster) > 1:
-        return _clustered(kernel, n, start, sms, raster, cluster)
     block = {id(v) for v in kernel.block_vars}
     if any(id(v) in block for e in (n, start) for v in E.free_vars(e)):
         return None
+    pid, j = E.Var("tlx_pid", dtypes.int32), E.Var("tlx_tile_j", dtypes.int32)
+    blocks = E.Var("tlx_blocks", dtypes.int32)
+    if cluster is not None and math.prod(cluster) > 1:
+        return _clustered(kernel, pid, j, blocks, sms, raster, cluster)
     total = math.prod(d for d in dims if d is not None)
     grid = min(total, sms)
     if grid == total:  # one tile per block: nothing to gain
         return None
-    pid, j = E.Var("tlx_pid", dtypes.int32), E.Var("tlx_tile_j", dtypes.int32)
-    blocks = E.Var("tlx_blocks", dtypes.int32)
     tile = pid + j * blocks
     block_of: dict[E.Var, E.Expr] = {}
     if raster is not None and len(dims) == 2:
@@ -91,24 +91,19 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
     return Persistent(pid, j, tiles_here, grid, block_of, blocks, total)
 
 
-def _clustered(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int, raster: tuple[int, bool] | None,
+def _clustered(kernel: Kernel, pid: E.Var, j: E.Var, blocks: E.Var, sms: int, raster: tuple[int, bool] | None,
                cluster: tuple[int, int, int]) -> Persistent | None:
-    """The persistent walk over cluster tiles (module docstring)."""
+    """The persistent walk over cluster tiles (module docstring) of a kernel with a static grid."""
     cx, cy, cz = cluster
     dims = [E.as_int(g) for g in kernel.grid]
     if len(dims) != 2 or cz != 1:
         return None
     gx, gy = dims
     assert gx is not None and gy is not None and gx % cx == 0 and gy % cy == 0  # check_cluster ran before
-    block = {id(v) for v in kernel.block_vars}
-    if any(id(v) in block for e in (n, start) for v in E.free_vars(e)):
-        return None
     size, ctiles = cx * cy, (gx // cx) * (gy // cy)
     grid = min(ctiles, sms // size) * size
     if grid == gx * gy:
         return None
-    pid, j = E.Var("tlx_pid", dtypes.int32), E.Var("tlx_tile_j", dtypes.int32)
-    blocks = E.Var("tlx_blocks", dtypes.int32)
     cid, clusters = pid // size, blocks // size
     ctile = cid + j * clusters
     bx, by = kernel.block_vars

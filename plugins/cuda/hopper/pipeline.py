@@ -102,20 +102,27 @@ class _Ctx:
         self.annotated = {id(b) for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "layout"
                           for b, _ in n.data}
 
+    def plan_copies(self, copies: list[Copy]) -> list[TmaCopy] | None:
+        """The TMA form of every copy (their tensor maps added to ``specs``), or ``None`` when one
+        does not qualify, two share a destination or a destination has an annotated layout."""
+        trial = dict(self.specs)
+        plans = [plan_tma(p, self.params, trial) for p in copies]
+        dsts = [p.dst.buffer for p in copies]
+        if any(p is None for p in plans) or len({id(b) for b in dsts}) != len(dsts) or \
+                any(id(b) in self.annotated for b in dsts):
+            return None
+        self.specs.update(trial)
+        return plans  # type: ignore[return-value]
+
     def plan(self, loop: For) -> list[TmaCopy] | None:
         producers = [s for s in _body(loop) if _is_producer(s)]
         if not producers:
             return None
-        trial = dict(self.specs)
-        plans = [plan_tma(p, self.params, trial) for p in producers]
-        dsts = [p.dst.buffer for p in producers]
-        if any(p is None for p in plans) or len({id(b) for b in dsts}) != len(dsts) or \
-                any(id(b) in self.annotated for b in dsts):
+        plans = self.plan_copies(producers)
+        if plans is None:
             log.debug("T.Pipelined at line %s: a copy does not qualify for TMA; using cp.async",
                       getattr(loop.loc, "line", "?"))
-            return None
-        self.specs.update(trial)
-        return plans  # type: ignore[return-value]
+        return plans
 
     def stage_buffers(self, plans: list[TmaCopy], stages: int) -> None:
         for p in plans:
@@ -279,17 +286,13 @@ def _prologue_loads(kernel: Kernel, top: list[Stmt], at: int, cx: _Ctx) -> dict[
     coordinates, into a buffer nothing else writes, so one load and one wait serve the whole block."""
     out: dict[int, TmaCopy] = {}
     for i, s in enumerate(top[:at]):
-        if not _is_producer(s) or not _host_only(list(s.src.starts), cx.host_vars):
+        if not _is_producer(s) or not _host_only(list(s.src.starts), cx.host_vars) or \
+                _written(s.dst.buffer, kernel.body, s):
             continue
-        b = s.dst.buffer
-        if id(b) in cx.annotated or _written(b, kernel.body, s):
-            continue
-        trial = dict(cx.specs)
-        plan = plan_tma(s, cx.params, trial)
-        if plan is not None:
-            cx.specs.update(trial)
-            cx.preset[b] = plan.layout
-            out[i] = plan
+        plans = cx.plan_copies([s])
+        if plans is not None:
+            cx.preset[s.dst.buffer] = plans[0].layout
+            out[i] = plans[0]
     return out
 
 
@@ -395,11 +398,12 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     prod_loop: Stmt = For(kp, n, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
     pre = _prologue_loads(kernel, top, at, cx) if cx.prologue_loads and pers is None and mc is None else {}
     pre_bar = Buffer("tlx_pre", (1,), dtypes.uint64, "shared")
-    pre_issue = [_call("tlx_mbar_expect_tx", _bar(pre_bar, E.const(0)), tile_bytes(list(pre.values())))] + [
-        x for p in pre.values() for x in p.issue(None, p.op.dst.buffer, _bar(pre_bar, E.const(0)))] if pre else []
-    prod_all = Seq((*pre_issue, prod_loop)) if pre else prod_loop
-    producer: list[Stmt] = [If(E.binary("==", THREAD, consumers), pers.wrap([prod_loop]) if pers else prod_all,
-                               None)]
+    pre_full = _bar(pre_bar, E.const(0))
+    issued: Stmt = pers.wrap([prod_loop]) if pers else prod_loop
+    if pre:  # the prologue loads go first, on their own barrier
+        loads = [x for p in pre.values() for x in p.issue(None, p.op.dst.buffer, pre_full)]
+        issued = Seq((_call("tlx_mbar_expect_tx", pre_full, tile_bytes(list(pre.values()))), *loads, issued))
+    producer: list[Stmt] = [If(E.binary("==", THREAD, consumers), issued, None)]
     if rot is not None:
         def stmt_at(s: Stmt, j: E.Expr) -> Stmt:
             return staged(substitute(s, {k: start + j}), cx.multi, j % stages)
@@ -417,7 +421,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     if pre:  # the consumers wait for the prologue loads before the first statement that reads them
         dsts = {id(p.op.dst.buffer) for p in pre.values()}
         first = next(i for i, s in enumerate(consumer) if any(id(getattr(n, "buffer", None)) in dsts for n in walk(s)))
-        consumer.insert(first, _call("tlx_mbar_wait", _bar(pre_bar, E.const(0)), 0))
+        consumer.insert(first, _call("tlx_mbar_wait", pre_full, 0))
     if pers:
         consumer = [pers.wrap(consumer, loop.loc)]
         ctx.data["cuda.persistent"] = pers  # codegen binds its stride; lower/__init__.py drains after its loops
