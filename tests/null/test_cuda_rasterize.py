@@ -49,7 +49,8 @@ def test_remap_is_a_bijection(gx: int, gy: int) -> None:
 
 
 def test_panel_heuristic() -> None:
-    assert choose_panel(16, 32, 128, 256, 4096, 2, 132, 50 << 20) == 0  # 4096³: little to gain
+    assert choose_panel(16, 32, 128, 256, 4096, 2, 132, 50 << 20) == 15  # 4096³
+    assert choose_panel(16, 16, 128, 256, 4096, 2, 132, 50 << 20) == 0  # 4096 x 2048: under two waves
     assert choose_panel(32, 64, 128, 256, 8192, 2, 132, 50 << 20) == 12  # 8192³
     assert choose_panel(112, 64, 128, 256, 4096, 2, 132, 50 << 20) == 15  # 8192 x 28672 x 4096
     assert choose_panel(8, 8, 128, 128, 1024, 2, 132, 50 << 20) == 0  # under two waves
