@@ -82,6 +82,15 @@ def ctype(dt: DType) -> str:
     return CTYPES[dt.name]
 
 
+def _binds_looser_than_less(e: E.Expr) -> bool:
+    """Whether C parses ``i < e`` as ``(i < x) op y`` when ``e`` is written without its outer
+    parentheses (a conditional, a comparison, a bitwise or logical operator at its top)."""
+    return isinstance(e, E.Select) or (isinstance(e, E.BinOp) and e.op in _LOOSER_THAN_LESS)
+
+
+_LOOSER_THAN_LESS = frozenset({"&", "|", "^", "and", "or", "==", "!=", "<", "<=", ">", ">="})
+
+
 def eval_ctype(dt: DType) -> str:
     """The C type an expression of dtype ``dt`` is computed in."""
     if dt.is_float and dt.bits < 32:
@@ -412,7 +421,8 @@ class _Gen:
         elif start is not None and start >= 0 and nonneg(s.extent, self.ranges):
             self.ranges[s.var] = (start, 2**31 - 1)
         lo = "0" if s.start is None else self.expr(s.start, True)
-        hi = self.expr(s.extent if s.start is None else s.start + s.extent, True)
+        end = s.extent if s.start is None else s.start + s.extent
+        hi = self.expr(end, not _binds_looser_than_less(end))
         if s.kind == "unroll":
             self.emit(d, "#pragma unroll")
         self.emit(d, f"for (int {v} = {lo}; {v} < {hi}; ++{v}) {{")

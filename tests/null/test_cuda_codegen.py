@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+import tilelang_x.language as T
 from tests.null.cuda_helpers import cuda_source
 from tests.null.cuda_suite_funcs import suite_funcs
 from tilelang_x import knobs
@@ -78,3 +79,18 @@ def test_golden_source(name: str) -> None:
             pytest.skip(f"wrote missing golden file {path}")
     with open(path) as fh:
         assert body == fh.read(), f"generated CUDA for {name} changed; rerun with TILELANG_X_ACCEPT=1 and review"
+
+
+@T.prim_func
+def _select_trip_count(X: T.Tensor((64,), T.float32), Y: T.Tensor((64,), T.float32)):
+    with T.Kernel(2, threads=32) as bx:
+        for i in T.serial(T.if_then_else(bx > 0, 3, 5)):
+            Y[bx * 8 + i] = X[bx * 8 + i] * 2.0
+
+
+def test_loop_bound_keeps_the_parentheses_of_a_conditional() -> None:
+    """``i < (c ? a : b)``: without them C reads ``(i < c) ? a : b``, a loop that never ends (a
+    stream-K walk's tile count hung the H200 this way, 2026-11-30)."""
+    src, _ = cuda_source(_select_trip_count, "sm_80")
+    bound = next(ln for ln in src.splitlines() if "for (int i" in ln)
+    assert "; i < ((0 < bx) ? 3 : 5); ++i)" in bound, bound
