@@ -85,6 +85,33 @@ def round_robin_ms(fns: dict[str, Callable[[], Any]], rounds: int, warmup: int, 
     return {n: statistics.median(t) for n, t in times.items()}
 
 
+def back_to_back_ms(fn: Callable[[], Any], seconds: float) -> float:
+    """Mean time of ``fn()`` in milliseconds over about ``seconds`` of calls issued back to back (no L2
+    flush, no pause: the GPU works at the clock its power limit allows; H200, 2026-11-30: GEMM 4096³
+    at 700 W and ~1400 MHz, where the L2-flushed timings of ``median_ms`` leave it cooler)."""
+    import torch
+
+    per_call = median_ms(fn, 3, 10, flush_l2=False)
+    n = max(10, int(seconds * 1000 / max(per_call, 1e-3)))
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(n):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / n
+
+
+def back_to_back_round_robin(fns: dict[str, Callable[[], Any]], rounds: int, seconds: float) -> dict[str, float]:
+    """``round_robin_ms`` with ``back_to_back_ms`` in place of the L2-flushed median."""
+    names = list(fns)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for n in names[r % len(names):] + names[:r % len(names)]:
+            times[n].append(back_to_back_ms(fns[n], seconds))
+    return {n: statistics.median(t) for n, t in times.items()}
+
+
 def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:
     """``(fn(), None)``, or ``(None, the error's last lines)`` when it raises."""
     try:

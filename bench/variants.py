@@ -7,6 +7,9 @@ without pauses here and clocks down. Two identical kernels differed by up to 4 %
 
 Run: ``python bench/variants.py attention --dims 128 --variants '{"plain": {"tlx.ws_compute_loops":
 false}, "auto": {}}' --out $OUT/variants.json`` (``gemm`` takes ``--shapes MxNxK,...``).
+``--back-to-back SECONDS`` adds ratios with each variant timed back to back for that long, in turns:
+the regime of a busy GPU at its power limit (GEMM 4096³ on the H200, 2026-11-30: cuBLAS 5 % ahead
+back to back while the L2-flushed rounds put ours level).
 """
 
 from __future__ import annotations
@@ -14,7 +17,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from _common import attempt, checked_run, device_info, emit, parse_args, parse_config, round_robin_ms
+from _common import (
+    attempt,
+    back_to_back_round_robin,
+    checked_run,
+    device_info,
+    emit,
+    parse_args,
+    parse_config,
+    round_robin_ms,
+)
 
 Case = tuple[str, Any, Any, Any, float]  # name, build(pass_configs), run(kernel), reference(), flops
 
@@ -79,6 +91,10 @@ def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict
     ms = round_robin_ms(timed, args.rounds, args.warmup, args.rep)
     row["tflops"] = {v: round(flops / t / 1e9, 1) for v, t in ms.items()}
     row["ratio_vs_reference"] = {v: round(ms["reference"] / t, 3) for v, t in ms.items() if v != "reference"}
+    if args.back_to_back > 0:
+        b2b = back_to_back_round_robin(timed, args.rounds, args.back_to_back)
+        row["tflops_back_to_back"] = {v: round(flops / t / 1e9, 1) for v, t in b2b.items()}
+        row["ratio_back_to_back"] = {v: round(b2b["reference"] / t, 3) for v, t in b2b.items() if v != "reference"}
     return row
 
 
@@ -92,6 +108,9 @@ def main() -> None:
         p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
         p.add_argument("--config", default="",
                        help="attention BMxBNxSTAGESxTHREADS, gemm BMxBNxBKxSTAGESxTHREADS[@CXxCYxCZ]")
+        p.add_argument("--back-to-back", type=float, default=0.0, metavar="SECONDS",
+                       help="also time each variant for about SECONDS of calls back to back, in turns "
+                       "(the power-limited regime: ratio_back_to_back)")
 
     args = parse_args(__doc__ or "", extra)
     args.config = args.config or ("128x128x2x256" if args.kernel == "attention" else "128x256x64x3x256")
