@@ -26,9 +26,10 @@ row-major cost (4096³ with 128x256 tiles: G = 15, 4224 vs 5248; 8192³: G = 12,
 The model counts distinct tiles per wave; the L2 also merges requests of blocks that run side by
 side, which a panel favours more than the model says. H200 (2026-11-30, persistent 4096³ fp16,
 128x256 tiles, Nsight Compute and timed in the same rounds): row-major 43.9 M L2 read sectors,
-G = 16 31.1 M, G = 4 27.5 M; 0.982 -> 1.004 of cuBLAS with the bench's L2 flush between calls,
-0.967 -> 0.988 timed back to back (power-limited: 691 W at 1385 MHz -> 688 W at 1434 MHz). So the
-threshold, once 0.8, now takes 4096³.
+G = 16 31.1 M, G = 4 27.5 M; G = 16 against row-major 1.004 vs 0.982 of cuBLAS with the bench's L2
+flush between calls, 0.988 vs 0.967 back to back (power-limited: 688 W at 1434 MHz vs 691 W at
+1385 MHz). So the threshold, once 0.8, now takes 4096³; the G = 15 it picks: 0.992-1.005 flushed
+(bench/gemm.py and two A/B runs), 0.983-0.996 back to back.
 """
 
 from __future__ import annotations
