@@ -71,18 +71,25 @@ def median_ms(fn: Callable[[], Any], warmup: int, rep: int, flush_l2: bool = Tru
     return statistics.median(timer(fn, warmup, rep, flush_l2=flush_l2))
 
 
-def round_robin_ms(fns: dict[str, Callable[[], Any]], rounds: int, warmup: int, rep: int) -> dict[str, float]:
-    """Each function's median time over ``rounds`` rounds that time every function once
-    (``median_ms``), each round starting one place later. The GPU's clock follows its temperature and
-    power: a kernel timed alone right after a pause runs faster than the same kernel in turn with
-    others (H200, 2026-11-30: cuDNN attention 652 TFLOP/s timed first and alone, 573 in turns with
-    ours, whose figure moved 6 %), so ratios come from the same rounds."""
+def in_turns(fns: dict[str, Callable[[], Any]], rounds: int, time_one: Callable[[Callable[[], Any]], float]
+             ) -> dict[str, float]:
+    """Each function's median of ``time_one(fn)`` over ``rounds`` rounds that time every function
+    once, each round starting one place later (no function always runs first)."""
     names = list(fns)
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(rounds):
         for n in names[r % len(names):] + names[:r % len(names)]:
-            times[n].append(median_ms(fns[n], warmup, rep))
+            times[n].append(time_one(fns[n]))
     return {n: statistics.median(t) for n, t in times.items()}
+
+
+def round_robin_ms(fns: dict[str, Callable[[], Any]], rounds: int, warmup: int, rep: int) -> dict[str, float]:
+    """Each function's median time (``median_ms``) over ``rounds`` rounds timed in turn
+    (``in_turns``). The GPU's clock follows its temperature and power: a kernel timed alone right
+    after a pause runs faster than the same kernel in turn with others (H200, 2026-11-30: cuDNN
+    attention 652 TFLOP/s timed first and alone, 573 in turns with ours, whose figure moved 6 %), so
+    ratios come from the same rounds."""
+    return in_turns(fns, rounds, lambda fn: median_ms(fn, warmup, rep))
 
 
 def back_to_back_ms(fn: Callable[[], Any], seconds: float) -> float:
@@ -100,16 +107,6 @@ def back_to_back_ms(fn: Callable[[], Any], seconds: float) -> float:
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / n
-
-
-def back_to_back_round_robin(fns: dict[str, Callable[[], Any]], rounds: int, seconds: float) -> dict[str, float]:
-    """``round_robin_ms`` with ``back_to_back_ms`` in place of the L2-flushed median."""
-    names = list(fns)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(rounds):
-        for n in names[r % len(names):] + names[:r % len(names)]:
-            times[n].append(back_to_back_ms(fns[n], seconds))
-    return {n: statistics.median(t) for n, t in times.items()}
 
 
 def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:

@@ -19,10 +19,11 @@ from typing import Any
 
 from _common import (
     attempt,
-    back_to_back_round_robin,
+    back_to_back_ms,
     checked_run,
     device_info,
     emit,
+    in_turns,
     parse_args,
     parse_config,
     round_robin_ms,
@@ -92,7 +93,7 @@ def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict
     row["tflops"] = {v: round(flops / t / 1e9, 1) for v, t in ms.items()}
     row["ratio_vs_reference"] = {v: round(ms["reference"] / t, 3) for v, t in ms.items() if v != "reference"}
     if args.back_to_back > 0:
-        b2b = back_to_back_round_robin(timed, args.rounds, args.back_to_back)
+        b2b = in_turns(timed, args.rounds, lambda fn: back_to_back_ms(fn, args.back_to_back))
         row["tflops_back_to_back"] = {v: round(flops / t / 1e9, 1) for v, t in b2b.items()}
         row["ratio_back_to_back"] = {v: round(b2b["reference"] / t, 3) for v, t in b2b.items() if v != "reference"}
     return row
