@@ -306,7 +306,7 @@ class _Gen:
         pers = self.ctx.data.get("cuda.persistent")
         if pers is not None:  # the tile stride: as many blocks as the device the kernel runs on has SMs
             self.emit(1, f"const int {self.name(pers.stride, pers.stride.name)} = gridDim.x;")
-            self.ranges[pers.stride] = (pers.cluster_size, pers.total)
+            self.ranges[pers.stride] = pers.stride_range
 
     def _grid(self, kernel: Kernel) -> tuple[tuple[int, int, int] | None, str]:
         dims = list(kernel.grid) + [E.const(1)] * (3 - len(kernel.grid))

@@ -48,6 +48,11 @@ class Persistent:
     #: blocks per cluster: the grid is a multiple of it
     cluster_size: int = 1
 
+    @property
+    def stride_range(self) -> tuple[int, int]:
+        """The bounds of ``stride`` (the launch's block count) for range analyses."""
+        return self.cluster_size, self.total
+
     def counter(self, n: E.Expr, k: E.Expr) -> E.Expr:
         """The iteration number across this block's tiles."""
         return self.j * n + k

@@ -61,7 +61,7 @@ class LowerCtx:
         lc.ranges.update(block_ranges(kernel))
         pers = ctx.data.get("cuda.persistent")
         if pers is not None:  # the blocks' count at launch (hopper/persistent.py)
-            lc.ranges[pers.stride] = (1, pers.total)
+            lc.ranges[pers.stride] = pers.stride_range
         return lc
 
     def fresh(self, base: str) -> str:
