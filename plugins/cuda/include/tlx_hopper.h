@@ -139,6 +139,7 @@ TLX_DEV void tlx_sk_add(float* acc, int n, float* ws, int first, int last, int t
       } while (f == 0u);
       flags[q] = 0u;
     }
+    __syncwarp();  // warp 0 whole again before the aligned barrier
     tlx_named_bar_sync(1, threads);
     const float4* src = reinterpret_cast<const float4*>(ws + (size_t)q * n * threads) + threadIdx.x;
 #pragma unroll
