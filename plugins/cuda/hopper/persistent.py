@@ -71,22 +71,29 @@ class Persistent:
         return self.stream_k.off + k if self.stream_k else self.j * n + k
 
     def wrap(self, stmts: list[Stmt], loc: object = None) -> Stmt:
-        decls = self.stream_k.decls if self.stream_k else ()
-        return For(self.j, self.tiles_here, "serial", Seq((*decls, *stmts)), None, (), loc)  # type: ignore[arg-type]
+        if self.stream_k:
+            return self.stream_k.loops(self.j, stmts, loc)
+        return For(self.j, self.tiles_here, "serial", Seq(tuple(stmts)), None, (), loc)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class StreamK:
-    """The stream-K walk of the tail (module docstring): for tile ``j`` of the block, its segment's
-    k-iterations ``[k0, k0 + length)`` and what the block does with its sum. The fields are
-    variables the tile loop declares (``decls``)."""
+    """The stream-K walk (module docstring) as two tile loops over one body: whole tiles
+    ``j < whole_tiles`` (constant k-loop trip count ``n``, so the body compiles as without
+    stream-K), then the tail's segments ``j = dp .. dp + segments - 1``. Each loop declares the
+    fields (``whole`` / ``tail``): tile ``j``'s index, its segment's k-iterations ``[k0, k0 +
+    length)`` and the block's iterations before it (``off``, the stage ring's counter)."""
 
-    #: the block's iterations before tile ``j`` (the stage ring's counter)
+    tile: E.Var
     off: E.Var
     k0: E.Var
     length: E.Var
-    decls: tuple[Decl, ...]
-    #: the tile count of a whole tile's k-loop
+    whole: tuple[Decl, ...]
+    whole_tiles: E.Expr
+    tail: tuple[Decl, ...]
+    dp: E.Expr
+    segments: E.Expr
+    #: the iteration count of a whole tile's k-loop
     n: int
     #: the last block whose segment covers part of a tile this block's segment starts
     last_peer: E.Expr
@@ -102,20 +109,22 @@ class StreamK:
         ``pid + 1 ..= last_peer`` before the epilogue."""
         return E.binary("and", E.binary("==", self.k0, 0), E.binary("<", self.length, E.const(self.n)))
 
+    def loops(self, j: E.Var, stmts: list[Stmt], loc: object) -> Stmt:
+        whole = For(j, self.whole_tiles, "serial", Seq((*self.whole, *stmts)), None, (), loc)  # type: ignore[arg-type]
+        tail = For(j, self.segments, "serial", Seq((*self.tail, *stmts)), self.dp, (), loc)  # type: ignore[arg-type]
+        return Seq((whole, tail))
+
 
 #: iterations per tile the stream-K index math takes in 32-bit ints (``P * P * n < 2**31``)
 STREAM_K_MAX_ITERS = (2**31 - 1) // (DEFAULT_SMS * DEFAULT_SMS)
 
 
-def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int) -> tuple[StreamK, E.Expr, E.Expr]:
-    """(the walk, tile ``j``'s index, the block's tile count) with the tail in stream-K segments
-    when it holds at least half a wave of tiles (else a block would add the slots of many: the
-    tail then runs as whole tiles). Each block then walks at least ``n / 2`` iterations of it."""
+def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int) -> StreamK:
+    """The walk with the tail in stream-K segments when it holds at least half a wave of tiles
+    (else a block would add the slots of many: the tail then runs as whole tiles). Each block then
+    walks at least ``n / 2`` iterations of it."""
     def sel(c: E.Expr, a: E.Expr | int, b: E.Expr | int) -> E.Expr:
         return E.select(c, E.convert(a), E.convert(b))
-
-    def both(a: E.Expr, b: E.Expr) -> E.Expr:
-        return E.binary("and", a, b)
 
     dp = E.const(total) // blocks
     rest = E.const(total) - dp * blocks
@@ -123,19 +132,21 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int) -> tuple[
     tail = rest * n
     lo, hi = pid * tail // blocks, (pid + 1) * tail // blocks
     t0 = lo // n
-    in_tail = both(used, j >= dp)
     t = t0 + (j - dp)  # the tail tile of segment j - dp
-    k0 = sel(both(used, E.binary("==", j, dp)), lo - t0 * n, 0)
-    kend = sel(in_tail, E.binary("min", hi - t * n, E.const(n)), n)
     names = ("tlx_sk_tile", "tlx_sk_k0", "tlx_sk_len", "tlx_sk_off")
-    tile_v, k0_v, len_v, off_v = (E.Var(nm, dtypes.int32) for nm in names)
-    values = (sel(in_tail, dp * blocks + t, pid + j * blocks), k0, kend - k0,
-              sel(in_tail, dp * n + t * n + k0_v - lo, j * n))
+    tile_v, k0_v, len_v, off_v = fields = tuple(E.Var(nm, dtypes.int32) for nm in names)
     ranges = ((0, total - 1), (0, n - 1), (1, n), (0, total * n))
-    decls = tuple(Decl(v, x, None, r) for v, x, r in zip((tile_v, k0_v, len_v, off_v), values, ranges))
+
+    def decls(values: tuple[E.Expr | int, ...]) -> tuple[Decl, ...]:
+        return tuple(Decl(v, E.convert(x), None, r) for v, x, r in zip(fields, values, ranges))
+
+    k0 = sel(E.binary("==", j, dp), lo - t0 * n, 0)
+    whole = decls((pid + j * blocks, 0, n, j * n))
+    segment = decls((dp * blocks + t, k0, E.binary("min", hi - t * n, E.const(n)) - k0_v,
+                     dp * n + t * n + k0_v - lo))
     last_peer = ((tile_v - dp * blocks + 1) * n * blocks - 1) // E.binary("max", tail, E.const(1))
-    tiles = sel(used, dp + (hi - 1) // n - t0 + 1, (E.const(total - 1) - pid) // blocks + 1)
-    return StreamK(off_v, k0_v, len_v, decls, n, last_peer), tile_v, tiles
+    return StreamK(tile_v, off_v, k0_v, len_v, whole, sel(used, dp, (E.const(total - 1) - pid) // blocks + 1),
+                   segment, dp, sel(used, (hi - 1) // n - t0 + 1, 0), n, last_peer)
 
 
 def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT_SMS,
@@ -164,7 +175,8 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
     tile: E.Expr = pid + j * blocks
     tiles_here = (E.const(total - 1) - pid) // blocks + 1
     if stream_k and iters is not None and 1 < iters <= STREAM_K_MAX_ITERS:
-        sk, tile, tiles_here = _stream_k(pid, j, blocks, total, iters)
+        sk = _stream_k(pid, j, blocks, total, iters)
+        tile, tiles_here = sk.tile, sk.whole_tiles + sk.segments
     block_of: dict[E.Var, E.Expr] = {}
     if raster is not None and len(dims) == 2:
         block_of = _rasterized(kernel, tile, dims[0], dims[1], *raster)  # type: ignore[arg-type]
