@@ -144,11 +144,13 @@ class Block(Stmt):
 
 @dataclass(**_NODE)
 class Decl(Stmt):
-    """Declare a scalar C variable ``var = value`` (visible to the end of the enclosing block)."""
+    """Declare a scalar C variable ``var = value`` (visible to the end of the enclosing block);
+    ``bounds``: its inclusive range when the value's expression does not show it."""
 
     var: Var
     value: Expr
     loc: SourceLoc | None = field(default=None, compare=False)
+    bounds: tuple[int, int] | None = None
     name = "let"
 
 

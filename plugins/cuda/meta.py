@@ -105,6 +105,9 @@ class KernelMeta:
     #: ``gridDim.x``; ``runtime.load`` sets the grid to one block per SM of the device (at most
     #: this many), in place of ``grid_static``'s 132
     persistent_tiles: int | None = None
+    #: a stream-K kernel (hopper/stream_k.py): bytes of workspace per block of the launch, which
+    #: the runtime appends as the last argument (zeroed once; every launch leaves it zeroed)
+    workspace_per_block: int = 0
 
     @property
     def num_threads(self) -> int:

@@ -547,6 +547,43 @@ def _one_block_per_sm(meta: KernelMeta) -> KernelMeta:
     return dataclasses.replace(meta, grid_static=(blocks, 1, 1))
 
 
+class _WithWorkspace:
+    """The launcher of a stream-K kernel (hopper/stream_k.py): its last parameter, after the
+    kernel's arguments, is a workspace of ``meta.workspace_per_block`` bytes per block, allocated
+    zeroed once per device and stream (a launch leaves it zeroed; two launches on one stream run in
+    turn, so they may share it) and appended to every call's arguments."""
+
+    def __init__(self, inner: Any, meta: KernelMeta) -> None:
+        self.inner = inner
+        self.dim_names: tuple[str, ...] = inner.dim_names
+        self.bytes = meta.workspace_per_block * (meta.grid_static or (1,))[0]
+        self.first = next((p.index for p in meta.params if p.kind == "buffer"), 0)
+        self.get_stream = _stream_getter()
+        self.spaces: dict[tuple[int, int], Any] = {}
+
+    def _space(self, device: int) -> Any:
+        key = (device, self.get_stream(device))
+        ws = self.spaces.get(key)
+        if ws is None:
+            import torch
+
+            ws = self.spaces[key] = torch.zeros(self.bytes, dtype=torch.uint8, device=f"cuda:{device}")
+        return ws
+
+    def launch_on(self, device: int, args: Sequence[Any], dims: tuple[int, ...]) -> None:
+        self.inner.launch_on(device, (*args, self._space(device)), dims)
+
+    def __call__(self, args: Sequence[Any], dims: Any = ()) -> None:
+        try:
+            device = args[self.first].get_device()
+        except (AttributeError, IndexError, TypeError):
+            device = -1
+        if device < 0:  # the inner launcher says what is wrong with the arguments
+            self.inner(args, dims)
+            return
+        self.inner((*args, self._space(device)), dims)
+
+
 def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,
          fallback: Callable[[], Callable[..., None]] | None = None) -> Callable[..., None]:
     """A launcher ``launcher(args, dims=())`` for ``binary`` with launch metadata ``meta``.
@@ -569,6 +606,12 @@ def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,
         return _DeferredLauncher(binary, meta, check_args, fallback)
     if meta.persistent_tiles:
         meta = kernel.meta = _one_block_per_sm(meta)
+    launcher = _launcher(kernel, meta, check_args, fallback)
+    return _WithWorkspace(launcher, meta) if meta.workspace_per_block else launcher
+
+
+def _launcher(kernel: LoadedKernel, meta: KernelMeta, check_args: bool,
+              fallback: Callable[[], Callable[..., None]] | None) -> Any:
     plan = _Plan(meta)
     if meta.tensor_maps:
         from .runtime_tma import TmaLauncher, TmaMaps

@@ -51,6 +51,9 @@ class HopperConfig:
     #: start (pipeline.py ``_prologue_loads``); pass_configs={"tlx.prologue_loads": False}: the
     #: consumers copy them with ordinary loads and stores.
     prologue_loads: bool = True
+    #: split the tail of a persistent gemm-only kernel's tiles between its blocks (stream_k.py):
+    #: pass_configs={"tlx.stream_k": True}
+    stream_k: bool = False
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -74,7 +77,7 @@ def hopper_config(ctx: Any) -> HopperConfig:
     return HopperConfig(wgmma, tma, ws, overlap, _tri(configs, "tlx.ws_compute_loops"),
                         _tri(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
                         _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)),
-                        bool(configs.get("tlx.prologue_loads", True)))
+                        bool(configs.get("tlx.prologue_loads", True)), _flag(configs, "tlx.stream_k"))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

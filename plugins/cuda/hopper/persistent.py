@@ -17,6 +17,17 @@ relative to each other, so TMA multicast (multicast.py) shares what it shares th
 order of a rasterized grid then applies to the clusters' tiles. Clustered kernels of other grids
 (one- or three-dimensional, or clustered along z) are not made persistent.
 Needs a static grid and a k-loop whose trip count does not depend on the block indices.
+
+Stream-K (``StreamK``, ``tlx.stream_k``): the ``T mod P`` tiles left after ``T // P`` whole waves
+would keep ``P - T mod P`` blocks idle for a whole tile. Their ``(T mod P) * n`` k-iterations are
+split evenly instead (when ``T mod P >= P / 2``): block ``b`` walks iterations
+``[b * R / P, (b + 1) * R / P)`` of the tail (``R = (T mod P) * n``) as segments, at most two per
+block as each holds fewer than ``n``. A
+segment that starts inside a tile (its block's first) leaves its partial sum in the block's
+workspace slot and flags it; the segment that starts the tile (the block that reaches it last)
+waits for the flags of the blocks after it that cover the rest of the tile, adds their slots and
+runs the epilogue. A block flags its partial before its own wait, so every wait ends while the
+blocks of one wave are resident: the grid is at most one block per SM (``runtime``).
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from dataclasses import dataclass
 from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.stmt import For, Kernel, Seq, Stmt
+from ..lir import Decl
 
 #: SMs of the H100 / H200 SXM: the grid in the launch metadata; the runtime launches one block
 #: per SM of the device it loads the kernel on (``runtime.load``), which ``stride`` reads
@@ -47,6 +59,7 @@ class Persistent:
     total: int
     #: blocks per cluster: the grid is a multiple of it
     cluster_size: int = 1
+    stream_k: StreamK | None = None
 
     @property
     def stride_range(self) -> tuple[int, int]:
@@ -55,18 +68,94 @@ class Persistent:
 
     def counter(self, n: E.Expr, k: E.Expr) -> E.Expr:
         """The iteration number across this block's tiles."""
-        return self.j * n + k
+        return self.stream_k.off + k if self.stream_k else self.j * n + k
 
     def wrap(self, stmts: list[Stmt], loc: object = None) -> Stmt:
+        if self.stream_k:
+            return self.stream_k.loops(self.j, stmts, loc)
         return For(self.j, self.tiles_here, "serial", Seq(tuple(stmts)), None, (), loc)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class StreamK:
+    """The stream-K walk (module docstring) as two tile loops over one body: whole tiles
+    ``j < whole_tiles`` (constant k-loop trip count ``n``, so the body compiles as without
+    stream-K), then the tail's segments ``j = dp .. dp + segments - 1``. Each loop declares the
+    fields (``whole`` / ``tail``): tile ``j``'s index, its segment's k-iterations ``[k0, k0 +
+    length)`` and the block's iterations before it (``off``, the stage ring's counter)."""
+
+    tile: E.Var
+    off: E.Var
+    k0: E.Var
+    length: E.Var
+    whole: tuple[Decl, ...]
+    whole_tiles: E.Expr
+    tail: tuple[Decl, ...]
+    dp: E.Expr
+    segments: E.Expr
+    #: the iteration count of a whole tile's k-loop
+    n: int
+    #: the last block whose segment covers part of a tile this block's segment starts
+    last_peer: E.Expr
+
+    @property
+    def partial(self) -> E.Expr:
+        """The segment starts inside its tile: its sum goes to the block's workspace slot."""
+        return E.binary(">", self.k0, 0)
+
+    @property
+    def owner(self) -> E.Expr:
+        """The segment starts its tile but does not end it: it adds the slots of the blocks
+        ``pid + 1 ..= last_peer`` before the epilogue."""
+        return E.binary("and", E.binary("==", self.k0, 0), E.binary("<", self.length, E.const(self.n)))
+
+    def loops(self, j: E.Var, stmts: list[Stmt], loc: object) -> Stmt:
+        whole = For(j, self.whole_tiles, "serial", Seq((*self.whole, *stmts)), None, (), loc)  # type: ignore[arg-type]
+        tail = For(j, self.segments, "serial", Seq((*self.tail, *stmts)), self.dp, (), loc)  # type: ignore[arg-type]
+        return Seq((whole, tail))
+
+
+#: iterations per tile the stream-K index math takes in 32-bit ints (``P * P * n < 2**31``)
+STREAM_K_MAX_ITERS = (2**31 - 1) // (DEFAULT_SMS * DEFAULT_SMS)
+
+
+def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int) -> StreamK:
+    """The walk with the tail in stream-K segments when it holds at least half a wave of tiles
+    (else a block would add the slots of many: the tail then runs as whole tiles). Each block then
+    walks at least ``n / 2`` iterations of it."""
+    def sel(c: E.Expr, a: E.Expr | int, b: E.Expr | int) -> E.Expr:
+        return E.select(c, E.convert(a), E.convert(b))
+
+    dp = E.const(total) // blocks
+    rest = E.const(total) - dp * blocks
+    used = E.binary(">=", rest * 2, blocks)
+    tail = rest * n
+    lo, hi = pid * tail // blocks, (pid + 1) * tail // blocks
+    t0 = lo // n
+    t = t0 + (j - dp)  # the tail tile of segment j - dp
+    names = ("tlx_sk_tile", "tlx_sk_k0", "tlx_sk_len", "tlx_sk_off")
+    tile_v, k0_v, len_v, off_v = fields = tuple(E.Var(nm, dtypes.int32) for nm in names)
+    ranges = ((0, total - 1), (0, n - 1), (1, n), (0, total * n))
+
+    def decls(values: tuple[E.Expr | int, ...]) -> tuple[Decl, ...]:
+        return tuple(Decl(v, E.convert(x), None, r) for v, x, r in zip(fields, values, ranges))
+
+    k0 = sel(E.binary("==", j, dp), lo - t0 * n, 0)
+    whole = decls((pid + j * blocks, 0, n, j * n))
+    segment = decls((dp * blocks + t, k0, E.binary("min", hi - t * n, E.const(n)) - k0_v,
+                     dp * n + t * n + k0_v - lo))
+    last_peer = ((tile_v - dp * blocks + 1) * n * blocks - 1) // E.binary("max", tail, E.const(1))
+    return StreamK(tile_v, off_v, k0_v, len_v, whole, sel(used, dp, (E.const(total - 1) - pid) // blocks + 1),
+                   segment, dp, sel(used, (hi - 1) // n - t0 + 1, 0), n, last_peer)
 
 
 def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT_SMS,
                     raster: tuple[int, bool] | None = None,
-                    cluster: tuple[int, int, int] | None = None) -> Persistent | None:
+                    cluster: tuple[int, int, int] | None = None, stream_k: bool = False) -> Persistent | None:
     """The persistent form of ``kernel`` (``raster``: the (panel, column-wise) block order of
-    ``rasterize.block_remap``, applied to the tile index; ``cluster``: the launch's cluster shape),
-    or ``None`` when it does not apply."""
+    ``rasterize.block_remap``, applied to the tile index; ``cluster``: the launch's cluster shape;
+    ``stream_k``: split the tail in stream-K segments, for a constant trip count ``n`` and no
+    cluster), or ``None`` when it does not apply."""
     dims = [E.as_int(g) for g in kernel.grid]
     if not dims or any(d is None or d < 1 for d in dims):
         return None
@@ -81,7 +170,13 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
     grid = min(total, sms)
     if grid == total:  # one tile per block: nothing to gain
         return None
-    tile = pid + j * blocks
+    iters = E.as_int(n)
+    sk: StreamK | None = None
+    tile: E.Expr = pid + j * blocks
+    tiles_here = (E.const(total - 1) - pid) // blocks + 1
+    if stream_k and iters is not None and 1 < iters <= STREAM_K_MAX_ITERS:
+        sk = _stream_k(pid, j, blocks, total, iters)
+        tile, tiles_here = sk.tile, sk.whole_tiles + sk.segments
     block_of: dict[E.Var, E.Expr] = {}
     if raster is not None and len(dims) == 2:
         block_of = _rasterized(kernel, tile, dims[0], dims[1], *raster)  # type: ignore[arg-type]
@@ -92,8 +187,7 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
             idx = tile // stride if stride > 1 else tile
             block_of[v] = idx % d if stride * d < total else idx
             stride *= d
-    tiles_here = (E.const(total - 1) - pid) // blocks + 1
-    return Persistent(pid, j, tiles_here, grid, block_of, blocks, total)
+    return Persistent(pid, j, tiles_here, grid, block_of, blocks, total, stream_k=sk)
 
 
 def _clustered(kernel: Kernel, pid: E.Var, j: E.Var, blocks: E.Var, sms: int, raster: tuple[int, bool] | None,

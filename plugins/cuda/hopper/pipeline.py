@@ -57,6 +57,7 @@ from .layout import panel_layout
 from .multicast import Multicast, plan_multicast
 from .persistent import DEFAULT_SMS, plan_persistent
 from .pingpong import CONSUMER_LOOP
+from .stream_k import accumulator, fixup, workspace
 from .tma import TmaCopy, TmaSpec, plan_tma, tile_bytes
 
 PRODUCER_THREADS = 128
@@ -87,8 +88,9 @@ def _computes(work: list[Stmt]) -> bool:
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
                  persistent: bool | None = None, barrier_groups: bool = False, rotation: bool = False,
-                 prologue_loads: bool = False) -> None:
+                 prologue_loads: bool = False, stream_k: bool = False) -> None:
         self.overlap = overlap
+        self.stream_k = stream_k
         self.prologue_loads = prologue_loads
         self.rotation = rotation
         self.ws_compute = ws_compute
@@ -347,6 +349,9 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
     it = E.Var(k.name + "_i", k.dtype)
     gc = pers.counter(n, it) if pers else it
     sc = gc % stages
+    sk = pers.stream_k if pers else None
+    if sk is not None:  # the tile's segment: iterations k0 .. k0 + length - 1
+        start, n = start + sk.k0, sk.length
     rest = [staged(substitute(s, {k: start + it}), cx.multi, sc) for s in work]
     compute = _computes(rest)
     after: list[Stmt] = []
@@ -371,6 +376,14 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
     return [For(it, n, "serial", Seq(tuple(body)), None, ann, loop.loc), *after]
 
 
+def _with_stream_k(consumer: list[Stmt], cons_loop: list[Stmt], acc: Buffer, pers: Any, consumers: int,
+                   ctx: Any) -> list[Stmt]:
+    """``consumer`` with the stream-K fixup after the loop and the epilogue behind it (stream_k.py)."""
+    at = next(i for i, s in enumerate(consumer) if s is cons_loop[0]) + len(cons_loop)
+    ws = ctx.data["cuda.stream_k"] = workspace()
+    return consumer[:at] + fixup(acc, pers, consumers, ws, consumer[at:])
+
+
 def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], cx: _Ctx, ctx: Any) -> Kernel:
     loop = top[at]
     assert isinstance(loop, For)
@@ -383,7 +396,9 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     csize = math.prod(cshape or (1,))
     work = [s for s in _body(loop) if not _is_producer(s)]
     wanted = cx.persistent if cx.persistent is not None else not _computes(work) and csize == 1
-    pers = plan_persistent(kernel, n, start, DEFAULT_SMS, block_remap(kernel, ctx), cshape) if wanted else None
+    acc = accumulator([s for s in top[:at]], work, cx.overlap) if cx.stream_k and csize == 1 else None
+    pers = plan_persistent(kernel, n, start, DEFAULT_SMS, block_remap(kernel, ctx), cshape,
+                           stream_k=acc is not None) if wanted else None
     by_use = _groups(work, plans, stages, True)
     rot = rotate.match(work, by_use) if cx.rotation and pers is None else None
     groups = by_use if rot is not None or cx.barrier_groups else _groups(work, plans, stages, False)
@@ -392,10 +407,12 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     kp = E.Var(k.name + "_p", k.dtype)
     gp = pers.counter(n, kp) if pers else kp
     sp = gp % stages
+    sk = pers.stream_k if pers else None
+    first, trips = (start + sk.k0, sk.length) if sk else (start, n)
     prod_body = [x for g in groups for x in (_call("tlx_mbar_wait", _bar(g.empty, sp), (gp // stages + 1) % 2),
-                                              *_issue(list(g.plans), cx.multi, k, start + kp, sp, _bar(g.full, sp),
+                                              *_issue(list(g.plans), cx.multi, k, first + kp, sp, _bar(g.full, sp),
                                                       mc))]
-    prod_loop: Stmt = For(kp, n, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
+    prod_loop: Stmt = For(kp, trips, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
     pre = _prologue_loads(kernel, top, at, cx) if cx.prologue_loads and pers is None and mc is None else {}
     pre_bar = Buffer("tlx_pre", (1,), dtypes.uint64, "shared")
     pre_full = _bar(pre_bar, E.const(0))
@@ -422,6 +439,8 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
         dsts = {id(p.op.dst.buffer) for p in pre.values()}
         first = next(i for i, s in enumerate(consumer) if any(id(getattr(n, "buffer", None)) in dsts for n in walk(s)))
         consumer.insert(first, _call("tlx_mbar_wait", pre_full, 0))
+    if sk is not None and acc is not None:
+        consumer = _with_stream_k(consumer, cons_loop, acc, pers, consumers, ctx)
     if pers:
         consumer = [pers.wrap(consumer, loop.loc)]
         ctx.data["cuda.persistent"] = pers  # codegen binds its stride; lower/__init__.py drains after its loops
@@ -451,7 +470,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if not cfg.tma or kernel is None:
         return pipeline_stage(func, ctx)
     cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
-              cfg.softmax_rotation, cfg.prologue_loads)
+              cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k)
     body = func.body
     ws = _ws_candidate(func, kernel, cx) if cfg.warp_specialize else None
     sm80: dict[Buffer, Buffer] = {}

@@ -113,6 +113,46 @@ TLX_DEV tlx_u64 tlx_wgmma_desc(tlx_u32 base, tlx_u32 off, tlx_u32 lbo, tlx_u32 s
   return ((tlx_u64)hi << 32) | lo;
 }
 
+// ---- stream-K (hopper/stream_k.py): a segment's partial sum in its block's workspace slot --------
+// Slot q holds float4 v of consumer thread t at [v * threads + t]; the flags follow the grid's slots.
+TLX_DEV unsigned* tlx_sk_flags(float* ws, int n, int threads) {
+  return reinterpret_cast<unsigned*>(ws + (size_t)gridDim.x * n * threads);
+}
+TLX_DEV void tlx_sk_store(float* acc, int n, float* ws, int slot, int threads) {
+  float4* dst = reinterpret_cast<float4*>(ws + (size_t)slot * n * threads) + threadIdx.x;
+#pragma unroll
+  for (int v = 0; v < n / 4; ++v)
+    __stcg(dst + v * threads, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
+  __threadfence();
+  tlx_named_bar_sync(1, threads);
+  if (threadIdx.x == 0)
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tlx_sk_flags(ws, n, threads) + slot), "r"(1u) : "memory");
+}
+// Adds slots first..last (each flagged by its block) and clears their flags.
+TLX_DEV void tlx_sk_add(float* acc, int n, float* ws, int first, int last, int threads) {
+  unsigned* flags = tlx_sk_flags(ws, n, threads);
+  for (int q = first; q <= last; ++q) {
+    if (threadIdx.x == 0) {
+      unsigned f;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(flags + q) : "memory");
+      } while (f == 0u);
+      flags[q] = 0u;
+    }
+    __syncwarp();  // warp 0 whole again before the aligned barrier
+    tlx_named_bar_sync(1, threads);
+    const float4* src = reinterpret_cast<const float4*>(ws + (size_t)q * n * threads) + threadIdx.x;
+#pragma unroll
+    for (int v = 0; v < n / 4; ++v) {
+      const float4 p = __ldcg(src + v * threads);
+      acc[4 * v] += p.x;
+      acc[4 * v + 1] += p.y;
+      acc[4 * v + 2] += p.z;
+      acc[4 * v + 3] += p.w;
+    }
+  }
+}
+
 // ---- thread-block clusters (hopper/multicast.py): ranks, cluster barrier, multicast TMA loads -----
 // This CTA's coordinate along one cluster axis, from its rank (x fastest: rank = x + cx*(y + cy*z)):
 // (rank / stride) % extent. Not volatile: the compiler may reuse one read of the rank.

@@ -16,10 +16,11 @@ from ..analysis import bounds
 from ..lir import THREAD, AtomicStore, Block, DevicePrint, Evaluate, Intrin, PtrTo
 from .parallel import lower_nest
 
-# Calls on a whole fragment, named by a pointer to it (hopper/rotate.py): they get the pointer to
-# the thread's registers and their count. ``tlx_sched_pin`` only pins fragments of at most
-# PIN_REGS registers per thread (per-row statistics, which depend on every element of their rows).
-FRAGMENT_CALLS = ("tlx_fence_regs", "tlx_sched_pin")
+# Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
+# get the pointer to the thread's registers and their count, then their other arguments.
+# ``tlx_sched_pin`` only pins fragments of at most PIN_REGS registers per thread (per-row
+# statistics, which depend on every element of their rows).
+FRAGMENT_CALLS = ("tlx_fence_regs", "tlx_sched_pin", "tlx_sk_store", "tlx_sk_add")
 PIN_REGS = 8
 
 
@@ -79,17 +80,17 @@ class _Walker:
         if isinstance(s, Print):
             return self.print_tile(s) if isinstance(s.value, (Buffer, Region)) else self.fix(device_print(s))
         if isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn in FRAGMENT_CALLS \
-                and len(s.value.args) == 1:
-            return self.fragment_call(s.value.fn, s.value.args[0], s)
+                and s.value.args and isinstance(s.value.args[0], PtrTo):
+            return self.fragment_call(s.value.fn, s.value.args[0], s.value.args[1:], s)
         return self.fix(s)
 
-    def fragment_call(self, fn: str, ptr: Any, s: Evaluate) -> Stmt:
-        assert isinstance(ptr, PtrTo) and ptr.buffer.scope == "fragment", s
+    def fragment_call(self, fn: str, ptr: PtrTo, rest: tuple[Any, ...], s: Evaluate) -> Stmt:
+        assert ptr.buffer.scope == "fragment", s
         regs = self.lc.local_of(ptr.buffer)
         count = regs.shape[0].value
         if fn == "tlx_sched_pin" and count > PIN_REGS:
             return Seq(())
-        return Evaluate(Intrin(fn, (PtrTo(regs, (E.const(0),), ptr.mode), E.const(count))), s.loc)
+        return Evaluate(Intrin(fn, (PtrTo(regs, (E.const(0),), ptr.mode), E.const(count), *rest)), s.loc)
 
     def print_tile(self, s: Print) -> Stmt:
         """``T.print`` of a buffer or region: loops printing one element per line (codegen lets

@@ -1,0 +1,197 @@
+"""Stream-K in persistent GEMMs (``hopper/persistent.py`` ``StreamK``, ``hopper/stream_k.py``, pass
+config ``tlx.stream_k``), checked without a GPU: the walk covers every k-iteration of every tile
+exactly once, each tile's sum ends in the block that starts it, and the kernel gets its fixup, its
+workspace parameter and launch metadata only when asked and when the accumulator's sum can be split."""
+
+from __future__ import annotations
+
+import pytest
+
+import tilelang_x.language as T
+from tests.kernels import gemm
+from tests.null.cuda_helpers import cuda_source, sass_ops
+from tilelang_x.core_ir import dtypes
+from tilelang_x.core_ir import expr as E
+from tilelang_x.core_ir.evaluate import evaluate
+from tilelang_x.plugins.cuda.hopper.persistent import _stream_k
+
+ON = {"tlx.stream_k": True}
+
+
+def _walk(total: int, n: int, blocks: int) -> dict[tuple[int, int], tuple[int, bool, bool, int]]:
+    """(tile, k) -> (block, partial, owner, last peer) over the whole grid, the whole-tile loop then
+    the tail's, with the stage counter running on from one segment to the next."""
+    pid, j, stride = (E.Var(nm, dtypes.int32) for nm in ("pid", "j", "P"))
+    sk = _stream_k(pid, j, stride, total, n)
+    cover: dict[tuple[int, int], tuple[int, bool, bool, int]] = {}
+    for b in range(blocks):
+        env = {pid: b, stride: blocks}
+        dp, whole, segments = (evaluate(x, env) for x in (sk.dp, sk.whole_tiles, sk.segments))
+        counter = 0
+        for decls, js in ((sk.whole, range(whole)), (sk.tail, range(dp, dp + segments))):
+            for jj in js:
+                at = {**env, j: jj}
+                for d in decls:
+                    at[d.var] = evaluate(d.value, at)
+                    assert d.bounds is not None and d.bounds[0] <= at[d.var] <= d.bounds[1], d.var.name
+                t, k0, length = at[sk.tile], at[sk.k0], at[sk.length]
+                assert at[sk.off] == counter
+                counter += length
+                role = (b, bool(evaluate(sk.partial, at)), bool(evaluate(sk.owner, at)), evaluate(sk.last_peer, at))
+                for k in range(k0, k0 + length):
+                    assert (t, k) not in cover, (t, k)
+                    cover[(t, k)] = role
+    return cover
+
+
+@pytest.mark.parametrize("total,n,blocks", [(512, 64, 132), (512, 64, 128), (1664, 128, 132), (300, 3, 132),
+                                            (133, 2, 132), (200, 64, 7), (10, 5, 3), (264, 64, 132),
+                                            (7168, 64, 132), (9, 7, 5)])
+def test_walk_covers_each_iteration_once_and_owners_add_their_peers(total: int, n: int, blocks: int) -> None:
+    cover = _walk(total, n, blocks)
+    assert set(cover) == {(t, k) for t in range(total) for k in range(n)}
+    split = 0
+    for t in range(total):
+        owner, partial, owns, last = cover[(t, 0)]
+        covering = sorted({cover[(t, k)][0] for k in range(n)})
+        assert not partial and owns == (len(covering) > 1)
+        if owns:  # the owner adds exactly the later blocks that hold the rest of the tile
+            split += 1
+            assert covering == list(range(owner, last + 1))
+            assert all(cover[(t, k)][1] == (cover[(t, k)][0] != owner) for k in range(n))
+            assert len(covering) <= 3  # every block walks at least n / 2 iterations of the tail
+    rest = total % blocks
+    assert (split > 0) == (2 * rest >= blocks)  # tail tiles are split only when at least half a wave
+
+
+def _gemm(m: int = 4096, n: int = 4096, k: int = 4096, **kw: object) -> object:
+    return gemm.matmul.get_ir(m, n, k, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256, **kw)
+
+
+def test_fixup_and_workspace_when_asked() -> None:
+    src, ctx = cuda_source(_gemm(), "sm_90a", ON)
+    meta = ctx.data["cuda.meta"]
+    assert meta.params[-1].name == "tlx_sk_ws" and meta.params[-1].index == 3
+    assert meta.workspace_per_block == 128 * 256 * 4 + 4  # 128 registers of 256 consumer threads, a flag
+    assert "float* __restrict__ tlx_sk_ws" in src and "for (int ko_i = 0; ko_i < tlx_sk_len; ++ko_i)" in src
+    # two tile loops: whole tiles with a constant trip count, then the tail's segments from tile dp
+    assert src.count("for (int tlx_tile_j = 0;") == 2 and src.count("const int tlx_sk_len = 64;") == 2
+    body = src[src.index("tlx_sk_store(&C_local[0]"):]
+    assert "tlx_sk_store(&C_local[0], 128, tlx_sk_ws, tlx_pid, 256);" in src
+    assert body.index("tlx_sk_add(&C_local[0], 128, tlx_sk_ws, tlx_pid + 1,") < body.index("if (!(tlx_sk_k0 > 0)) {") \
+        < body.index("tlx_tma_store_2d(C_tmap0")
+    # the stage ring's index is proven non-negative (no floor modulo in the k-loops)
+    assert "tlx_floormod(((tlx_sk_off" not in src and "(unsigned)((tlx_sk_off + ko_i)) % (unsigned)(3)" in src
+
+
+def test_stream_k_kernel_compiles_without_local_memory() -> None:
+    ops = sass_ops(_gemm(), r"\b(HGMMA|UTMALDG|LDL|STL)\b", "sm_90a", ON)
+    assert ops.get("HGMMA") and ops.get("UTMALDG") and not ops.get("LDL") and not ops.get("STL")
+
+
+def test_default_has_no_stream_k() -> None:
+    src, ctx = cuda_source(_gemm(), "sm_90a")
+    assert "tlx_sk_ws" not in src.split("TLX_DEV")[-1] and ctx.data["cuda.meta"].workspace_per_block == 0
+
+
+def test_not_for_clusters_or_non_persistent_kernels() -> None:
+    src, _ = cuda_source(_gemm(cluster=(2, 1, 1)), "sm_90a", {**ON, "tlx.persistent": True})
+    assert "tlx_sk_ws" not in src.split("TLX_DEV")[-1]
+    src, _ = cuda_source(_gemm(), "sm_90a", {**ON, "tlx.persistent": False})
+    assert "tlx_sk_ws" not in src.split("TLX_DEV")[-1]
+
+
+@T.prim_func
+def _accumulates_onto_c(A: T.Tensor((4096, 512), T.float16), B: T.Tensor((512, 4096), T.float16),
+                        C: T.Tensor((4096, 4096), T.float32)):
+    with T.Kernel(16, 32, threads=256) as (bx, by):
+        A_s = T.alloc_shared((128, 64), T.float16)
+        B_s = T.alloc_shared((64, 256), T.float16)
+        C_f = T.alloc_fragment((128, 256), T.float32)
+        T.copy(C[by * 128, bx * 256], C_f)  # C += A @ B: the sum does not start from zero
+        for ko in T.Pipelined(8, num_stages=3):
+            T.copy(A[by * 128, ko * 64], A_s)
+            T.copy(B[ko * 64, bx * 256], B_s)
+            T.gemm(A_s, B_s, C_f)
+        T.copy(C_f, C[by * 128, bx * 256])
+
+
+def test_not_when_the_sum_does_not_start_from_zero() -> None:
+    src, ctx = cuda_source(_accumulates_onto_c, "sm_90a", ON)
+    assert "tlx_tile_j" in src and "tlx_sk_ws" not in src.split("TLX_DEV")[-1]
+
+
+_HOST_MAIN = r"""
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <vector>
+using std::max;
+using std::min;
+static int tlx_floordiv(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static int check(int tlx_blocks) {
+  std::map<std::pair<int, int>, int> cover;
+  std::vector<int> partial(tlx_blocks, -1), waits_on_nothing(1, 0);
+  for (int tlx_pid = 0; tlx_pid < tlx_blocks; ++tlx_pid) {
+    int counter = 0, steps = 0;
+    LOOPS
+  }
+  return (int)cover.size() == TILES * ITERS ? 0 : 1;
+}
+int main() {
+  for (int blocks : {132, 128, 114, 100, 78})
+    if (check(blocks)) { printf("bad walk on %d blocks\n", blocks); return 1; }
+  printf("ok\n");
+  return 0;
+}
+"""
+
+_HOST_STEP = r"""
+      if (++steps > 100000 || tlx_sk_off != counter || tlx_sk_len < 1 || tlx_sk_k0 < 0 ||
+          tlx_sk_k0 + tlx_sk_len > ITERS || tlx_sk_tile < 0 || tlx_sk_tile >= TILES) return 1;
+      counter += tlx_sk_len;
+      for (int k = tlx_sk_k0; k < tlx_sk_k0 + tlx_sk_len; ++k)
+        if (!cover.emplace(std::make_pair(tlx_sk_tile, k), tlx_pid).second) return 1;
+      if (tlx_sk_k0 > 0) {
+        if (partial[tlx_pid] >= 0) return 1;
+        partial[tlx_pid] = tlx_sk_tile;
+      } else if (tlx_sk_len < ITERS) {
+        for (int q = tlx_pid + 1; q <= LAST_PEER; ++q)
+          if (q >= tlx_blocks || q <= tlx_pid) return 1;
+      }
+"""
+
+
+@pytest.mark.parametrize("m,n,k,bm,bn,stages", [(4096, 4096, 1024, 128, 256, 3), (3700, 1960, 328, 128, 256, 3),
+                                                (4096, 4096, 512, 128, 128, 4)])
+def test_generated_walk_runs_on_the_host(m: int, n: int, k: int, bm: int, bn: int, stages: int,
+                                         tmp_path: object) -> None:
+    """The tile loops and their declarations as codegen writes them, compiled with the host's C++
+    compiler and run for several grids: every (tile, k) once, counters contiguous, peers in range
+    (a bound that lost its parentheses once made the tile loop endless on the GPU)."""
+    import re
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler")
+    func = gemm.matmul.get_ir(m, n, k, block_M=bm, block_N=bn, block_K=64, num_stages=stages, threads=256)
+    src, ctx = cuda_source(func, "sm_90a", ON)
+    consumers = src[src.index("TLX_SETMAXNREG_INC(", src.index('extern "C"')):]
+    pattern = re.compile(r"for \(int tlx_tile_j = (.*?); tlx_tile_j < (.*?); \+\+tlx_tile_j\) \{\n"
+                         r"((?:\s*const int tlx_sk_\w+ = .*?;\n){4})")
+    loops = pattern.findall(consumers)
+    assert len(loops) == 2
+    last_peer = re.search(r"tlx_sk_add\(&C_local\[0\], \d+, tlx_sk_ws, tlx_pid \+ 1, (.*), 256\);", consumers)
+    assert last_peer is not None
+    code = "".join(f"for (int tlx_tile_j = {a}; tlx_tile_j < {b}; ++tlx_tile_j) {{\n{d}{_HOST_STEP}}}\n"
+                   for a, b, d in loops)
+    tiles, iters = ctx.data["cuda.meta"].persistent_tiles, -(-k // 64)
+    program = _HOST_MAIN.replace("LOOPS", code).replace("LAST_PEER", last_peer.group(1))
+    program = program.replace("TILES", str(tiles)).replace("ITERS", str(iters))
+    cpp, exe = tmp_path / "walk.cpp", tmp_path / "walk"  # type: ignore[operator]
+    cpp.write_text(program)
+    subprocess.run([cxx, "-O1", "-o", str(exe), str(cpp)], check=True, capture_output=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout
