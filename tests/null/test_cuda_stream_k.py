@@ -13,7 +13,7 @@ from tests.null.cuda_helpers import cuda_source, sass_ops
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.evaluate import evaluate
-from tilelang_x.plugins.cuda.hopper.persistent import _stream_k
+from tilelang_x.plugins.cuda.hopper.persistent import MAX_PARTS, _stream_k
 
 ON = {"tlx.stream_k": True}
 
@@ -46,11 +46,11 @@ def _walk(total: int, n: int, blocks: int) -> dict[tuple[int, int], tuple[int, b
 
 @pytest.mark.parametrize("total,n,blocks", [(512, 64, 132), (512, 64, 128), (1664, 128, 132), (300, 3, 132),
                                             (133, 2, 132), (200, 64, 7), (10, 5, 3), (264, 64, 132),
-                                            (7168, 64, 132), (9, 7, 5)])
+                                            (7168, 64, 132), (9, 7, 5), (192, 64, 132), (140, 64, 132)])
 def test_walk_covers_each_iteration_once_and_owners_add_their_peers(total: int, n: int, blocks: int) -> None:
     cover = _walk(total, n, blocks)
     assert set(cover) == {(t, k) for t in range(total) for k in range(n)}
-    split = 0
+    split, rest = 0, total % blocks
     for t in range(total):
         owner, partial, owns, last = cover[(t, 0)]
         covering = sorted({cover[(t, k)][0] for k in range(n)})
@@ -59,9 +59,12 @@ def test_walk_covers_each_iteration_once_and_owners_add_their_peers(total: int, 
             split += 1
             assert covering == list(range(owner, last + 1))
             assert all(cover[(t, k)][1] == (cover[(t, k)][0] != owner) for k in range(n))
-            assert len(covering) <= 3  # every block walks at least n / 2 iterations of the tail
-    rest = total % blocks
-    assert (split > 0) == (2 * rest >= blocks)  # tail tiles are split only when at least half a wave
+            if 2 * rest >= blocks:  # every block walks at least n / 2 iterations of the tail
+                assert len(covering) <= 3
+            else:  # the tile in equal parts, each on a block of its own, all starting together
+                assert len(covering) == min(MAX_PARTS, n, blocks // rest)
+                assert {cover[(t, k)][0] for k in range(n) if k < n // len(covering)} == {owner}
+    assert (split > 0) == (rest > 0)
 
 
 def _gemm(m: int = 4096, n: int = 4096, k: int = 4096, **kw: object) -> object:
@@ -120,6 +123,35 @@ def test_not_when_the_sum_does_not_start_from_zero() -> None:
     src, ctx = cuda_source(_accumulates_onto_c, "sm_90a", ON)
     assert "tlx_tile_j" in src and "tlx_sk_ws" not in src.split("TLX_DEV")[-1]
 
+
+
+@pytest.mark.parametrize("m,k,split", [(1536, 4096, True),  # 192 tiles: 60 left after a wave, 64 iterations
+                                       (4096, 4096, False),  # 512 tiles: 116 left, over half the SMs
+                                       (1536, 1024, False),  # 16 iterations: the fixup would cost more
+                                       (1024, 4096, False)])  # 128 tiles: one wave
+def test_automatic_only_for_a_tail_under_half_the_sms(m: int, k: int, split: bool) -> None:
+    src, ctx = cuda_source(_gemm(m=m, k=k), "sm_90a")
+    assert ("tlx_sk_ws" in src.split("TLX_DEV")[-1]) == split
+    assert (ctx.data["cuda.meta"].workspace_per_block > 0) == split
+    if split:  # a tail of at least half the SMs (another device) runs as whole tiles
+        assert ">= tlx_blocks) ? 0 :" in src
+        src, ctx = cuda_source(_gemm(m=m, k=k), "sm_90a", {"tlx.stream_k": False})
+        assert "tlx_sk_ws" not in src.split("TLX_DEV")[-1] and ctx.data["cuda.meta"].workspace_per_block == 0
+
+
+@pytest.mark.parametrize("total,n,blocks", [(192, 64, 132), (192, 64, 100), (192, 64, 114), (140, 64, 132)])
+def test_automatic_walk_leaves_a_tail_of_half_the_sms_whole(total: int, n: int, blocks: int) -> None:
+    pid, j, stride = (E.Var(nm, dtypes.int32) for nm in ("pid", "j", "P"))
+    sk = _stream_k(pid, j, stride, total, n, even=False)
+    rest = total % blocks
+    tiles = []
+    for b in range(blocks):
+        env = {pid: b, stride: blocks}
+        whole, segments = evaluate(sk.whole_tiles, env), evaluate(sk.segments, env)
+        tiles += [b + jj * blocks for jj in range(whole)]
+        assert segments == (0 if 2 * rest >= blocks or b >= rest * min(MAX_PARTS, n, blocks // rest) else 1)
+    split = sorted(set(range(total)) - set(tiles))
+    assert len(tiles) == len(set(tiles)) and (split == [] if 2 * rest >= blocks else len(split) == rest)
 
 _HOST_MAIN = r"""
 #include <algorithm>

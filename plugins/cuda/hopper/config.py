@@ -52,8 +52,9 @@ class HopperConfig:
     #: consumers copy them with ordinary loads and stores.
     prologue_loads: bool = True
     #: split the tail of a persistent gemm-only kernel's tiles between its blocks (stream_k.py):
-    #: pass_configs={"tlx.stream_k": True}
-    stream_k: bool = False
+    #: pass_configs={"tlx.stream_k": True}; unset: a tail of fewer than half the SMs, in parts,
+    #: when persistent.auto_stream_k says it pays; False: never
+    stream_k: bool | None = None
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -77,7 +78,7 @@ def hopper_config(ctx: Any) -> HopperConfig:
     return HopperConfig(wgmma, tma, ws, overlap, _tri(configs, "tlx.ws_compute_loops"),
                         _tri(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
                         _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)),
-                        bool(configs.get("tlx.prologue_loads", True)), _flag(configs, "tlx.stream_k"))
+                        bool(configs.get("tlx.prologue_loads", True)), _tri(configs, "tlx.stream_k"))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

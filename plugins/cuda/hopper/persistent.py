@@ -19,15 +19,16 @@ order of a rasterized grid then applies to the clusters' tiles. Clustered kernel
 Needs a static grid and a k-loop whose trip count does not depend on the block indices.
 
 Stream-K (``StreamK``, ``tlx.stream_k``): the ``T mod P`` tiles left after ``T // P`` whole waves
-would keep ``P - T mod P`` blocks idle for a whole tile. Their ``(T mod P) * n`` k-iterations are
-split evenly instead (when ``T mod P >= P / 2``): block ``b`` walks iterations
-``[b * R / P, (b + 1) * R / P)`` of the tail (``R = (T mod P) * n``) as segments, at most two per
-block as each holds fewer than ``n``. A
-segment that starts inside a tile (its block's first) leaves its partial sum in the block's
-workspace slot and flags it; the segment that starts the tile (the block that reaches it last)
-waits for the flags of the blocks after it that cover the rest of the tile, adds their slots and
-runs the epilogue. A block flags its partial before its own wait, so every wait ends while the
-blocks of one wave are resident: the grid is at most one block per SM (``runtime``).
+would keep ``P - T mod P`` blocks idle for a whole tile. Their ``R = (T mod P) * n`` k-iterations
+are split between ``Q`` blocks instead: block ``b < Q`` walks iterations ``[b * R / Q, (b + 1) * R / Q)``
+of the tail as segments. When the tail holds at least half a wave, ``Q = P`` (at most two segments
+per block, as each holds fewer than ``n``); else each tail tile is cut in ``s = min(4, P / (T mod P))``
+equal parts, ``Q = s * (T mod P)``, one segment per block, all starting together. A segment that
+starts inside a tile (its block's first) leaves its partial sum in the block's workspace slot and
+flags it; the segment that starts the tile waits for the flags of the blocks after it that cover
+the rest of the tile, adds their slots and runs the epilogue. A block flags its partial before its
+own wait, so every wait ends while the blocks of one wave are resident: the grid is at most one
+block per SM (``runtime``).
 """
 
 from __future__ import annotations
@@ -115,22 +116,34 @@ class StreamK:
         return Seq((whole, tail))
 
 
+#: the most parts a tail tile is split in when the tail holds less than half a wave (its owner adds
+#: the others' partial sums, 128 KB each at 128×256)
+MAX_PARTS = 4
+
+#: the fewest k-iterations per tile for which the tail is split without being asked (auto_stream_k)
+AUTO_MIN_ITERS = 64
+
 #: iterations per tile the stream-K index math takes in 32-bit ints (``P * P * n < 2**31``)
 STREAM_K_MAX_ITERS = (2**31 - 1) // (DEFAULT_SMS * DEFAULT_SMS)
 
 
-def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int) -> StreamK:
-    """The walk with the tail in stream-K segments when it holds at least half a wave of tiles
-    (else a block would add the slots of many: the tail then runs as whole tiles). Each block then
-    walks at least ``n / 2`` iterations of it."""
+def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: bool = True) -> StreamK:
+    """The walk with the tail's k-iterations split between ``tail_blocks`` blocks: all of them,
+    evenly, when the tail holds at least half a wave (each block then walks at least ``n / 2``
+    iterations of it, in at most two segments; without ``even`` such a tail runs as whole tiles);
+    else each tail tile in ``parts`` equal parts (up to ``MAX_PARTS``) on blocks of their own,
+    which then start their part together."""
     def sel(c: E.Expr, a: E.Expr | int, b: E.Expr | int) -> E.Expr:
         return E.select(c, E.convert(a), E.convert(b))
 
     dp = E.const(total) // blocks
     rest = E.const(total) - dp * blocks
-    used = E.binary(">=", rest * 2, blocks)
+    parts = E.binary("min", E.const(min(MAX_PARTS, n)), blocks // E.binary("max", rest, E.const(1)))
+    half = E.binary(">=", rest * 2, blocks)
+    tail_blocks = sel(half, blocks if even else 0, rest * parts)
+    per = E.binary("max", tail_blocks, E.const(1))
     tail = rest * n
-    lo, hi = pid * tail // blocks, (pid + 1) * tail // blocks
+    lo, hi = pid * tail // per, (pid + 1) * tail // per
     t0 = lo // n
     t = t0 + (j - dp)  # the tail tile of segment j - dp
     names = ("tlx_sk_tile", "tlx_sk_k0", "tlx_sk_len", "tlx_sk_off")
@@ -144,18 +157,29 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int) -> Stream
     whole = decls((pid + j * blocks, 0, n, j * n))
     segment = decls((dp * blocks + t, k0, E.binary("min", hi - t * n, E.const(n)) - k0_v,
                      dp * n + t * n + k0_v - lo))
-    last_peer = ((tile_v - dp * blocks + 1) * n * blocks - 1) // E.binary("max", tail, E.const(1))
-    return StreamK(tile_v, off_v, k0_v, len_v, whole, sel(used, dp, (E.const(total - 1) - pid) // blocks + 1),
-                   segment, dp, sel(used, (hi - 1) // n - t0 + 1, 0), n, last_peer)
+    last_peer = ((tile_v - dp * blocks + 1) * n * tail_blocks - 1) // E.binary("max", tail, E.const(1))
+    segments = sel(E.binary("<", pid, tail_blocks), (hi - 1) // n - t0 + 1, 0)
+    whole_tiles = dp if even else sel(half, (E.const(total - 1) - pid) // blocks + 1, dp)
+    return StreamK(tile_v, off_v, k0_v, len_v, whole, whole_tiles, segment, dp, segments, n, last_peer)
+
+
+def auto_stream_k(total: int, iters: int, sms: int = DEFAULT_SMS) -> bool:
+    """Whether a kernel that does not ask gets the tail split in parts: its last wave holds fewer
+    than half the SMs and a tile has at least ``AUTO_MIN_ITERS`` k-iterations. H200 (2026-11-30,
+    ``bench/variants.py``): 1536×4096×4096 +12 %, 1152×4096×4096 +25 %, 3584×4096×4096 +5 %,
+    1536×4096×8192 +19 %, but 1536×4096×1024 (16 iterations) -10 %: the fixup's fixed cost."""
+    rest = total % sms
+    return iters >= AUTO_MIN_ITERS and 0 < 2 * rest < sms
 
 
 def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT_SMS,
                     raster: tuple[int, bool] | None = None,
-                    cluster: tuple[int, int, int] | None = None, stream_k: bool = False) -> Persistent | None:
+                    cluster: tuple[int, int, int] | None = None, stream_k: bool | None = False) -> Persistent | None:
     """The persistent form of ``kernel`` (``raster``: the (panel, column-wise) block order of
     ``rasterize.block_remap``, applied to the tile index; ``cluster``: the launch's cluster shape;
     ``stream_k``: split the tail in stream-K segments, for a constant trip count ``n`` and no
-    cluster), or ``None`` when it does not apply."""
+    cluster; ``None``: only the tail of fewer than half the SMs, in parts, when ``auto_stream_k``
+    says it pays), or ``None`` when it does not apply."""
     dims = [E.as_int(g) for g in kernel.grid]
     if not dims or any(d is None or d < 1 for d in dims):
         return None
@@ -174,8 +198,10 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
     sk: StreamK | None = None
     tile: E.Expr = pid + j * blocks
     tiles_here = (E.const(total - 1) - pid) // blocks + 1
-    if stream_k and iters is not None and 1 < iters <= STREAM_K_MAX_ITERS:
-        sk = _stream_k(pid, j, blocks, total, iters)
+    if stream_k is None:
+        stream_k = False if iters is None else None if auto_stream_k(total, iters, sms) else False
+    if stream_k is not False and iters is not None and 1 < iters <= STREAM_K_MAX_ITERS:
+        sk = _stream_k(pid, j, blocks, total, iters, even=bool(stream_k))
         tile, tiles_here = sk.tile, sk.whole_tiles + sk.segments
     block_of: dict[E.Var, E.Expr] = {}
     if raster is not None and len(dims) == 2:

@@ -88,7 +88,7 @@ def _computes(work: list[Stmt]) -> bool:
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
                  persistent: bool | None = None, barrier_groups: bool = False, rotation: bool = False,
-                 prologue_loads: bool = False, stream_k: bool = False) -> None:
+                 prologue_loads: bool = False, stream_k: bool | None = False) -> None:
         self.overlap = overlap
         self.stream_k = stream_k
         self.prologue_loads = prologue_loads
@@ -396,9 +396,9 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     csize = math.prod(cshape or (1,))
     work = [s for s in _body(loop) if not _is_producer(s)]
     wanted = cx.persistent if cx.persistent is not None else not _computes(work) and csize == 1
-    acc = accumulator([s for s in top[:at]], work, cx.overlap) if cx.stream_k and csize == 1 else None
+    acc = accumulator([s for s in top[:at]], work, cx.overlap) if cx.stream_k is not False and csize == 1 else None
     pers = plan_persistent(kernel, n, start, DEFAULT_SMS, block_remap(kernel, ctx), cshape,
-                           stream_k=acc is not None) if wanted else None
+                           stream_k=cx.stream_k if acc is not None else False) if wanted else None
     by_use = _groups(work, plans, stages, True)
     rot = rotate.match(work, by_use) if cx.rotation and pers is None else None
     groups = by_use if rot is not None or cx.barrier_groups else _groups(work, plans, stages, False)
