@@ -125,7 +125,9 @@ def test_not_when_the_sum_does_not_start_from_zero() -> None:
 
 
 
-@pytest.mark.parametrize("m,k,split", [(1536, 4096, True),  # 192 tiles: 60 left after a wave, 64 iterations
+@pytest.mark.parametrize("m,k,split", [(1536, 4096, True),  # 192 tiles: 60 left after a wave, 64 iterations in halves
+                                       (1152, 2048, True),  # 144 tiles: 12 left, 32 iterations in quarters
+                                       (1536, 2048, False),  # 32 iterations in halves: 16 saved
                                        (4096, 4096, False),  # 512 tiles: 116 left, over half the SMs
                                        (1536, 1024, False),  # 16 iterations: the fixup would cost more
                                        (1024, 4096, False)])  # 128 tiles: one wave

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from tilelang_x import knobs
+from tilelang_x.cache import CacheWarning
 from tilelang_x.core_ir.errors import CompilationError
 from tilelang_x.plugins.cuda import compile as cc
 
@@ -171,7 +172,8 @@ def test_unwritable_cache_still_compiles(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("TILELANG_X_CACHE_DIR", str(blocker))
-    b = cc.compile_cuda(VECTOR_ADD, "sm_80", kernel_name="vector_add", options={"compiler": comp})
+    with pytest.warns(CacheWarning, match="TILELANG_X_CACHE_DIR"):
+        b = cc.compile_cuda(VECTOR_ADD, "sm_80", kernel_name="vector_add", options={"compiler": comp})
     assert b.cubin.startswith(b"\x7fELF")
 
 

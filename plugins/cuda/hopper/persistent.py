@@ -120,8 +120,8 @@ class StreamK:
 #: the others' partial sums, 128 KB each at 128×256)
 MAX_PARTS = 4
 
-#: the fewest k-iterations per tile for which the tail is split without being asked (auto_stream_k)
-AUTO_MIN_ITERS = 64
+#: the fewest k-iterations a tail block must be spared for the tail to be split unasked (auto_stream_k)
+AUTO_MIN_SAVED = 24
 
 #: iterations per tile the stream-K index math takes in 32-bit ints (``P * P * n < 2**31``)
 STREAM_K_MAX_ITERS = (2**31 - 1) // (DEFAULT_SMS * DEFAULT_SMS)
@@ -165,11 +165,16 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: boo
 
 def auto_stream_k(total: int, iters: int, sms: int = DEFAULT_SMS) -> bool:
     """Whether a kernel that does not ask gets the tail split in parts: its last wave holds fewer
-    than half the SMs and a tile has at least ``AUTO_MIN_ITERS`` k-iterations. H200 (2026-11-30,
-    ``bench/variants.py``): 1536×4096×4096 +12 %, 1152×4096×4096 +25 %, 3584×4096×4096 +5 %,
-    1536×4096×8192 +19 %, but 1536×4096×1024 (16 iterations) -10 %: the fixup's fixed cost."""
+    than half the SMs and the split saves each tail block at least ``AUTO_MIN_SAVED`` of its
+    tile's k-iterations (``iters - ceil(iters / parts)``), which pays for the fixup. H200
+    (2026-11-30, ``bench/variants.py``, L2 flushed): 64 iterations in halves (1536×4096×4096)
+    +12-14 %, in quarters (1152×4096×4096) +25 %; 32 in quarters (1152×4096×2048) +8 %, in halves
+    (1536×4096×2048) +2 % flushed but -3 % back to back; 16 in halves (1536×4096×1024) -10 %."""
     rest = total % sms
-    return iters >= AUTO_MIN_ITERS and 0 < 2 * rest < sms
+    if not 0 < 2 * rest < sms:
+        return False
+    parts = min(MAX_PARTS, iters, sms // rest)
+    return iters - -(-iters // parts) >= AUTO_MIN_SAVED
 
 
 def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT_SMS,
