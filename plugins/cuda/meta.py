@@ -53,6 +53,11 @@ SCALAR_CTYPES: dict[str, str] = {
 #: Shared-memory bytes a block may use without the opt-in attribute.
 DEFAULT_SMEM_LIMIT = 48 * 1024
 
+#: The flags at the start of a stream-K workspace, one word per block (``TLX_SK_FLAG_WORDS`` in
+#: tlx_hopper.h): the most blocks a stream-K launch may have.
+SK_FLAG_WORDS = 1024
+SK_FLAG_BYTES = 4 * SK_FLAG_WORDS
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -105,8 +110,9 @@ class KernelMeta:
     #: ``gridDim.x``; ``runtime.load`` sets the grid to one block per SM of the device (at most
     #: this many), in place of ``grid_static``'s 132
     persistent_tiles: int | None = None
-    #: a stream-K kernel (hopper/stream_k.py): bytes of workspace per block of the launch, which
-    #: the runtime appends as the last argument (zeroed once; every launch leaves it zeroed)
+    #: a stream-K kernel (hopper/stream_k.py): bytes of workspace slot per block of the launch;
+    #: the runtime appends the workspace (``SK_FLAG_BYTES`` of flags, then the slots) as the last
+    #: argument (zeroed once; every launch leaves its flags zeroed)
     workspace_per_block: int = 0
 
     @property

@@ -29,7 +29,7 @@ from ...core_ir.errors import ArgumentError
 from . import driver
 from .compile import CudaBinary
 from .grid_program import Program, grid_program
-from .meta import DEFAULT_SMEM_LIMIT, KernelMeta, make_grid_fn
+from .meta import DEFAULT_SMEM_LIMIT, SK_FLAG_BYTES, SK_FLAG_WORDS, KernelMeta, make_grid_fn
 
 # Parameter codes shared with _launcher.pyx.
 C_PTR, C_I8, C_I16, C_I32, C_I64, C_F32, C_F64, C_F16, C_BF16, C_U64, C_TMAP = range(11)
@@ -547,28 +547,43 @@ def _one_block_per_sm(meta: KernelMeta) -> KernelMeta:
     return dataclasses.replace(meta, grid_static=(blocks, 1, 1))
 
 
+#: (device, stream) -> the stream-K workspaces allocated for it, the largest last; kernels on one
+#: stream run in turn and each leaves its flags zeroed, so all of them share the largest. The
+#: smaller ones stay alive: a captured CUDA graph may still launch a kernel on one.
+_WORKSPACES: dict[tuple[int, int], list[Any]] = {}
+
+
+def _workspace(device: int, stream: int, nbytes: int) -> Any:
+    """A zeroed workspace of at least ``nbytes`` for the stream-K kernels of ``stream``."""
+    spaces = _WORKSPACES.setdefault((device, stream), [])
+    if not spaces or spaces[-1].numel() < nbytes:
+        import torch
+
+        size = max(nbytes, 2 * spaces[-1].numel()) if spaces else nbytes
+        spaces.append(torch.zeros(size, dtype=torch.uint8, device=f"cuda:{device}"))
+    return spaces[-1]
+
+
 class _WithWorkspace:
     """The launcher of a stream-K kernel (hopper/stream_k.py): its last parameter, after the
-    kernel's arguments, is a workspace of ``meta.workspace_per_block`` bytes per block, allocated
-    zeroed once per device and stream (a launch leaves it zeroed; two launches on one stream run in
-    turn, so they may share it) and appended to every call's arguments."""
+    kernel's arguments, is a workspace of ``meta.workspace_per_block`` bytes per block, shared by
+    the stream-K kernels of the calling device and stream (``_workspace``) and appended to every
+    call's arguments."""
 
     def __init__(self, inner: Any, meta: KernelMeta) -> None:
         self.inner = inner
         self.dim_names: tuple[str, ...] = inner.dim_names
-        self.bytes = meta.workspace_per_block * (meta.grid_static or (1,))[0]
+        blocks = (meta.grid_static or (1,))[0]
+        if blocks > SK_FLAG_WORDS:
+            raise ArgumentError(f"{meta.kernel_name}: a stream-K launch of {blocks} blocks has more than the "
+                              f"{SK_FLAG_WORDS} its workspace flags; compile it with "
+                              f"pass_configs={{'tlx.stream_k': False}}")
+        self.bytes = SK_FLAG_BYTES + meta.workspace_per_block * blocks
         self.first = next((p.index for p in meta.params if p.kind == "buffer"), 0)
         self.get_stream = _stream_getter()
-        self.spaces: dict[tuple[int, int], Any] = {}
 
     def _space(self, device: int) -> Any:
-        key = (device, self.get_stream(device))
-        ws = self.spaces.get(key)
-        if ws is None:
-            import torch
-
-            ws = self.spaces[key] = torch.zeros(self.bytes, dtype=torch.uint8, device=f"cuda:{device}")
-        return ws
+        return _workspace(device, self.get_stream(device), self.bytes)
 
     def launch_on(self, device: int, args: Sequence[Any], dims: tuple[int, ...]) -> None:
         self.inner.launch_on(device, (*args, self._space(device)), dims)

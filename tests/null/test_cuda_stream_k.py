@@ -75,7 +75,7 @@ def test_fixup_and_workspace_when_asked() -> None:
     src, ctx = cuda_source(_gemm(), "sm_90a", ON)
     meta = ctx.data["cuda.meta"]
     assert meta.params[-1].name == "tlx_sk_ws" and meta.params[-1].index == 3
-    assert meta.workspace_per_block == 128 * 256 * 4 + 4  # 128 registers of 256 consumer threads, a flag
+    assert meta.workspace_per_block == 128 * 256 * 4  # 128 registers of 256 consumer threads
     assert "float* __restrict__ tlx_sk_ws" in src and "for (int ko_i = 0; ko_i < tlx_sk_len; ++ko_i)" in src
     # two tile loops: whole tiles with a constant trip count, then the tail's segments from tile dp
     assert src.count("for (int tlx_tile_j = 0;") == 2 and src.count("const int tlx_sk_len = 64;") == 2
@@ -85,6 +85,13 @@ def test_fixup_and_workspace_when_asked() -> None:
         < body.index("tlx_tma_store_2d(C_tmap0")
     # the stage ring's index is proven non-negative (no floor modulo in the k-loops)
     assert "tlx_floormod(((tlx_sk_off" not in src and "(unsigned)((tlx_sk_off + ko_i)) % (unsigned)(3)" in src
+
+
+def test_workspace_flags_sit_where_the_runtime_leaves_room_for_them() -> None:
+    from tilelang_x.plugins.cuda.hopper.header import hopper_header
+    from tilelang_x.plugins.cuda.meta import SK_FLAG_BYTES, SK_FLAG_WORDS
+
+    assert f"#define TLX_SK_FLAG_WORDS {SK_FLAG_WORDS}\n" in hopper_header() and SK_FLAG_BYTES == 4 * SK_FLAG_WORDS
 
 
 def test_stream_k_kernel_compiles_without_local_memory() -> None:

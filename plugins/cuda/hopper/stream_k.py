@@ -16,8 +16,9 @@ that adds to it; then after the segment's last wgmma:
   the tile.
 
 The workspace is the kernel's last C parameter (``tlx_sk_ws``, not a ``T.Tensor``): the runtime
-appends one per device and stream (``runtime._WithWorkspace``), slots for the launch's blocks and a
-flag word per block after them.
+appends one per device and stream, shared by the stream's stream-K kernels (``runtime._workspace``):
+a flag word per block at its start (``meta.SK_FLAG_WORDS``, the same place for every kernel), then
+the launch's slots.
 """
 
 from __future__ import annotations

@@ -114,23 +114,28 @@ TLX_DEV tlx_u64 tlx_wgmma_desc(tlx_u32 base, tlx_u32 off, tlx_u32 lbo, tlx_u32 s
 }
 
 // ---- stream-K (hopper/stream_k.py): a segment's partial sum in its block's workspace slot --------
-// Slot q holds float4 v of consumer thread t at [v * threads + t]; the flags follow the grid's slots.
-TLX_DEV unsigned* tlx_sk_flags(float* ws, int n, int threads) {
-  return reinterpret_cast<unsigned*>(ws + (size_t)gridDim.x * n * threads);
+// The workspace starts with TLX_SK_FLAG_WORDS flags, one per block (zero between launches), and
+// slot q follows them, holding float4 v of consumer thread t at [v * threads + t]. The flags sit at
+// the same place for every kernel, so the stream-K kernels of one stream share a workspace
+// (runtime._workspace) without one's partial sums landing on another's flags.
+#define TLX_SK_FLAG_WORDS 1024
+TLX_DEV unsigned* tlx_sk_flags(float* ws) { return reinterpret_cast<unsigned*>(ws); }
+TLX_DEV float* tlx_sk_slot(float* ws, int slot, int n, int threads) {
+  return ws + TLX_SK_FLAG_WORDS + (size_t)slot * n * threads;
 }
 TLX_DEV void tlx_sk_store(float* acc, int n, float* ws, int slot, int threads) {
-  float4* dst = reinterpret_cast<float4*>(ws + (size_t)slot * n * threads) + threadIdx.x;
+  float4* dst = reinterpret_cast<float4*>(tlx_sk_slot(ws, slot, n, threads)) + threadIdx.x;
 #pragma unroll
   for (int v = 0; v < n / 4; ++v)
     __stcg(dst + v * threads, make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
   __threadfence();
   tlx_named_bar_sync(1, threads);
   if (threadIdx.x == 0)
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tlx_sk_flags(ws, n, threads) + slot), "r"(1u) : "memory");
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tlx_sk_flags(ws) + slot), "r"(1u) : "memory");
 }
 // Adds slots first..last (each flagged by its block) and clears their flags.
 TLX_DEV void tlx_sk_add(float* acc, int n, float* ws, int first, int last, int threads) {
-  unsigned* flags = tlx_sk_flags(ws, n, threads);
+  unsigned* flags = tlx_sk_flags(ws);
   for (int q = first; q <= last; ++q) {
     if (threadIdx.x == 0) {
       unsigned f;
@@ -141,7 +146,7 @@ TLX_DEV void tlx_sk_add(float* acc, int n, float* ws, int first, int last, int t
     }
     __syncwarp();  // warp 0 whole again before the aligned barrier
     tlx_named_bar_sync(1, threads);
-    const float4* src = reinterpret_cast<const float4*>(ws + (size_t)q * n * threads) + threadIdx.x;
+    const float4* src = reinterpret_cast<const float4*>(tlx_sk_slot(ws, q, n, threads)) + threadIdx.x;
 #pragma unroll
     for (int v = 0; v < n / 4; ++v) {
       const float4 p = __ldcg(src + v * threads);

@@ -87,3 +87,14 @@ def test_stream_k_in_a_cuda_graph() -> None:
         torch.cuda.synchronize()
         torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=0.25, rtol=2e-2)
     torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), atol=0.25, rtol=2e-2)
+
+
+def test_stream_k_kernels_of_two_slot_sizes_share_a_stream() -> None:
+    """One workspace serves the stream's stream-K kernels: a 128×128 kernel's partials must not
+    land on the flags of a 128×256 one run before and after it."""
+    wide, narrow = _kernel(4096, 4096, 1024), _kernel(4096, 4096, 512, "bfloat16", 128, 128, 4)
+    a, b = torch.randn(4096, 1024, device="cuda").half(), torch.randn(1024, 4096, device="cuda").half()
+    a2, b2 = torch.randn(4096, 512, device="cuda").bfloat16(), torch.randn(512, 4096, device="cuda").bfloat16()
+    for _ in range(3):
+        torch.testing.assert_close(wide(a, b).float(), a.float() @ b.float(), atol=0.25, rtol=2e-2)
+        torch.testing.assert_close(narrow(a2, b2).float(), a2.float() @ b2.float(), atol=0.25, rtol=2e-2)
