@@ -13,7 +13,7 @@ from tests.null.cuda_helpers import cuda_source, sass_ops
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.evaluate import evaluate
-from tilelang_x.plugins.cuda.hopper.persistent import MAX_PARTS, _stream_k
+from tilelang_x.plugins.cuda.hopper.persistent import AUTO_MIN_SAVED, MAX_PARTS, _stream_k
 
 ON = {"tlx.stream_k": True}
 
@@ -142,25 +142,31 @@ def test_automatic_only_for_a_tail_under_half_the_sms(m: int, k: int, split: boo
     src, ctx = cuda_source(_gemm(m=m, k=k), "sm_90a")
     assert ("tlx_sk_ws" in src.split("TLX_DEV")[-1]) == split
     assert (ctx.data["cuda.meta"].workspace_per_block > 0) == split
-    if split:  # a tail of at least half the SMs (another device) runs as whole tiles
-        assert ">= tlx_blocks) ? 0 :" in src
+    if split:  # on another device, a tail of half the SMs or too few spared iterations runs as whole tiles
+        assert ") * 2) >= tlx_blocks) || (" in src and f") < {AUTO_MIN_SAVED})) ? 0 :" in src
         src, ctx = cuda_source(_gemm(m=m, k=k), "sm_90a", {"tlx.stream_k": False})
         assert "tlx_sk_ws" not in src.split("TLX_DEV")[-1] and ctx.data["cuda.meta"].workspace_per_block == 0
 
 
-@pytest.mark.parametrize("total,n,blocks", [(192, 64, 132), (192, 64, 100), (192, 64, 114), (140, 64, 132)])
+@pytest.mark.parametrize("total,n,blocks", [(192, 64, 132), (192, 64, 100), (192, 64, 114), (140, 64, 132),
+                                            (144, 32, 132), (144, 32, 100), (192, 32, 132)])
 def test_automatic_walk_leaves_a_tail_of_half_the_sms_whole(total: int, n: int, blocks: int) -> None:
+    """On the launch's block count (which may not be the 132 SMs the compiler decided for), a tail
+    of at least half the SMs, or whose parts would spare fewer than ``AUTO_MIN_SAVED`` iterations,
+    runs as whole tiles."""
     pid, j, stride = (E.Var(nm, dtypes.int32) for nm in ("pid", "j", "P"))
     sk = _stream_k(pid, j, stride, total, n, even=False)
     rest = total % blocks
+    parts = min(MAX_PARTS, n, blocks // max(rest, 1))
+    whole_only = 2 * rest >= blocks or n - -(-n // parts) < AUTO_MIN_SAVED
     tiles = []
     for b in range(blocks):
         env = {pid: b, stride: blocks}
         whole, segments = evaluate(sk.whole_tiles, env), evaluate(sk.segments, env)
         tiles += [b + jj * blocks for jj in range(whole)]
-        assert segments == (0 if 2 * rest >= blocks or b >= rest * min(MAX_PARTS, n, blocks // rest) else 1)
+        assert segments == (0 if whole_only or b >= rest * parts else 1)
     split = sorted(set(range(total)) - set(tiles))
-    assert len(tiles) == len(set(tiles)) and (split == [] if 2 * rest >= blocks else len(split) == rest)
+    assert len(tiles) == len(set(tiles)) and (split == [] if whole_only else len(split) == rest)
 
 _HOST_MAIN = r"""
 #include <algorithm>
@@ -203,9 +209,11 @@ _HOST_STEP = r"""
 """
 
 
-@pytest.mark.parametrize("m,n,k,bm,bn,stages", [(4096, 4096, 1024, 128, 256, 3), (3700, 1960, 328, 128, 256, 3),
-                                                (4096, 4096, 512, 128, 128, 4)])
-def test_generated_walk_runs_on_the_host(m: int, n: int, k: int, bm: int, bn: int, stages: int,
+@pytest.mark.parametrize("m,n,k,bm,bn,stages,configs", [(4096, 4096, 1024, 128, 256, 3, ON),
+                                                        (3700, 1960, 328, 128, 256, 3, ON),
+                                                        (4096, 4096, 512, 128, 128, 4, ON),
+                                                        (1536, 4096, 4096, 128, 256, 3, {})])  # automatic
+def test_generated_walk_runs_on_the_host(m: int, n: int, k: int, bm: int, bn: int, stages: int, configs: dict,
                                          tmp_path: object) -> None:
     """The tile loops and their declarations as codegen writes them, compiled with the host's C++
     compiler and run for several grids: every (tile, k) once, counters contiguous, peers in range
@@ -218,7 +226,7 @@ def test_generated_walk_runs_on_the_host(m: int, n: int, k: int, bm: int, bn: in
     if cxx is None:
         pytest.skip("no host C++ compiler")
     func = gemm.matmul.get_ir(m, n, k, block_M=bm, block_N=bn, block_K=64, num_stages=stages, threads=256)
-    src, ctx = cuda_source(func, "sm_90a", ON)
+    src, ctx = cuda_source(func, "sm_90a", configs)
     consumers = src[src.index("TLX_SETMAXNREG_INC(", src.index('extern "C"')):]
     pattern = re.compile(r"for \(int tlx_tile_j = (.*?); tlx_tile_j < (.*?); \+\+tlx_tile_j\) \{\n"
                          r"((?:\s*const int tlx_sk_\w+ = .*?;\n){4})")

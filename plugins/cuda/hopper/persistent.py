@@ -130,9 +130,10 @@ STREAM_K_MAX_ITERS = (2**31 - 1) // (DEFAULT_SMS * DEFAULT_SMS)
 def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: bool = True) -> StreamK:
     """The walk with the tail's k-iterations split between ``tail_blocks`` blocks: all of them,
     evenly, when the tail holds at least half a wave (each block then walks at least ``n / 2``
-    iterations of it, in at most two segments; without ``even`` such a tail runs as whole tiles);
-    else each tail tile in ``parts`` equal parts (up to ``MAX_PARTS``) on blocks of their own,
-    which then start their part together."""
+    iterations of it, in at most two segments; without ``even`` such a tail runs as whole tiles,
+    as does one whose parts would spare fewer than ``AUTO_MIN_SAVED`` iterations); else each tail
+    tile in ``parts`` equal parts (up to ``MAX_PARTS``) on blocks of their own, which then start
+    their part together."""
     def sel(c: E.Expr, a: E.Expr | int, b: E.Expr | int) -> E.Expr:
         return E.select(c, E.convert(a), E.convert(b))
 
@@ -140,6 +141,9 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: boo
     rest = E.const(total) - dp * blocks
     parts = E.binary("min", E.const(min(MAX_PARTS, n)), blocks // E.binary("max", rest, E.const(1)))
     half = E.binary(">=", rest * 2, blocks)
+    if not even:  # as auto_stream_k, on the launch's block count: else the tail runs as whole tiles
+        saved = E.const(n) - (E.const(n) + parts - 1) // parts
+        half = E.binary("or", half, E.binary("<", saved, E.const(AUTO_MIN_SAVED)))
     tail_blocks = sel(half, blocks if even else 0, rest * parts)
     per = E.binary("max", tail_blocks, E.const(1))
     tail = rest * n
