@@ -126,9 +126,19 @@ def _accumulates_onto_c(A: T.Tensor((4096, 512), T.float16), B: T.Tensor((512, 4
         T.copy(C_f, C[by * 128, bx * 256])
 
 
-def test_not_when_the_sum_does_not_start_from_zero() -> None:
-    src, ctx = cuda_source(_accumulates_onto_c, "sm_90a", ON)
+def test_not_when_the_sum_does_not_start_from_zero(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("DEBUG", logger="tilelang_x.cuda.hopper"):
+        src, ctx = cuda_source(_accumulates_onto_c, "sm_90a", ON)
     assert "tlx_tile_j" in src and "tlx_sk_ws" not in src.split("TLX_DEV")[-1]
+    assert "tlx.stream_k ignored (the loop is not one T.gemm into a cleared float32 fragment)" in caplog.text
+
+
+def test_an_ignored_request_says_why(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("DEBUG", logger="tilelang_x.cuda.hopper"):
+        cuda_source(_gemm(cluster=(2, 1, 1)), "sm_90a", ON)
+        cuda_source(_gemm(), "sm_90a", {**ON, "tlx.persistent": False})
+    assert "tlx.stream_k ignored (a cluster launch)" in caplog.text
+    assert "tlx.stream_k ignored (the kernel is not persistent)" in caplog.text
 
 
 

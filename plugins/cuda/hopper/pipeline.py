@@ -55,7 +55,7 @@ from . import rotate
 from .config import hopper_config, log
 from .layout import panel_layout
 from .multicast import Multicast, plan_multicast
-from .persistent import DEFAULT_SMS, plan_persistent
+from .persistent import DEFAULT_SMS, STREAM_K_MAX_ITERS, plan_persistent
 from .pingpong import CONSUMER_LOOP
 from .stream_k import accumulator, fixup, workspace
 from .tma import TmaCopy, TmaSpec, plan_tma, tile_bytes
@@ -399,6 +399,11 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     acc = accumulator([s for s in top[:at]], work, cx.overlap) if cx.stream_k is not False and csize == 1 else None
     pers = plan_persistent(kernel, n, start, DEFAULT_SMS, block_remap(kernel, ctx), cshape,
                            stream_k=cx.stream_k if acc is not None else False) if wanted else None
+    if cx.stream_k and (pers is None or pers.stream_k is None):
+        why = ("a cluster launch" if csize > 1 else "the loop is not one T.gemm into a cleared float32 fragment"
+               if acc is None else "the kernel is not persistent" if pers is None
+               else f"the k-loop's trip count is not a constant in 2..{STREAM_K_MAX_ITERS}")
+        log.debug("T.Pipelined at line %s: tlx.stream_k ignored (%s)", loop.loc.line if loop.loc else "?", why)
     by_use = _groups(work, plans, stages, True)
     rot = rotate.match(work, by_use) if cx.rotation and pers is None else None
     groups = by_use if rot is not None or cx.barrier_groups else _groups(work, plans, stages, False)
