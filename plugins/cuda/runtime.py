@@ -575,9 +575,9 @@ class _WithWorkspace:
         self.dim_names: tuple[str, ...] = inner.dim_names
         blocks = (meta.grid_static or (1,))[0]
         if blocks > SK_FLAG_WORDS:
-            raise ArgumentError(f"{meta.kernel_name}: a stream-K launch of {blocks} blocks has more than the "
-                              f"{SK_FLAG_WORDS} its workspace flags; compile it with "
-                              f"pass_configs={{'tlx.stream_k': False}}")
+            raise ArgumentError(f"{meta.kernel_name}: a stream-K launch of {blocks} blocks has more blocks than its "
+                                f"workspace has flags ({SK_FLAG_WORDS}); compile it with "
+                                f"pass_configs={{'tlx.stream_k': False}}")
         self.bytes = SK_FLAG_BYTES + meta.workspace_per_block * blocks
         self.first = next((p.index for p in meta.params if p.kind == "buffer"), 0)
         self.get_stream = _stream_getter()

@@ -110,6 +110,11 @@ class StreamK:
         ``pid + 1 ..= last_peer`` before the epilogue."""
         return E.binary("and", E.binary("==", self.k0, 0), E.binary("<", self.length, E.const(self.n)))
 
+    def segment(self, start: E.Expr) -> tuple[E.Expr, E.Expr]:
+        """The first k-iteration (of a loop starting at ``start``) and the trip count of the tile's
+        segment."""
+        return start + self.k0, self.length
+
     def loops(self, j: E.Var, stmts: list[Stmt], loc: object) -> Stmt:
         whole = For(j, self.whole_tiles, "serial", Seq((*self.whole, *stmts)), None, (), loc)  # type: ignore[arg-type]
         tail = For(j, self.segments, "serial", Seq((*self.tail, *stmts)), self.dp, (), loc)  # type: ignore[arg-type]
@@ -163,7 +168,7 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: boo
                      dp * n + t * n + k0_v - lo))
     last_peer = ((tile_v - dp * blocks + 1) * n * tail_blocks - 1) // E.binary("max", tail, E.const(1))
     segments = sel(E.binary("<", pid, tail_blocks), (hi - 1) // n - t0 + 1, 0)
-    whole_tiles = dp if even else sel(half, (E.const(total - 1) - pid) // blocks + 1, dp)
+    whole_tiles = dp if even else sel(half, _tiles_walked(pid, blocks, total), dp)
     return StreamK(tile_v, off_v, k0_v, len_v, whole, whole_tiles, segment, dp, segments, n, last_peer)
 
 
@@ -206,9 +211,9 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
     iters = E.as_int(n)
     sk: StreamK | None = None
     tile: E.Expr = pid + j * blocks
-    tiles_here = (E.const(total - 1) - pid) // blocks + 1
-    if stream_k is None:
-        stream_k = False if iters is None else None if auto_stream_k(total, iters, sms) else False
+    tiles_here = _tiles_walked(pid, blocks, total)
+    if stream_k is None and (iters is None or not auto_stream_k(total, iters, sms)):
+        stream_k = False
     if stream_k is not False and iters is not None and 1 < iters <= STREAM_K_MAX_ITERS:
         sk = _stream_k(pid, j, blocks, total, iters, even=bool(stream_k))
         tile, tiles_here = sk.tile, sk.whole_tiles + sk.segments
@@ -252,8 +257,13 @@ def _clustered(kernel: Kernel, pid: E.Var, j: E.Var, blocks: E.Var, sms: int, ra
     x_in = E.const(0) if cx == 1 else rank if cy == 1 else rank % cx
     y_in = E.const(0) if cy == 1 else rank if cx == 1 else rank // cx
     block_of = {bx: cbx * cx + x_in, by: cby * cy + y_in}
-    tiles_here = (E.const(ctiles - 1) - cid) // clusters + 1
+    tiles_here = _tiles_walked(cid, clusters, ctiles)
     return Persistent(pid, j, tiles_here, grid, block_of, blocks, gx * gy, size)
+
+
+def _tiles_walked(first: E.Expr, stride: E.Expr, total: int) -> E.Expr:
+    """How many of the tiles ``first, first + stride, ...`` are below ``total``."""
+    return (E.const(total - 1) - first) // stride + 1
 
 
 def _rasterized(kernel: Kernel, tile: E.Expr, gx: int, gy: int, panel: int, column: bool) -> dict[E.Var, E.Expr]:

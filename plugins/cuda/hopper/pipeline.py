@@ -351,7 +351,7 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
     sc = gc % stages
     sk = pers.stream_k if pers else None
     if sk is not None:  # the tile's segment: iterations k0 .. k0 + length - 1
-        start, n = start + sk.k0, sk.length
+        start, n = sk.segment(start)
     rest = [staged(substitute(s, {k: start + it}), cx.multi, sc) for s in work]
     compute = _computes(rest)
     after: list[Stmt] = []
@@ -374,6 +374,17 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
             body += [_release(g, sc, mc) for g in groups if g.last == i]
     ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
     return [For(it, n, "serial", Seq(tuple(body)), None, ann, loop.loc), *after]
+
+
+def _stream_k_ignored(csize: int, acc: Buffer | None, pers: Any) -> str:
+    """Why a kernel that asked for stream-K did not get it."""
+    if csize > 1:
+        return "a cluster launch"
+    if acc is None:
+        return "the loop is not one T.gemm into a cleared float32 fragment"
+    if pers is None:
+        return "the kernel is not persistent"
+    return f"the k-loop's trip count is not a constant in 2..{STREAM_K_MAX_ITERS}"
 
 
 def _with_stream_k(consumer: list[Stmt], cons_loop: list[Stmt], acc: Buffer, pers: Any, consumers: int,
@@ -400,10 +411,8 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     pers = plan_persistent(kernel, n, start, DEFAULT_SMS, block_remap(kernel, ctx), cshape,
                            stream_k=cx.stream_k if acc is not None else False) if wanted else None
     if cx.stream_k and (pers is None or pers.stream_k is None):
-        why = ("a cluster launch" if csize > 1 else "the loop is not one T.gemm into a cleared float32 fragment"
-               if acc is None else "the kernel is not persistent" if pers is None
-               else f"the k-loop's trip count is not a constant in 2..{STREAM_K_MAX_ITERS}")
-        log.debug("T.Pipelined at line %s: tlx.stream_k ignored (%s)", loop.loc.line if loop.loc else "?", why)
+        log.debug("T.Pipelined at line %s: tlx.stream_k ignored (%s)", getattr(loop.loc, "line", "?"),
+                  _stream_k_ignored(csize, acc, pers))
     by_use = _groups(work, plans, stages, True)
     rot = rotate.match(work, by_use) if cx.rotation and pers is None else None
     groups = by_use if rot is not None or cx.barrier_groups else _groups(work, plans, stages, False)
@@ -413,7 +422,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     gp = pers.counter(n, kp) if pers else kp
     sp = gp % stages
     sk = pers.stream_k if pers else None
-    first, trips = (start + sk.k0, sk.length) if sk else (start, n)
+    first, trips = sk.segment(start) if sk else (start, n)
     prod_body = [x for g in groups for x in (_call("tlx_mbar_wait", _bar(g.empty, sp), (gp // stages + 1) % 2),
                                               *_issue(list(g.plans), cx.multi, k, first + kp, sp, _bar(g.full, sp),
                                                       mc))]
