@@ -27,11 +27,12 @@ def _walk(total: int, n: int, blocks: int) -> dict[tuple[int, int], tuple[int, b
     for b in range(blocks):
         env = {pid: b, stride: blocks}
         dp, whole, segments = (evaluate(x, env) for x in (sk.dp, sk.whole_tiles, sk.segments))
+        assert segments == 0 or whole == dp  # the tail's segments follow the whole tiles in one loop
         counter = 0
-        for decls, js in ((sk.whole, range(whole)), (sk.tail, range(dp, dp + segments))):
+        for js in (range(whole), range(dp, dp + segments)):
             for jj in js:
                 at = {**env, j: jj}
-                for d in decls:
+                for d in sk.decls:
                     at[d.var] = evaluate(d.value, at)
                     assert d.bounds is not None and d.bounds[0] <= at[d.var] <= d.bounds[1], d.var.name
                 t, k0, length = at[sk.tile], at[sk.k0], at[sk.length]
@@ -77,8 +78,10 @@ def test_fixup_and_workspace_when_asked() -> None:
     assert meta.params[-1].name == "tlx_sk_ws" and meta.params[-1].index == 3
     assert meta.workspace_per_block == 128 * 256 * 4  # 128 registers of 256 consumer threads
     assert "float* __restrict__ tlx_sk_ws" in src and "for (int ko_i = 0; ko_i < tlx_sk_len; ++ko_i)" in src
-    # two tile loops: whole tiles with a constant trip count, then the tail's segments from tile dp
-    assert src.count("for (int tlx_tile_j = 0;") == 2 and src.count("const int tlx_sk_len = 64;") == 2
+    # one tile loop, one epilogue; the k-loops of a whole tile have the constant trip count
+    assert src.count("for (int tlx_tile_j = 0;") == 2  # the producer's and the consumers'
+    assert src.count("if (tlx_sk_len == 64) {") == 2 and src.count("tlx_tma_store_2d(C_tmap0") == 4
+    assert src.count("for (int ko_i = 0; ko_i < 64; ++ko_i)") == 1 and src.count("ko_p < 64; ++ko_p)") == 1
     body = src[src.index("tlx_sk_store(&C_local[0]"):]
     assert "tlx_sk_store(&C_local[0], 128, tlx_sk_ws, tlx_pid, 256);" in src
     assert body.index("tlx_sk_add(&C_local[0], 128, tlx_sk_ws, tlx_pid + 1,") < body.index("if (!(tlx_sk_k0 > 0)) {") \
@@ -241,7 +244,7 @@ def test_generated_walk_runs_on_the_host(m: int, n: int, k: int, bm: int, bn: in
     pattern = re.compile(r"for \(int tlx_tile_j = (.*?); tlx_tile_j < (.*?); \+\+tlx_tile_j\) \{\n"
                          r"((?:\s*const int tlx_sk_\w+ = .*?;\n){4})")
     loops = pattern.findall(consumers)
-    assert len(loops) == 2
+    assert len(loops) == 1
     last_peer = re.search(r"tlx_sk_add\(&C_local\[0\], \d+, tlx_sk_ws, tlx_pid \+ 1, (.*), 256\);", consumers)
     assert last_peer is not None
     code = "".join(f"for (int tlx_tile_j = {a}; tlx_tile_j < {b}; ++tlx_tile_j) {{\n{d}{_HOST_STEP}}}\n"

@@ -34,11 +34,12 @@ block per SM (``runtime``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
-from ....core_ir.stmt import For, Kernel, Seq, Stmt
+from ....core_ir.stmt import For, If, Kernel, Seq, Stmt
 from ..lir import Decl
 
 #: SMs of the H100 / H200 SXM: the grid in the launch metadata; the runtime launches one block
@@ -79,19 +80,19 @@ class Persistent:
 
 @dataclass(frozen=True)
 class StreamK:
-    """The stream-K walk (module docstring) as two tile loops over one body: whole tiles
-    ``j < whole_tiles`` (constant k-loop trip count ``n``, so the body compiles as without
-    stream-K), then the tail's segments ``j = dp .. dp + segments - 1``. Each loop declares the
-    fields (``whole`` / ``tail``): tile ``j``'s index, its segment's k-iterations ``[k0, k0 +
-    length)`` and the block's iterations before it (``off``, the stage ring's counter)."""
+    """The stream-K walk (module docstring) as one tile loop: whole tiles ``j < whole_tiles``, then
+    the tail's segments ``j = dp .. dp + segments - 1`` (``whole_tiles`` is ``dp`` whenever there
+    are segments). The loop declares ``decls``: tile ``j``'s index, its segment's k-iterations
+    ``[k0, k0 + length)`` and the block's iterations before it (``off``, the stage ring's counter).
+    A whole tile's ``length`` is ``n``: the k-loops branch on it to a copy with the constant trip
+    count (``segment_loops``), which compiles as without stream-K."""
 
     tile: E.Var
     off: E.Var
     k0: E.Var
     length: E.Var
-    whole: tuple[Decl, ...]
+    decls: tuple[Decl, ...]
     whole_tiles: E.Expr
-    tail: tuple[Decl, ...]
     dp: E.Expr
     segments: E.Expr
     #: the iteration count of a whole tile's k-loop
@@ -110,15 +111,15 @@ class StreamK:
         ``pid + 1 ..= last_peer`` before the epilogue."""
         return E.binary("and", E.binary("==", self.k0, 0), E.binary("<", self.length, E.const(self.n)))
 
-    def segment(self, start: E.Expr) -> tuple[E.Expr, E.Expr]:
-        """The first k-iteration (of a loop starting at ``start``) and the trip count of the tile's
-        segment."""
-        return start + self.k0, self.length
-
     def loops(self, j: E.Var, stmts: list[Stmt], loc: object) -> Stmt:
-        whole = For(j, self.whole_tiles, "serial", Seq((*self.whole, *stmts)), None, (), loc)  # type: ignore[arg-type]
-        tail = For(j, self.segments, "serial", Seq((*self.tail, *stmts)), self.dp, (), loc)  # type: ignore[arg-type]
-        return Seq((whole, tail))
+        return For(j, self.whole_tiles + self.segments, "serial", Seq((*self.decls, *stmts)), None, (), loc)  # type: ignore[arg-type]
+
+    def segment_loops(self, start: E.Expr, loop: Callable[[E.Expr, E.Expr], list[Stmt]]) -> If:
+        """``loop(first, trips)`` over the tile's segment of a k-loop starting at ``start``: with the
+        constant trip count ``n`` for a whole tile, else with the segment's ``length``."""
+        first = start + self.k0
+        return If(E.binary("==", self.length, E.const(self.n)), Seq(tuple(loop(first, E.const(self.n)))),
+                  Seq(tuple(loop(first, self.length))))
 
 
 #: the most parts a tail tile is split in when the tail holds less than half a wave (its owner adds
@@ -162,14 +163,15 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: boo
     def decls(values: tuple[E.Expr | int, ...]) -> tuple[Decl, ...]:
         return tuple(Decl(v, E.convert(x), None, r) for v, x, r in zip(fields, values, ranges))
 
-    k0 = sel(E.binary("==", j, dp), lo - t0 * n, 0)
-    whole = decls((pid + j * blocks, 0, n, j * n))
-    segment = decls((dp * blocks + t, k0, E.binary("min", hi - t * n, E.const(n)) - k0_v,
-                     dp * n + t * n + k0_v - lo))
+    whole_tiles = dp if even else sel(half, _tiles_walked(pid, blocks, total), dp)
+    is_whole = E.binary("<", j, whole_tiles)
+    k0 = sel(E.binary("and", E.unary("not", is_whole), E.binary("==", j, dp)), lo - t0 * n, 0)
+    fields_of_j = decls((sel(is_whole, pid + j * blocks, dp * blocks + t), k0,
+                         sel(is_whole, n, E.binary("min", hi - t * n, E.const(n)) - k0_v),
+                         sel(is_whole, j * n, dp * n + t * n + k0_v - lo)))
     last_peer = ((tile_v - dp * blocks + 1) * n * tail_blocks - 1) // E.binary("max", tail, E.const(1))
     segments = sel(E.binary("<", pid, tail_blocks), (hi - 1) // n - t0 + 1, 0)
-    whole_tiles = dp if even else sel(half, _tiles_walked(pid, blocks, total), dp)
-    return StreamK(tile_v, off_v, k0_v, len_v, whole, whole_tiles, segment, dp, segments, n, last_peer)
+    return StreamK(tile_v, off_v, k0_v, len_v, fields_of_j, whole_tiles, dp, segments, n, last_peer)
 
 
 def auto_stream_k(total: int, iters: int, sms: int = DEFAULT_SMS) -> bool:
