@@ -18,6 +18,14 @@ from tilelang_x.plugins.cuda.hopper.persistent import AUTO_MIN_SAVED, MAX_PARTS,
 ON = {"tlx.stream_k": True}
 
 
+def _block_env(sk: object, env: dict) -> dict:
+    """``env`` with the walk's per-block values (``StreamK.prelude``), each within its bounds."""
+    for d in sk.prelude:  # type: ignore[attr-defined]
+        env[d.var] = evaluate(d.value, env)
+        assert d.bounds is not None and d.bounds[0] <= env[d.var] <= d.bounds[1], d.var.name
+    return env
+
+
 def _walk(total: int, n: int, blocks: int) -> dict[tuple[int, int], tuple[int, bool, bool, int]]:
     """(tile, k) -> (block, partial, owner, last peer) over the whole grid, the whole-tile loop then
     the tail's, with the stage counter running on from one segment to the next."""
@@ -25,7 +33,7 @@ def _walk(total: int, n: int, blocks: int) -> dict[tuple[int, int], tuple[int, b
     sk = _stream_k(pid, j, stride, total, n)
     cover: dict[tuple[int, int], tuple[int, bool, bool, int]] = {}
     for b in range(blocks):
-        env = {pid: b, stride: blocks}
+        env = _block_env(sk, {pid: b, stride: blocks})
         dp, whole, segments = (evaluate(x, env) for x in (sk.dp, sk.whole_tiles, sk.segments))
         assert segments == 0 or whole == dp  # the tail's segments follow the whole tiles in one loop
         counter = 0
@@ -156,7 +164,8 @@ def test_automatic_only_for_a_tail_under_half_the_sms(m: int, k: int, split: boo
     assert ("tlx_sk_ws" in src.split("TLX_DEV")[-1]) == split
     assert (ctx.data["cuda.meta"].workspace_per_block > 0) == split
     if split:  # on another device, a tail of half the SMs or too few spared iterations runs as whole tiles
-        assert ") * 2) >= tlx_blocks) || (" in src and f") < {AUTO_MIN_SAVED})) ? 0 :" in src
+        assert "const int tlx_sk_whole_only = (((tlx_sk_rest * 2) >= tlx_blocks) || (" in src
+        assert f") < {AUTO_MIN_SAVED})) ? 1 : 0;" in src
         src, ctx = cuda_source(_gemm(m=m, k=k), "sm_90a", {"tlx.stream_k": False})
         assert "tlx_sk_ws" not in src.split("TLX_DEV")[-1] and ctx.data["cuda.meta"].workspace_per_block == 0
 
@@ -174,7 +183,7 @@ def test_automatic_walk_leaves_a_tail_of_half_the_sms_whole(total: int, n: int, 
     whole_only = 2 * rest >= blocks or n - -(-n // parts) < AUTO_MIN_SAVED
     tiles = []
     for b in range(blocks):
-        env = {pid: b, stride: blocks}
+        env = _block_env(sk, {pid: b, stride: blocks})
         whole, segments = evaluate(sk.whole_tiles, env), evaluate(sk.segments, env)
         tiles += [b + jj * blocks for jj in range(whole)]
         assert segments == (0 if whole_only or b >= rest * parts else 1)
@@ -241,14 +250,15 @@ def test_generated_walk_runs_on_the_host(m: int, n: int, k: int, bm: int, bn: in
     func = gemm.matmul.get_ir(m, n, k, block_M=bm, block_N=bn, block_K=64, num_stages=stages, threads=256)
     src, ctx = cuda_source(func, "sm_90a", configs)
     consumers = src[src.index("TLX_SETMAXNREG_INC(", src.index('extern "C"')):]
-    pattern = re.compile(r"for \(int tlx_tile_j = (.*?); tlx_tile_j < (.*?); \+\+tlx_tile_j\) \{\n"
+    pattern = re.compile(r"((?:\s*const int tlx_sk_\w+ = .*?;\n)+)"
+                         r"\s*for \(int tlx_tile_j = (.*?); tlx_tile_j < (.*?); \+\+tlx_tile_j\) \{\n"
                          r"((?:\s*const int tlx_sk_\w+ = .*?;\n){4})")
     loops = pattern.findall(consumers)
     assert len(loops) == 1
     last_peer = re.search(r"tlx_sk_add\(&C_local\[0\], \d+, tlx_sk_ws, tlx_pid \+ 1, (.*), 256\);", consumers)
     assert last_peer is not None
-    code = "".join(f"for (int tlx_tile_j = {a}; tlx_tile_j < {b}; ++tlx_tile_j) {{\n{d}{_HOST_STEP}}}\n"
-                   for a, b, d in loops)
+    code = "".join(f"{p}for (int tlx_tile_j = {a}; tlx_tile_j < {b}; ++tlx_tile_j) {{\n{d}{_HOST_STEP}}}\n"
+                   for p, a, b, d in loops)
     tiles, iters = ctx.data["cuda.meta"].persistent_tiles, -(-k // 64)
     program = _HOST_MAIN.replace("LOOPS", code).replace("LAST_PEER", last_peer.group(1))
     program = program.replace("TILES", str(tiles)).replace("ITERS", str(iters))

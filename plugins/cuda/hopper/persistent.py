@@ -91,6 +91,8 @@ class StreamK:
     off: E.Var
     k0: E.Var
     length: E.Var
+    #: the block's values the walk needs (``tlx_sk_dp``, ``_rest``, ``_lo``...), before the loop
+    prelude: tuple[Decl, ...]
     decls: tuple[Decl, ...]
     whole_tiles: E.Expr
     dp: E.Expr
@@ -112,7 +114,8 @@ class StreamK:
         return E.binary("and", E.binary("==", self.k0, 0), E.binary("<", self.length, E.const(self.n)))
 
     def loops(self, j: E.Var, stmts: list[Stmt], loc: object) -> Stmt:
-        return For(j, self.whole_tiles + self.segments, "serial", Seq((*self.decls, *stmts)), None, (), loc)  # type: ignore[arg-type]
+        loop = For(j, self.whole_tiles + self.segments, "serial", Seq((*self.decls, *stmts)), None, (), loc)  # type: ignore[arg-type]
+        return Seq((*self.prelude, loop))
 
     def segment_loops(self, start: E.Expr, loop: Callable[[E.Expr, E.Expr], list[Stmt]]) -> If:
         """``loop(first, trips)`` over the tile's segment of a k-loop starting at ``start``: with the
@@ -143,18 +146,30 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: boo
     def sel(c: E.Expr, a: E.Expr | int, b: E.Expr | int) -> E.Expr:
         return E.select(c, E.convert(a), E.convert(b))
 
-    dp = E.const(total) // blocks
-    rest = E.const(total) - dp * blocks
+    prelude: list[Decl] = []
+
+    def let(name: str, value: E.Expr | int, hi: int = 2**31 - 1) -> E.Var:
+        """A per-block value, declared once before the tile loop."""
+        v = E.Var(f"tlx_sk_{name}", dtypes.int32)
+        prelude.append(Decl(v, E.convert(value), None, (0, hi)))
+        return v
+
+    dp = let("dp", E.const(total) // blocks, total)
+    rest = let("rest", E.const(total) - dp * blocks, total)
     parts = E.binary("min", E.const(min(MAX_PARTS, n)), blocks // E.binary("max", rest, E.const(1)))
     half = E.binary(">=", rest * 2, blocks)
     if not even:  # as auto_stream_k, on the launch's block count: else the tail runs as whole tiles
         saved = E.const(n) - (E.const(n) + parts - 1) // parts
         half = E.binary("or", half, E.binary("<", saved, E.const(AUTO_MIN_SAVED)))
-    tail_blocks = sel(half, blocks if even else 0, rest * parts)
+    half = E.binary("!=", let("whole_only" if not even else "even", sel(half, 1, 0), 1), 0)
+    tail_blocks = let("tail_blocks", sel(half, blocks if even else 0, rest * parts), total)
     per = E.binary("max", tail_blocks, E.const(1))
     tail = rest * n
-    lo, hi = pid * tail // per, (pid + 1) * tail // per
-    t0 = lo // n
+    lo = let("lo", pid * tail // per)
+    hi = let("hi", (pid + 1) * tail // per)
+    t0 = let("t0", lo // n)
+    whole_tiles = let("whole", dp if even else sel(half, _tiles_walked(pid, blocks, total), dp), total)
+    segments = let("segments", sel(E.binary("<", pid, tail_blocks), (hi - 1) // n - t0 + 1, 0), total)
     t = t0 + (j - dp)  # the tail tile of segment j - dp
     names = ("tlx_sk_tile", "tlx_sk_k0", "tlx_sk_len", "tlx_sk_off")
     tile_v, k0_v, len_v, off_v = fields = tuple(E.Var(nm, dtypes.int32) for nm in names)
@@ -163,15 +178,14 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: boo
     def decls(values: tuple[E.Expr | int, ...]) -> tuple[Decl, ...]:
         return tuple(Decl(v, E.convert(x), None, r) for v, x, r in zip(fields, values, ranges))
 
-    whole_tiles = dp if even else sel(half, _tiles_walked(pid, blocks, total), dp)
     is_whole = E.binary("<", j, whole_tiles)
     k0 = sel(E.binary("and", E.unary("not", is_whole), E.binary("==", j, dp)), lo - t0 * n, 0)
     fields_of_j = decls((sel(is_whole, pid + j * blocks, dp * blocks + t), k0,
                          sel(is_whole, n, E.binary("min", hi - t * n, E.const(n)) - k0_v),
                          sel(is_whole, j * n, dp * n + t * n + k0_v - lo)))
     last_peer = ((tile_v - dp * blocks + 1) * n * tail_blocks - 1) // E.binary("max", tail, E.const(1))
-    segments = sel(E.binary("<", pid, tail_blocks), (hi - 1) // n - t0 + 1, 0)
-    return StreamK(tile_v, off_v, k0_v, len_v, fields_of_j, whole_tiles, dp, segments, n, last_peer)
+    return StreamK(tile_v, off_v, k0_v, len_v, tuple(prelude), fields_of_j, whole_tiles, dp, segments, n,
+                   last_peer)
 
 
 def auto_stream_k(total: int, iters: int, sms: int = DEFAULT_SMS) -> bool:
