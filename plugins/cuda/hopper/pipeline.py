@@ -348,10 +348,8 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
     it = E.Var(k.name + "_i", k.dtype)
     gc = pers.counter(n, it) if pers else it
     sk = pers.stream_k if pers else None
-    if sk is not None:  # the tile's segment: iterations k0 .. k0 + length - 1, a whole tile's constant
-        return [sk.segment_loops(start, lambda first, trips: _consumer_k_loop(loop, work, groups, cx, mc, it, gc,
-                                                                               first, trips))]
-    return _consumer_k_loop(loop, work, groups, cx, mc, it, gc, start, n)
+    first, trips = sk.segment(start) if sk is not None else (start, n)  # the tile's k0 .. k0 + length - 1
+    return _consumer_k_loop(loop, work, groups, cx, mc, it, gc, first, trips)
 
 
 def _consumer_k_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, mc: Multicast | None,
@@ -435,7 +433,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
                                             *_issue(list(g.plans), cx.multi, k, first + kp, sp, _bar(g.full, sp), mc))]
         return [For(kp, trips, "serial", Seq(tuple(body)), None, (), loop.loc)]
 
-    prod_loop: Stmt = sk.segment_loops(start, produce) if sk else produce(start, n)[0]
+    prod_loop = produce(*(sk.segment(start) if sk else (start, n)))[0]
     pre = _prologue_loads(kernel, top, at, cx) if cx.prologue_loads and pers is None and mc is None else {}
     pre_bar = Buffer("tlx_pre", (1,), dtypes.uint64, "shared")
     pre_full = _bar(pre_bar, E.const(0))
