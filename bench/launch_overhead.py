@@ -7,7 +7,9 @@ Measures, in microseconds of host (CPU) time per call, on tiny tensors so the GP
 - ``tile_*``: TileLang kernels from tests/kernels through the whole kernel object (argument
   checks, output allocation when asked, launch): ``vector_add`` (dynamic n) and ``leaky_add``
   (static shape), with the output passed in (``prealloc``) and allocated by the kernel (``alloc``);
-- ``torch_*``: torch.add with ``out=`` and ``a + b`` (a vendor-library launch for scale).
+- ``torch_*``: torch.add with ``out=`` and ``a + b`` (a vendor-library launch for scale);
+- ``stream_k`` (Hopper only): a persistent 2048×2048×256 GEMM with ``tlx.stream_k`` on and off,
+  the output passed in: what appending the stream's shared workspace costs a call.
 
 Each ``tile`` kernel also reports ``driver_floor`` (its own cuLaunchKernel called from C in a
 loop), ``launcher_only`` (the launcher fed the checked arguments) and ``over_floor_*`` (our host
@@ -145,6 +147,28 @@ def tile_kernels(calls: int) -> dict[str, Any]:
     return out
 
 
+def stream_k_gemm(calls: int) -> dict[str, Any]:
+    """Host time per call of a stream-K GEMM and of the same GEMM without stream-K (Hopper)."""
+    import torch
+
+    import tilelang_x
+    from tests.kernels import gemm
+
+    m = n = 2048
+    k = 256
+    func = gemm.matmul.get_ir(m, n, k, block_M=128, block_N=128, block_K=64, num_stages=2, threads=256)
+    a, b = torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half()
+    c = torch.empty(m, n, device="cuda", dtype=torch.half)
+    out: dict[str, Any] = {}
+    for name, on in (("stream_k", True), ("plain", False)):
+        kernel = tilelang_x.compile(func, target="cuda", pass_configs={"tlx.stream_k": on})
+        kernel(a, b, c)
+        torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=0.25, rtol=2e-2)
+        out[name] = host_us(lambda kernel=kernel: kernel(a, b, c), calls)
+    out["extra_us"] = round(out["stream_k"]["median_us"] - out["plain"]["median_us"], 3)
+    return out
+
+
 def _reference(name: str, x: Any, y: Any) -> Any:
     s = x + y
     return s if name == "vector_add" else s.where(s > 0, s * 0.1)
@@ -244,6 +268,9 @@ def main() -> None:
     del knobs.runtime.launcher
     value, err = attempt(lambda: tile_kernels(calls))
     result["tile"] = value if err is None else {"error": err}
+    if torch.cuda.get_device_capability()[0] == 9:
+        value, err = attempt(lambda: stream_k_gemm(calls))
+        result["stream_k"] = value if err is None else {"error": err}
     n = 1024
     a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     c = torch.empty_like(a)

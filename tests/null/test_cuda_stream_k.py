@@ -55,7 +55,8 @@ def _walk(total: int, n: int, blocks: int) -> dict[tuple[int, int], tuple[int, b
 
 @pytest.mark.parametrize("total,n,blocks", [(512, 64, 132), (512, 64, 128), (1664, 128, 132), (300, 3, 132),
                                             (133, 2, 132), (200, 64, 7), (10, 5, 3), (264, 64, 132),
-                                            (7168, 64, 132), (9, 7, 5), (192, 64, 132), (140, 64, 132)])
+                                            (7168, 64, 132), (9, 7, 5), (192, 64, 132), (140, 64, 132),
+                                            (198, 64, 132)])
 def test_walk_covers_each_iteration_once_and_owners_add_their_peers(total: int, n: int, blocks: int) -> None:
     cover = _walk(total, n, blocks)
     assert set(cover) == {(t, k) for t in range(total) for k in range(n)}
@@ -68,7 +69,7 @@ def test_walk_covers_each_iteration_once_and_owners_add_their_peers(total: int, 
             split += 1
             assert covering == list(range(owner, last + 1))
             assert all(cover[(t, k)][1] == (cover[(t, k)][0] != owner) for k in range(n))
-            if 2 * rest >= blocks:  # every block walks at least n / 2 iterations of the tail
+            if 2 * rest > blocks:  # every block walks more than n / 2 iterations of the tail
                 assert len(covering) <= 3
             else:  # the tile in equal parts, each on a block of its own, all starting together
                 assert len(covering) == min(MAX_PARTS, n, blocks // rest)
@@ -152,34 +153,35 @@ def test_an_ignored_request_says_why(caplog: pytest.LogCaptureFixture) -> None:
 
 
 
-@pytest.mark.parametrize("m,k,split", [(1536, 4096, True),  # 192 tiles: 60 left after a wave, 64 iterations in halves
-                                       (1152, 2048, True),  # 144 tiles: 12 left, 32 iterations in quarters
-                                       (1536, 2048, False),  # 32 iterations in halves: 16 saved
-                                       (4096, 4096, False),  # 512 tiles: 116 left, over half the SMs
-                                       (1536, 1024, False),  # 16 iterations: the fixup would cost more
-                                       (1024, 4096, False)])  # 128 tiles: one wave
-def test_automatic_only_for_a_tail_under_half_the_sms(m: int, k: int, split: bool) -> None:
-    src, ctx = cuda_source(_gemm(m=m, k=k), "sm_90a")
+@pytest.mark.parametrize("m,n,k,split", [(1536, 4096, 4096, True),  # 192 tiles: 60 left after a wave, in halves
+                                         (2304, 2816, 4096, True),  # 198 tiles: 66 left, half the SMs, in halves
+                                         (1152, 4096, 2048, True),  # 144 tiles: 12 left, 32 iterations in quarters
+                                         (1536, 4096, 2048, False),  # 32 iterations in halves: 16 saved
+                                         (4096, 4096, 4096, False),  # 512 tiles: 116 left, over half the SMs
+                                         (1536, 4096, 1024, False),  # 16 iterations: the fixup would cost more
+                                         (1024, 4096, 4096, False)])  # 128 tiles: one wave
+def test_automatic_only_for_a_tail_of_at_most_half_the_sms(m: int, n: int, k: int, split: bool) -> None:
+    src, ctx = cuda_source(_gemm(m=m, n=n, k=k), "sm_90a")
     assert ("tlx_sk_ws" in src.split("TLX_DEV")[-1]) == split
     assert (ctx.data["cuda.meta"].workspace_per_block > 0) == split
-    if split:  # on another device, a tail of half the SMs or too few spared iterations runs as whole tiles
-        assert "const int tlx_sk_whole_only = (((tlx_sk_rest * 2) >= tlx_blocks) || (" in src
+    if split:  # on another device, a tail over half the SMs or too few spared iterations runs as whole tiles
+        assert "const int tlx_sk_whole_only = (((tlx_sk_rest * 2) > tlx_blocks) || (" in src
         assert f") < {AUTO_MIN_SAVED})) ? 1 : 0;" in src
-        src, ctx = cuda_source(_gemm(m=m, k=k), "sm_90a", {"tlx.stream_k": False})
+        src, ctx = cuda_source(_gemm(m=m, n=n, k=k), "sm_90a", {"tlx.stream_k": False})
         assert "tlx_sk_ws" not in src.split("TLX_DEV")[-1] and ctx.data["cuda.meta"].workspace_per_block == 0
 
 
 @pytest.mark.parametrize("total,n,blocks", [(192, 64, 132), (192, 64, 100), (192, 64, 114), (140, 64, 132),
-                                            (144, 32, 132), (144, 32, 100), (192, 32, 132)])
-def test_automatic_walk_leaves_a_tail_of_half_the_sms_whole(total: int, n: int, blocks: int) -> None:
+                                            (144, 32, 132), (144, 32, 100), (192, 32, 132), (198, 64, 132)])
+def test_automatic_walk_leaves_a_tail_over_half_the_sms_whole(total: int, n: int, blocks: int) -> None:
     """On the launch's block count (which may not be the 132 SMs the compiler decided for), a tail
-    of at least half the SMs, or whose parts would spare fewer than ``AUTO_MIN_SAVED`` iterations,
+    of more than half the SMs, or whose parts would spare fewer than ``AUTO_MIN_SAVED`` iterations,
     runs as whole tiles."""
     pid, j, stride = (E.Var(nm, dtypes.int32) for nm in ("pid", "j", "P"))
     sk = _stream_k(pid, j, stride, total, n, even=False)
     rest = total % blocks
     parts = min(MAX_PARTS, n, blocks // max(rest, 1))
-    whole_only = 2 * rest >= blocks or n - -(-n // parts) < AUTO_MIN_SAVED
+    whole_only = 2 * rest > blocks or n - -(-n // parts) < AUTO_MIN_SAVED
     tiles = []
     for b in range(blocks):
         env = _block_env(sk, {pid: b, stride: blocks})

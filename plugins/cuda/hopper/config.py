@@ -52,7 +52,7 @@ class HopperConfig:
     #: consumers copy them with ordinary loads and stores.
     prologue_loads: bool = True
     #: split the tail of a persistent gemm-only kernel's tiles between its blocks (stream_k.py):
-    #: pass_configs={"tlx.stream_k": True}; unset: a tail of fewer than half the SMs, in parts,
+    #: pass_configs={"tlx.stream_k": True}; unset: a tail of at most half the SMs, in parts,
     #: when persistent.auto_stream_k says it pays; False: never
     stream_k: bool | None = None
 

@@ -21,7 +21,7 @@ Needs a static grid and a k-loop whose trip count does not depend on the block i
 Stream-K (``StreamK``, ``tlx.stream_k``): the ``T mod P`` tiles left after ``T // P`` whole waves
 would keep ``P - T mod P`` blocks idle for a whole tile. Their ``R = (T mod P) * n`` k-iterations
 are split between ``Q`` blocks instead: block ``b < Q`` walks iterations ``[b * R / Q, (b + 1) * R / Q)``
-of the tail as segments. When the tail holds at least half a wave, ``Q = P`` (at most two segments
+of the tail as segments. When the tail holds more than half a wave, ``Q = P`` (at most two segments
 per block, as each holds fewer than ``n``); else each tail tile is cut in ``s = min(4, P / (T mod P))``
 equal parts, ``Q = s * (T mod P)``, one segment per block, all starting together. A segment that
 starts inside a tile (its block's first) leaves its partial sum in the block's workspace slot and
@@ -121,7 +121,7 @@ class StreamK:
         return start + self.k0, self.length
 
 
-#: the most parts a tail tile is split in when the tail holds less than half a wave (its owner adds
+#: the most parts a tail tile is split in when the tail holds at most half a wave (its owner adds
 #: the others' partial sums, 128 KB each at 128×256)
 MAX_PARTS = 4
 
@@ -134,7 +134,7 @@ STREAM_K_MAX_ITERS = (2**31 - 1) // (DEFAULT_SMS * DEFAULT_SMS)
 
 def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: bool = True) -> StreamK:
     """The walk with the tail's k-iterations split between ``tail_blocks`` blocks: all of them,
-    evenly, when the tail holds at least half a wave (each block then walks at least ``n / 2``
+    evenly, when the tail holds more than half a wave (each block then walks more than ``n / 2``
     iterations of it, in at most two segments; without ``even`` such a tail runs as whole tiles,
     as does one whose parts would spare fewer than ``AUTO_MIN_SAVED`` iterations); else each tail
     tile in ``parts`` equal parts (up to ``MAX_PARTS``) on blocks of their own, which then start
@@ -153,7 +153,7 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: boo
     dp = let("dp", E.const(total) // blocks, total)
     rest = let("rest", E.const(total) - dp * blocks, total)
     parts = E.binary("min", E.const(min(MAX_PARTS, n)), blocks // E.binary("max", rest, E.const(1)))
-    half = E.binary(">=", rest * 2, blocks)
+    half = E.binary(">", rest * 2, blocks)
     if not even:  # as auto_stream_k, on the launch's block count: else the tail runs as whole tiles
         saved = E.const(n) - (E.const(n) + parts - 1) // parts
         half = E.binary("or", half, E.binary("<", saved, E.const(AUTO_MIN_SAVED)))
@@ -185,14 +185,15 @@ def _stream_k(pid: E.Var, j: E.Var, blocks: E.Var, total: int, n: int, even: boo
 
 
 def auto_stream_k(total: int, iters: int, sms: int = DEFAULT_SMS) -> bool:
-    """Whether a kernel that does not ask gets the tail split in parts: its last wave holds fewer
-    than half the SMs and the split saves each tail block at least ``AUTO_MIN_SAVED`` of its
+    """Whether a kernel that does not ask gets the tail split in parts: its last wave holds at most
+    half the SMs and the split saves each tail block at least ``AUTO_MIN_SAVED`` of its
     tile's k-iterations (``iters - ceil(iters / parts)``), which pays for the fixup. H200
     (2026-11-30, ``bench/variants.py``, L2 flushed): 64 iterations in halves (1536×4096×4096)
     +12-14 %, in quarters (1152×4096×4096) +25 %; 32 in quarters (1152×4096×2048) +8 %, in halves
-    (1536×4096×2048) +2 % flushed but -3 % back to back; 16 in halves (1536×4096×1024) -10 %."""
+    (1536×4096×2048) +2 % flushed but -3 % back to back; 16 in halves (1536×4096×1024) -10 %;
+    a tail of exactly half the SMs, 64 iterations in halves (2304×2816×4096, session 7) +14 %."""
     rest = total % sms
-    if not 0 < 2 * rest < sms:
+    if not 0 < 2 * rest <= sms:
         return False
     parts = min(MAX_PARTS, iters, sms // rest)
     return iters - -(-iters // parts) >= AUTO_MIN_SAVED
@@ -204,7 +205,7 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
     """The persistent form of ``kernel`` (``raster``: the (panel, column-wise) block order of
     ``rasterize.block_remap``, applied to the tile index; ``cluster``: the launch's cluster shape;
     ``stream_k``: split the tail in stream-K segments, for a constant trip count ``n`` and no
-    cluster; ``None``: only the tail of fewer than half the SMs, in parts, when ``auto_stream_k``
+    cluster; ``None``: only a tail of at most half the SMs, in parts, when ``auto_stream_k``
     says it pays), or ``None`` when it does not apply."""
     dims = [E.as_int(g) for g in kernel.grid]
     if not dims or any(d is None or d < 1 for d in dims):

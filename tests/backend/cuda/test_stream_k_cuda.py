@@ -31,15 +31,16 @@ def _kernel(m: int, n: int, k: int, dtype: str = "float16", bm: int = 128, bn: i
     return kernel
 
 
-# (M, N, K, dtype, block_M, block_N, stages, extra) on 132 SMs: last waves of at least half the SMs
-# (the tail split evenly between all blocks) and of fewer (each tail tile in equal parts)
+# (M, N, K, dtype, block_M, block_N, stages, extra) on 132 SMs: last waves of more than half the SMs
+# (the tail split evenly between all blocks) and of at most half (each tail tile in equal parts)
 CASES = [(4096, 4096, 1024, "float16", 128, 256, 3, {}),  # 512 tiles of 16 iterations
          (3700, 1960, 328, "float16", 128, 256, 3, {}),  # 29 x 8 tiles, every last one partial; K = 5.1 steps
          (4096, 4096, 512, "bfloat16", 128, 128, 4, {}),  # 1024 tiles
          (4096, 4096, 1024, "float16", 128, 256, 3, {"trans_B": True}),
          (4096, 4096, 1024, "float16", 128, 256, 3, {"relu": True}),
          (1536, 4096, 1024, "float16", 128, 256, 3, {}),  # 192 tiles: 60 in the tail, in halves
-         (1152, 4096, 2048, "bfloat16", 128, 256, 3, {})]  # 144 tiles: 12 in the tail, in quarters
+         (1152, 4096, 2048, "bfloat16", 128, 256, 3, {}),  # 144 tiles: 12 in the tail, in quarters
+         (2304, 2816, 1024, "float16", 128, 256, 3, {})]  # 198 tiles: 66 in the tail, half the SMs, in halves
 
 
 @pytest.mark.parametrize("m,n,k,dtype,bm,bn,stages,extra", CASES)
