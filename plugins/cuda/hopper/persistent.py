@@ -53,7 +53,10 @@ class Persistent:
     tiles_here: E.Expr
     #: the grid of the launch metadata (``DEFAULT_SMS`` or fewer); ``runtime.load`` replaces it
     grid: int
+    #: the original grid's block indices of tile ``j``: each tile loop declares them at its top
     block_of: dict[E.Var, E.Expr]
+    #: their extents (the original grid)
+    extents: dict[E.Var, int]
     #: the blocks' count at launch (``gridDim.x``, bound by codegen): the tile stride
     stride: E.Var
     #: the tiles all blocks walk (the original grid's size)
@@ -72,6 +75,10 @@ class Persistent:
         return self.stream_k.off + k if self.stream_k else self.j * n + k
 
     def wrap(self, stmts: list[Stmt], loc: object = None) -> Stmt:
+        """The tile loop around ``stmts``, which declares the tile's block indices first: declared
+        once per tile, rather than an expression at every use, they are not recomputed in each
+        epilogue chunk (the raster remap divides)."""
+        stmts = [*(Decl(v, e, None, (0, self.extents[v] - 1)) for v, e in self.block_of.items()), *stmts]
         if self.stream_k:
             return self.stream_k.loops(self.j, stmts, loc)
         return For(self.j, self.tiles_here, "serial", Seq(tuple(stmts)), None, (), loc)  # type: ignore[arg-type]
@@ -240,7 +247,8 @@ def plan_persistent(kernel: Kernel, n: E.Expr, start: E.Expr, sms: int = DEFAULT
             idx = tile // stride if stride > 1 else tile
             block_of[v] = idx % d if stride * d < total else idx
             stride *= d
-    return Persistent(pid, j, tiles_here, grid, block_of, blocks, total, stream_k=sk)
+    extents = {v: d for v, d in zip(kernel.block_vars, dims) if v in block_of}
+    return Persistent(pid, j, tiles_here, grid, block_of, extents, blocks, total, stream_k=sk)  # type: ignore[arg-type]
 
 
 def _clustered(kernel: Kernel, pid: E.Var, j: E.Var, blocks: E.Var, sms: int, raster: tuple[int, bool] | None,
@@ -271,7 +279,7 @@ def _clustered(kernel: Kernel, pid: E.Var, j: E.Var, blocks: E.Var, sms: int, ra
     y_in = E.const(0) if cy == 1 else rank if cx == 1 else rank // cx
     block_of = {bx: cbx * cx + x_in, by: cby * cy + y_in}
     tiles_here = _tiles_walked(cid, clusters, ctiles)
-    return Persistent(pid, j, tiles_here, grid, block_of, blocks, gx * gy, size)
+    return Persistent(pid, j, tiles_here, grid, block_of, {bx: gx, by: gy}, blocks, gx * gy, size)
 
 
 def _tiles_walked(first: E.Expr, stride: E.Expr, total: int) -> E.Expr:

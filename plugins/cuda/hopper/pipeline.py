@@ -479,8 +479,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     body = hoisted + _init(bars) + [_call(start_sync), split, *end]
     ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": PRODUCER_REGS, "consumer_regs": regs}
     if pers:
-        new_body = substitute(Seq(tuple(body)), pers.block_of)
-        return dataclasses.replace(kernel, body=new_body, grid=(E.const(pers.grid),), block_vars=(pers.pid,),
+        return dataclasses.replace(kernel, body=Seq(tuple(body)), grid=(E.const(pers.grid),), block_vars=(pers.pid,),
                                    annotations=flattened(kernel.annotations))
     return dataclasses.replace(kernel, body=Seq(tuple(body)))
 
