@@ -275,6 +275,26 @@ def device_arch(device: int) -> str:
     return f"sm_{major}{minor}"
 
 
+class _LaunchConfig(ctypes.Structure):
+    """``CUlaunchConfig`` (cuda.h), without launch attributes: a kernel compiled with
+    ``__cluster_dims__`` carries its cluster shape."""
+
+    _fields_ = [("grid", _c.c_uint * 3), ("block", _c.c_uint * 3), ("shared_mem_bytes", _c.c_uint),
+                ("stream", _c.c_void_p), ("attrs", _c.c_void_p), ("num_attrs", _c.c_uint)]
+
+
+def max_active_clusters(function: int, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int) -> int:
+    """``cuOccupancyMaxActiveClusters``: how many clusters of ``function`` (with the cluster shape
+    it was compiled with) fit on the current context's device at once; 0 when the driver cannot say."""
+    fn = getattr(libcuda(), "cuOccupancyMaxActiveClusters", None)
+    if fn is None:  # a driver before CUDA 12
+        return 0
+    config = _LaunchConfig((_c.c_uint * 3)(*grid), (_c.c_uint * 3)(*block), smem, None, None, 0)
+    out = _c.c_int()
+    check(fn(_c.byref(out), _c.c_void_p(function), _c.byref(config)), "cuOccupancyMaxActiveClusters")
+    return out.value
+
+
 def primary_context(device: int) -> int:
     """The primary context of ``device`` (the one torch uses), retained for the process's life."""
     lib = libcuda()

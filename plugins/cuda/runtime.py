@@ -532,10 +532,12 @@ class _DeferredLauncher:
         self._real(args, dims)  # type: ignore[misc]
 
 
-def _one_block_per_sm(meta: KernelMeta) -> KernelMeta:
+def _one_block_per_sm(kernel: LoadedKernel, meta: KernelMeta) -> KernelMeta:
     """A persistent kernel's grid on the current device: one block per SM, a multiple of the
-    cluster size, at most one per tile. The blocks stride by ``gridDim.x``, so any grid computes
-    the same result; another device than the current one only changes the speed."""
+    cluster size, at most one per tile, and for a clustered kernel no more clusters than fit at
+    once (a GPC holds whole clusters: ``cuOccupancyMaxActiveClusters``, which loads the module on
+    that device now). The blocks stride by ``gridDim.x``, so any grid computes the same result;
+    another device than the current one only changes the speed."""
     assert meta.persistent_tiles
     try:
         device = _current_device()
@@ -544,6 +546,12 @@ def _one_block_per_sm(meta: KernelMeta) -> KernelMeta:
     sms = driver.device_attribute(device, driver.ATTR_MULTIPROCESSOR_COUNT)
     c = meta.cluster[0] if meta.cluster else 1
     blocks = max(c, min(meta.persistent_tiles, sms) // c * c)
+    if c > 1:
+        fn, ctx = kernel.resolve(device)
+        with driver.context(ctx):
+            fits = driver.max_active_clusters(fn, (blocks, 1, 1), meta.block, meta.smem_bytes)
+        if fits:
+            blocks = min(blocks, fits * c)
     return dataclasses.replace(meta, grid_static=(blocks, 1, 1))
 
 
@@ -603,7 +611,8 @@ def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,
          fallback: Callable[[], Callable[..., None]] | None = None) -> Callable[..., None]:
     """A launcher ``launcher(args, dims=())`` for ``binary`` with launch metadata ``meta``.
 
-    Nothing touches the GPU until the first call (which loads the module on the tensors' device);
+    Nothing touches the GPU until the first call (which loads the module on the tensors' device),
+    but for a clustered persistent kernel, loaded on the current device to size its grid;
     on a machine without a CUDA driver this still succeeds, and the call raises
     ``CudaNotAvailableError``. ``check_args=False`` skips the per-call checks that every tensor
     is a contiguous CUDA tensor on one device (the first tensor's device is used): for callers
@@ -620,7 +629,7 @@ def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,
     except driver.CudaNotAvailableError:
         return _DeferredLauncher(binary, meta, check_args, fallback)
     if meta.persistent_tiles:
-        meta = kernel.meta = _one_block_per_sm(meta)
+        meta = kernel.meta = _one_block_per_sm(kernel, meta)
     launcher = _launcher(kernel, meta, check_args, fallback)
     return _WithWorkspace(launcher, meta) if meta.workspace_per_block else launcher
 

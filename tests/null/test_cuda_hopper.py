@@ -132,12 +132,16 @@ def test_generated_source_is_deterministic(configs: dict[str, bool]) -> None:
     assert first == second
 
 
-@pytest.mark.parametrize("sms,cluster,tiles,want", [(132, None, 512, 132), (78, None, 512, 78), (114, None, 50, 50),
-                                                    (77, (2, 1, 1), 512, 76), (132, (2, 1, 1), 3, 2)])
+@pytest.mark.parametrize("sms,cluster,tiles,fits,want", [(132, None, 512, 0, 132), (78, None, 512, 0, 78),
+                                                         (114, None, 50, 0, 50), (77, (2, 1, 1), 512, 66, 76),
+                                                         (132, (2, 1, 1), 3, 66, 2), (132, (4, 1, 1), 512, 30, 120),
+                                                         (132, (4, 1, 1), 512, 0, 132)])
 def test_persistent_grid_is_one_block_per_sm_of_the_device(monkeypatch: pytest.MonkeyPatch, sms: int,
-                                                           cluster: Any, tiles: int, want: int) -> None:
+                                                           cluster: Any, tiles: int, fits: int, want: int) -> None:
     """The launch metadata says 132 blocks; loading the kernel sets one per SM of the device (an
-    H20 has 78), whole clusters, at most one per tile: the kernel strides by ``gridDim.x``."""
+    H20 has 78), whole clusters, no more clusters than fit at once (``fits``, 0: the driver cannot
+    say), at most one per tile: the kernel strides by ``gridDim.x``."""
+    import contextlib
     import dataclasses
 
     from tests.kernels import gemm
@@ -149,5 +153,10 @@ def test_persistent_grid_is_one_block_per_sm_of_the_device(monkeypatch: pytest.M
     assert meta.grid_static == (132, 1, 1) and meta.persistent_tiles == 512 and "= gridDim.x;" in source
     monkeypatch.setattr(driver, "device_attribute", lambda dev, attr: sms)
     monkeypatch.setattr(runtime, "_current_device", lambda: 0)
+    asked = []
+    monkeypatch.setattr(driver, "context", lambda ctx: contextlib.nullcontext())
+    monkeypatch.setattr(driver, "max_active_clusters", lambda fn, grid, block, smem: asked.append(fn) or fits)
+    kernel = type("Loaded", (), {"resolve": lambda self, device: (7, 1)})()
     meta = dataclasses.replace(meta, persistent_tiles=tiles, cluster=cluster)
-    assert runtime._one_block_per_sm(meta).grid_static == (want, 1, 1)
+    assert runtime._one_block_per_sm(kernel, meta).grid_static == (want, 1, 1)  # type: ignore[arg-type]
+    assert asked == ([7] if cluster else [])
