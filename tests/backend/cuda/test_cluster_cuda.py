@@ -103,3 +103,25 @@ def test_persistent_clustered_gemm_multicasts_and_matches_torch(cluster: tuple[i
         launch([a, b, c])
         torch.cuda.synchronize()
         torch.testing.assert_close(c.float(), _reference(a, b, False), atol=5e-2, rtol=1e-2)
+
+
+
+@pytest.mark.parametrize("cluster", [(2, 1, 1), (2, 2, 1), (4, 1, 1)])
+def test_persistent_clustered_grid_holds_only_clusters_that_fit(cluster: tuple[int, int, int]) -> None:
+    """A GPC holds whole clusters, so fewer than SMs / size may fit at once: the loaded grid has no
+    more (H200: 66 clusters of 2 but 30 of 4), or the rest would wait for a second round."""
+    from tests.null.cuda_helpers import cuda_source
+    from tilelang_x.plugins.cuda import driver, runtime
+    from tilelang_x.plugins.cuda.compile import compile_cuda
+
+    func = gemm.matmul.get_ir(4096, 4096, 1024, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256,
+                              cluster=cluster)
+    source, ctx = cuda_source(func, "sm_90a", {"tlx.persistent": True})
+    meta = ctx.data["cuda.meta"]
+    loaded = runtime.LoadedKernel(compile_cuda(source, "sm_90a", kernel_name=meta.kernel_name), meta)
+    blocks = runtime._one_block_per_sm(loaded, meta).grid_static[0]
+    size, sms = cluster[0] * cluster[1], driver.device_attribute(torch.cuda.current_device(),
+                                                                 driver.ATTR_MULTIPROCESSOR_COUNT)
+    assert blocks % size == 0 and blocks <= sms
+    if sms == 132:  # H100 / H200: 66 clusters of 2 fit, but 33 of 4 do not fit in the GPCs (H200: 30)
+        assert blocks == 132 if size == 2 else 100 <= blocks < 132
