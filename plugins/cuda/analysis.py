@@ -65,10 +65,10 @@ def bounds(e: E.Expr, ranges: dict[E.Var, Range]) -> Range | None:
         return min(c), max(c)
     if e.op in ("//", "/") and b[0] > 0 and a[0] >= 0:
         return a[0] // b[1], a[1] // b[0]
-    if e.op == "%" and b[0] > 0 and b[0] == b[1]:
+    if e.op == "%" and b[0] > 0:  # floor modulo by a positive divisor
         if a[0] >= 0 and a[1] < b[0]:
             return a
-        return 0, b[0] - 1
+        return 0, min(a[1], b[1] - 1) if a[0] >= 0 else b[1] - 1
     if e.op == ">>" and b[0] == b[1] and 0 <= b[0] < 63 and a[0] >= 0:
         return a[0] >> b[0], a[1] >> b[0]
     if e.op == "&" and b[0] == b[1] and b[0] >= 0 and a[0] >= 0:

@@ -40,7 +40,7 @@ from .lir import (
     SmemAddr,
 )
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
-from .rasterize import block_remap
+from .rasterize import block_remap, panel_order
 
 CTYPES: dict[str, str] = {
     "float16": "tlx_half", "bfloat16": "tlx_bf16", "float32": "float", "float64": "double",
@@ -295,23 +295,16 @@ class _Gen:
     def _block_vars(self, kernel: Kernel) -> None:
         axes = ("x", "y", "z")
         remap = block_remap(kernel, self.ctx)
-        if remap is not None:
+        if remap is not None:  # the panel order (rasterize.panel_order) of the linear block index
             panel, column = remap
-            bx, by = (self.name(v, v.name) for v in kernel.block_vars)
-            if column:  # groups of `panel` block columns, walked row-first
-                self.emit(1, "const int tlx_bid = blockIdx.x * gridDim.y + blockIdx.y;")
-                self.emit(1, f"const int tlx_grp = {panel} * (int)gridDim.y;")
-                self.emit(1, f"const int tlx_first = (tlx_bid / tlx_grp) * {panel};")
-                self.emit(1, f"const int tlx_h = min((int)gridDim.x - tlx_first, {panel});")
-                self.emit(1, f"const int {bx} = tlx_first + (tlx_bid % tlx_grp) % tlx_h;")
-                self.emit(1, f"const int {by} = (tlx_bid % tlx_grp) / tlx_h;")
-            else:
-                self.emit(1, "const int tlx_bid = blockIdx.y * gridDim.x + blockIdx.x;")
-                self.emit(1, f"const int tlx_grp = {panel} * (int)gridDim.x;")
-                self.emit(1, f"const int tlx_first = (tlx_bid / tlx_grp) * {panel};")
-                self.emit(1, f"const int tlx_h = min((int)gridDim.y - tlx_first, {panel});")
-                self.emit(1, f"const int {by} = tlx_first + (tlx_bid % tlx_grp) % tlx_h;")
-                self.emit(1, f"const int {bx} = (tlx_bid % tlx_grp) / tlx_h;")
+            gx, gy, bid = (E.Var(nm, dtypes.int32) for nm in ("tlx_gx", "tlx_gy", "tlx_bid"))
+            self.ranges.update({gx: (1, 2**31 - 1), gy: (1, 2**31 - 1), bid: (0, 2**31 - 1)})
+            linear = "blockIdx.x * gridDim.y + blockIdx.y" if column else "blockIdx.y * gridDim.x + blockIdx.x"
+            self.emit(1, f"const int {self.name(gx, gx.name)} = gridDim.x;")
+            self.emit(1, f"const int {self.name(gy, gy.name)} = gridDim.y;")
+            self.emit(1, f"const int {self.name(bid, bid.name)} = {linear};")
+            for v, e in zip(kernel.block_vars, panel_order(bid, gx, gy, panel, column, self._let)):
+                self.emit(1, f"const int {self.name(v, v.name)} = {self.expr(e, True)};")
             return
         for v, ax in zip(kernel.block_vars, axes):
             self.emit(1, f"const int {self.name(v, v.name)} = blockIdx.{ax};")
@@ -319,6 +312,15 @@ class _Gen:
         if pers is not None:  # the tile stride: as many blocks as the device the kernel runs on has SMs
             self.emit(1, f"const int {self.name(pers.stride, pers.stride.name)} = gridDim.x;")
             self.ranges[pers.stride] = pers.stride_range
+
+    def _let(self, name: str, value: E.Expr) -> E.Var:
+        """``const int name = value;`` at the top of the kernel: the variable, with value's range."""
+        v = E.Var(name, dtypes.int32)
+        rng = bounds(value, self.ranges)
+        if rng is not None:
+            self.ranges[v] = rng
+        self.emit(1, f"const int {self.name(v, name)} = {self.expr(value, True)};")
+        return v
 
     def _grid(self, kernel: Kernel) -> tuple[tuple[int, int, int] | None, str]:
         dims = list(kernel.grid) + [E.const(1)] * (3 - len(kernel.grid))

@@ -8,8 +8,9 @@ once per tile row. Rasterising in panels of ``G`` tile rows (within a panel ``by
 ``bx``) makes a wave a ``G`` x ``wave / G`` rectangle: the ``G`` blocks sharing a B panel run
 together and the A panel is reused by the following waves of the same panel.
 
-The remap is the one ``T.use_swizzle(G)`` asks for (``codegen._block_vars``, ``remap`` below is its
-Python mirror): a bijection of the grid onto itself for any ``gx``, ``gy``, ``G`` (the last panel
+The remap is the one ``T.use_swizzle(G)`` asks for, defined once (``panel_order``): codegen emits
+it for ``blockIdx`` and the persistent walk (hopper/persistent.py) for its tile index. It is a
+bijection of the grid onto itself for any ``gx``, ``gy``, ``G`` (the last panel
 holds the ``gy mod G`` leftover rows), so which block computes which tile changes but not what is
 computed. It is applied only when the user did not call ``T.use_swizzle`` (their choice wins,
 ``enable=False`` included), the kernel has a 2-D static grid and one ``T.gemm`` with static tile
@@ -35,6 +36,7 @@ flush between calls, 0.988 vs 0.967 back to back (power-limited: 688 W at 1434 M
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ...core_ir import expr as E
@@ -76,12 +78,20 @@ def choose_panel(gx: int, gy: int, bm: int, bn: int, k: int | None, elem: int, s
     return best if best and best_cost <= MIN_GAIN * row_major else 0
 
 
-def remap(bid: int, gx: int, gy: int, panel: int) -> tuple[int, int]:
-    """(bx, by) of linear block ``bid = blockIdx.y * gx + blockIdx.x`` (mirror of the emitted C)."""
-    grp = panel * gx
-    first = (bid // grp) * panel
-    h = min(gy - first, panel)
-    return (bid % grp) // h, first + (bid % grp) % h
+def panel_order(bid: E.Expr, gx: E.Expr, gy: E.Expr, panel: int, column: bool,
+                let: Callable[[str, E.Expr], E.Expr] = lambda name, e: e) -> tuple[E.Expr, E.Expr]:
+    """(bx, by) of the ``bid``-th block of a ``gx`` × ``gy`` grid walked in panels of ``panel`` block
+    rows, ``by`` fastest within a panel (block columns and ``bx`` when ``column``). The last panel
+    holds the leftover rows; its height is at least 1 however ``bid`` is bounded, which lets the
+    divisions by it compile as unsigned ones. ``let(name, value)`` may bind the intermediate values
+    to named variables (codegen declares them)."""
+    across, along = (gx, gy) if column else (gy, gx)  # panels cut ``across``; ``along`` is walked inside
+    group = let("tlx_grp", along * panel)
+    first = let("tlx_first", bid // group * panel)
+    height = let("tlx_h", E.binary("max", E.binary("min", across - first, E.const(panel)), E.const(1)))
+    local = bid % group
+    inner, outer = first + local % height, local // height
+    return (inner, outer) if column else (outer, inner)
 
 
 def _use_swizzle(kernel: Kernel) -> Annotate | None:

@@ -1,5 +1,5 @@
 """Automatic block rasterisation (plugins/cuda/rasterize.py, ``tlx.auto_rasterize``), checked without
-a GPU: the remap is a bijection of every grid onto itself (the Python mirror and the emitted C, run
+a GPU: the remap is a bijection of every grid onto itself (``panel_order`` evaluated and the emitted C, run
 on the host with g++), it is emitted only for large GEMM grids and only when switched on, and the
 remapped kernels compile for sm_90a and sm_80."""
 
@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tests.null.cuda_suite_funcs import suite_funcs
-from tilelang_x.plugins.cuda.rasterize import choose_panel, remap
+from tilelang_x.core_ir import expr as E
+from tilelang_x.plugins.cuda.rasterize import choose_panel, panel_order
 
 FUNCS = suite_funcs()
 BIG = (8192, 28672, 4096)
@@ -35,17 +36,27 @@ def _source(func: Any, arch: str, configs: dict[str, bool] | None = None) -> tup
     return source(func, arch, {"tlx.persistent": False, **(configs or {})})
 
 
+def remap(bid: int, gx: int, gy: int, panel: int, column: bool = False) -> tuple[int, int]:
+    """(bx, by) of block ``bid = blockIdx.y * gx + blockIdx.x`` (``blockIdx.x * gy + blockIdx.y``
+    when ``column``): ``panel_order`` on constants, which fold."""
+    bx, by = panel_order(E.const(bid), E.const(gx), E.const(gy), panel, column)
+    x, y = E.as_int(bx), E.as_int(by)
+    assert x is not None and y is not None
+    return x, y
+
+
 def _remap_lines(src: str) -> list[str]:
     lines = [ln.strip() for ln in src.splitlines()]
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("const int tlx_bid"))
-    return lines[start:start + 6]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("const int tlx_gx"))
+    return lines[start:start + 8]
 
 
 @pytest.mark.parametrize("gx,gy", [(1, 1), (3, 1), (1, 7), (5, 7), (16, 32), (112, 64), (7, 13), (9, 30)])
 def test_remap_is_a_bijection(gx: int, gy: int) -> None:
     for panel in range(1, 18):
-        seen = {remap(bid, gx, gy, panel) for bid in range(gx * gy)}
-        assert seen == {(x, y) for x in range(gx) for y in range(gy)}, (gx, gy, panel)
+        for column in (False, True):
+            seen = {remap(bid, gx, gy, panel, column) for bid in range(gx * gy)}
+            assert seen == {(x, y) for x in range(gx) for y in range(gy)}, (gx, gy, panel, column)
 
 
 def test_panel_heuristic() -> None:
@@ -77,6 +88,7 @@ def test_emitted_remap_is_a_bijection_in_c() -> None:
     body = "\n".join("    " + ln for ln in _remap_lines(src))
     program = f"""#include <cstdio>
 #include <algorithm>
+using std::max;
 using std::min;
 struct D {{ unsigned x, y; }};
 int main() {{
@@ -124,9 +136,9 @@ def _swizzled(*swizzle: Any) -> Any:
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_use_swizzle_rows_columns_and_off(arch: str) -> None:
     rows = _source(_swizzled(4), arch)[0]
-    assert "const int tlx_bid = blockIdx.y * gridDim.x + blockIdx.x;" in rows and "4 * (int)gridDim.x" in rows
+    assert "const int tlx_bid = blockIdx.y * gridDim.x + blockIdx.x;" in rows and "tlx_grp = tlx_gx * 4;" in rows
     cols = _source(_swizzled(4, "column"), arch)[0]
-    assert "const int tlx_bid = blockIdx.x * gridDim.y + blockIdx.y;" in cols and "4 * (int)gridDim.y" in cols
+    assert "const int tlx_bid = blockIdx.x * gridDim.y + blockIdx.y;" in cols and "tlx_grp = tlx_gy * 4;" in cols
     off = _source(_swizzled(4, "row", False), arch)[0]
     assert "tlx_bid" not in off and "const int bx = blockIdx.x;" in off
 
@@ -152,10 +164,6 @@ def test_persistent_walk_follows_the_block_remap(gx: int, gy: int, panel: int, c
             env = {pers.pid: pid, pers.j: j, pers.stride: pers.grid}
             x, y = (evaluate(pers.block_of[v], env) for v in (bx, by))
             t = pid + j * pers.grid
-            if column:
-                ry, rx = remap(t, gy, gx, panel)
-            else:
-                rx, ry = remap(t, gx, gy, panel)
-            assert (x, y) == (rx, ry), (pid, j)
+            assert (x, y) == remap(t, gx, gy, panel, column), (pid, j)
             seen.append((x, y))
     assert sorted(seen) == [(x, y) for x in range(gx) for y in range(gy)]

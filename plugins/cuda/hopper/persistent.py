@@ -40,6 +40,7 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.stmt import For, Kernel, Seq, Stmt
 from ..lir import Decl
+from ..rasterize import panel_order
 
 #: SMs of the H100 / H200 SXM: the grid in the launch metadata; the runtime launches one block
 #: per SM of the device it loads the kernel on (``runtime.load``), which ``stride`` reads
@@ -288,13 +289,7 @@ def _tiles_walked(first: E.Expr, stride: E.Expr, total: int) -> E.Expr:
 
 
 def _rasterized(kernel: Kernel, tile: E.Expr, gx: int, gy: int, panel: int, column: bool) -> dict[E.Var, E.Expr]:
-    """(bx, by) of ``tile`` walked in panels of ``panel`` tile rows (columns when ``column``): the
-    remap codegen emits for ``blockIdx`` (``rasterize.remap``)."""
-    across, along = (gx, gy) if column else (gy, gx)  # panels cut ``across``; ``along`` is walked inside
-    group = panel * along
-    first = (tile // group) * panel
-    height = E.binary("min", E.const(across) - first, E.const(panel))
-    local = tile % group
-    inner, outer = first + local % height, local // height
+    """(bx, by) of ``tile`` in the panel order codegen emits for ``blockIdx`` (``rasterize.panel_order``)."""
     bx, by = kernel.block_vars
-    return {bx: inner, by: outer} if column else {bx: outer, by: inner}
+    x, y = panel_order(tile, E.const(gx), E.const(gy), panel, column)
+    return {bx: x, by: y}
