@@ -343,21 +343,15 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
                    mc: Multicast | None) -> list[Stmt]:
     """The consumers' loop: each group's statements between a wait on its full barrier and an
     arrive on its empty one."""
+    stages = num_stages(loop)
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
     it = E.Var(k.name + "_i", k.dtype)
     gc = pers.counter(n, it) if pers else it
-    sk = pers.stream_k if pers else None
-    first, trips = sk.segment(start) if sk is not None else (start, n)  # the tile's k0 .. k0 + length - 1
-    return _consumer_k_loop(loop, work, groups, cx, mc, it, gc, first, trips)
-
-
-def _consumer_k_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, mc: Multicast | None,
-                     it: E.Var, gc: E.Expr, start: E.Expr, n: E.Expr) -> list[Stmt]:
-    """``_consumer_loop``'s loop over ``n`` iterations from ``start`` (counter ``gc`` of ``it``)."""
-    stages = num_stages(loop)
-    k = loop.var
     sc = gc % stages
+    sk = pers.stream_k if pers else None
+    if sk is not None:  # the tile's segment: iterations k0 .. k0 + length - 1
+        start, n = sk.segment(start)
     rest = [staged(substitute(s, {k: start + it}), cx.multi, sc) for s in work]
     compute = _computes(rest)
     after: list[Stmt] = []
@@ -428,12 +422,11 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     gp = pers.counter(n, kp) if pers else kp
     sp = gp % stages
     sk = pers.stream_k if pers else None
-    def produce(first: E.Expr, trips: E.Expr) -> list[Stmt]:
-        body = [x for g in groups for x in (_call("tlx_mbar_wait", _bar(g.empty, sp), (gp // stages + 1) % 2),
-                                            *_issue(list(g.plans), cx.multi, k, first + kp, sp, _bar(g.full, sp), mc))]
-        return [For(kp, trips, "serial", Seq(tuple(body)), None, (), loop.loc)]
-
-    prod_loop = produce(*(sk.segment(start) if sk else (start, n)))[0]
+    first, trips = sk.segment(start) if sk else (start, n)
+    prod_body = [x for g in groups for x in (_call("tlx_mbar_wait", _bar(g.empty, sp), (gp // stages + 1) % 2),
+                                              *_issue(list(g.plans), cx.multi, k, first + kp, sp, _bar(g.full, sp),
+                                                      mc))]
+    prod_loop: Stmt = For(kp, trips, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
     pre = _prologue_loads(kernel, top, at, cx) if cx.prologue_loads and pers is None and mc is None else {}
     pre_bar = Buffer("tlx_pre", (1,), dtypes.uint64, "shared")
     pre_full = _bar(pre_bar, E.const(0))
