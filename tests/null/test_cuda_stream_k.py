@@ -27,8 +27,8 @@ def _block_env(sk: object, env: dict) -> dict:
 
 
 def _walk(total: int, n: int, blocks: int) -> dict[tuple[int, int], tuple[int, bool, bool, int]]:
-    """(tile, k) -> (block, partial, owner, last peer) over the whole grid, the whole-tile loop then
-    the tail's, with the stage counter running on from one segment to the next."""
+    """(tile, k) -> (block, partial, owner, last peer) over the whole grid, each block's one tile
+    loop (whole tiles, then the tail's segments), the stage counter running on from one to the next."""
     pid, j, stride = (E.Var(nm, dtypes.int32) for nm in ("pid", "j", "P"))
     sk = _stream_k(pid, j, stride, total, n)
     cover: dict[tuple[int, int], tuple[int, bool, bool, int]] = {}
@@ -37,19 +37,18 @@ def _walk(total: int, n: int, blocks: int) -> dict[tuple[int, int], tuple[int, b
         dp, whole, segments = (evaluate(x, env) for x in (sk.dp, sk.whole_tiles, sk.segments))
         assert segments == 0 or whole == dp  # the tail's segments follow the whole tiles in one loop
         counter = 0
-        for js in (range(whole), range(dp, dp + segments)):
-            for jj in js:
-                at = {**env, j: jj}
-                for d in sk.decls:
-                    at[d.var] = evaluate(d.value, at)
-                    assert d.bounds is not None and d.bounds[0] <= at[d.var] <= d.bounds[1], d.var.name
-                t, k0, length = at[sk.tile], at[sk.k0], at[sk.length]
-                assert at[sk.off] == counter
-                counter += length
-                role = (b, bool(evaluate(sk.partial, at)), bool(evaluate(sk.owner, at)), evaluate(sk.last_peer, at))
-                for k in range(k0, k0 + length):
-                    assert (t, k) not in cover, (t, k)
-                    cover[(t, k)] = role
+        for jj in range(whole + segments):
+            at = {**env, j: jj}
+            for d in sk.decls:
+                at[d.var] = evaluate(d.value, at)
+                assert d.bounds is not None and d.bounds[0] <= at[d.var] <= d.bounds[1], d.var.name
+            t, k0, length = at[sk.tile], at[sk.k0], at[sk.length]
+            assert at[sk.off] == counter
+            counter += length
+            role = (b, bool(evaluate(sk.partial, at)), bool(evaluate(sk.owner, at)), evaluate(sk.last_peer, at))
+            for k in range(k0, k0 + length):
+                assert (t, k) not in cover, (t, k)
+                cover[(t, k)] = role
     return cover
 
 
