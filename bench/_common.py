@@ -74,8 +74,11 @@ def median_ms(fn: Callable[[], Any], warmup: int, rep: int, flush_l2: bool = Tru
 def in_turns(fns: dict[str, Callable[[], Any]], rounds: int, time_one: Callable[[Callable[[], Any]], float]
              ) -> dict[str, float]:
     """Each function's median of ``time_one(fn)`` over ``rounds`` rounds that time every function
-    once, each round starting one place later (no function always runs first)."""
+    once, each round starting one place later. ``rounds`` is rounded up to a multiple of the
+    functions' count, so that each runs first equally often and an effect of the order cannot
+    favour one of them (two functions in five rounds: one led three)."""
     names = list(fns)
+    rounds = -(-rounds // len(names)) * len(names)
     times: dict[str, list[float]] = {n: [] for n in names}
     for r in range(rounds):
         for n in names[r % len(names):] + names[:r % len(names)]:
