@@ -160,3 +160,34 @@ def test_persistent_grid_is_one_block_per_sm_of_the_device(monkeypatch: pytest.M
     meta = dataclasses.replace(meta, persistent_tiles=tiles, cluster=cluster)
     assert runtime._one_block_per_sm(kernel, meta).grid_static == (want, 1, 1)  # type: ignore[arg-type]
     assert asked == ([7] if cluster else [])
+
+
+def test_launch_config_matches_cuda_h() -> None:
+    """``driver._LaunchConfig`` (for ``cuOccupancyMaxActiveClusters``) has cuda.h's layout."""
+    import ctypes
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    from tilelang_x.plugins.cuda import driver
+    from tilelang_x.plugins.cuda.compile import cuda_include_dirs
+
+    cxx = shutil.which("g++") or shutil.which("c++")
+    inc = next((d for d in cuda_include_dirs() if os.path.isfile(os.path.join(d, "cuda.h"))), None)
+    if cxx is None or inc is None:
+        pytest.skip("needs a host C++ compiler and the CUDA toolkit's cuda.h")
+    fields = ("gridDimX", "blockDimX", "sharedMemBytes", "hStream", "attrs", "numAttrs")
+    program = "#include <cstddef>\n#include <cstdio>\n#include <cuda.h>\nint main() {\n"
+    program += '  std::printf("%zu", sizeof(CUlaunchConfig));\n'
+    program += "".join(f'  std::printf(" %zu", offsetof(CUlaunchConfig, {f}));\n' for f in fields) + "}\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        cpp, exe = os.path.join(tmp, "cfg.cpp"), os.path.join(tmp, "cfg")
+        with open(cpp, "w") as fh:
+            fh.write(program)
+        subprocess.run([cxx, "-I", inc, "-o", exe, cpp], check=True, capture_output=True)
+        want = [int(x) for x in subprocess.run([exe], capture_output=True, text=True, check=True).stdout.split()]
+    cfg = driver._LaunchConfig
+    ours = [ctypes.sizeof(cfg)] + [getattr(cfg, f).offset
+                                   for f in ("grid", "block", "shared_mem_bytes", "stream", "attrs", "num_attrs")]
+    assert ours == want
