@@ -45,6 +45,7 @@ from .surface import (
     alloc_shared,
     alloc_var,
     annotate_layout,
+    assume,
     atomic_add,
     atomic_max,
     atomic_min,
@@ -60,10 +61,12 @@ from .surface import (
     fill,
     floordiv,
     floormod,
+    fma,
     gemm,
     grid,
     if_then_else,
     infinity,
+    likely,
     reduce,
     reduce_absmax,
     reduce_abssum,
@@ -81,6 +84,7 @@ from .surface import (
 Kernel = _KernelFrame
 Buffer = _surface.Buffer_
 Select = if_then_else
+Serial, Unroll, Vectorized = serial, unroll, vectorized
 min = _surface.min_  # noqa: A001
 max = _surface.max_  # noqa: A001
 print = _surface.print_  # noqa: A001
@@ -129,14 +133,15 @@ __all__ = [
     # allocation
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var",
     # loops
-    "Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid",
+    "Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     # tile ops
     "copy", "fill", "clear", "gemm", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
     "reduce_abssum", "reduce_absmax", "cumsum", "atomic_add", "atomic_max", "atomic_min",
     # annotations, debugging
-    "annotate_layout", "use_swizzle", "print",
+    "annotate_layout", "use_swizzle", "print", "assume",
     # expressions
-    "ceildiv", "floordiv", "floormod", "truncdiv", "min", "max", "clamp", "if_then_else", "Select", "infinity",
+    "ceildiv", "floordiv", "floormod", "truncdiv", "min", "max", "clamp", "fma", "likely", "if_then_else", "Select",
+    "infinity",
     "cast", *_MATH,
     # dtypes
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",

@@ -655,6 +655,23 @@ def clamp(x: Any, lo: Any, hi: Any) -> Any:
     return max_(min_(x, hi), lo)
 
 
+def fma(a: Any, b: Any, c: Any) -> E.Expr:
+    """``a * b + c`` (the backend's compiler may fuse it into one instruction)."""
+    return E.binary("+", E.binary("*", a, b), c)
+
+
+def likely(cond: Any) -> Any:
+    """``cond``: TileLang's hint that a condition usually holds, which the backends do without."""
+    return cond if isinstance(cond, builtins.bool) else E.convert(cond)
+
+
+def assume(cond: Any) -> None:
+    """TileLang's promise that ``cond`` holds, for its simplifier; checked to be an expression and
+    otherwise ignored (a false promise changes nothing here)."""
+    if not isinstance(cond, builtins.bool):
+        E.convert(cond)
+
+
 def if_then_else(cond: Any, then: Any, otherwise: Any) -> E.Expr:
     """``then`` where ``cond`` holds, else ``otherwise`` (both evaluated)."""
     return E.select(cond, then, otherwise)

@@ -18,6 +18,29 @@ def leaky_add(M, N, block_M=32, block_N=32, slope=0.1, dtype=T.float32):
 
 
 @tilelang.jit(out_idx=[-1])
+def fma_rows(M, N, block_M=32, dtype=T.float32):
+    """``C = A * B + 1`` a row per thread, through the TileLang spellings kernels carry over:
+    ``T.Serial`` / ``T.Unroll`` / ``T.Vectorized``, ``T.fma``, ``T.likely`` and ``T.assume``."""
+    half = N // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            for i in T.Parallel(block_M):
+                row = bx * block_M + i
+                T.assume(row >= 0)
+                if T.likely(row < M):
+                    for j in T.Serial(half):
+                        C[row, j] = T.fma(A[row, j], B[row, j], 1.0)
+                    for j in T.Unroll(half, half + 4):
+                        C[row, j] = T.fma(A[row, j], B[row, j], 1.0)
+                    for j in T.Vectorized(half + 4, N):
+                        C[row, j] = T.fma(A[row, j], B[row, j], 1.0)
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
 def vector_add(block=256, dtype=T.float32):
     n = T.dynamic("n")
 

@@ -54,6 +54,12 @@ def _leaky_add(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return elementwise.leaky_add(100, 70)(a, b), torch.where(s > 0, s, s * 0.1)
 
 
+def _fma_rows(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(70, 40, dtype=torch.float32, device=device, seed=7)
+    b = _randn(70, 40, dtype=torch.float32, device=device, seed=8)
+    return elementwise.fma_rows(70, 40)(a, b), a * b + 1
+
+
 def _vector_add(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     kernel = elementwise.vector_add()
     outs, refs = [], []
@@ -117,6 +123,7 @@ CASES: list[Case] = [
          atol=2e-2),
     Case("gemm_eager_relu", _gemm_eager),
     Case("leaky_add_if_then_else", _leaky_add, atol=1e-5, rtol=1e-5),
+    Case("fma_rows_tilelang_spellings", _fma_rows, atol=1e-5, rtol=1e-5),
     Case("vector_add_dynamic", _vector_add, atol=1e-6, rtol=1e-6),
     Case("softmax_rows", _softmax, atol=2e-3),
     Case("rms_norm", _rms_norm, atol=1e-4, rtol=1e-4),

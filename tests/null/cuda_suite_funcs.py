@@ -26,6 +26,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "gemm_fp32_fma": mm(128, 128, 64, in_dtype=dtypes.float32, out_dtype=dtypes.float32, block_M=64,
                             block_N=64, block_K=16),
         "leaky_add_if_then_else": lambda: elementwise.leaky_add.get_ir(100, 70),
+        "fma_rows_tilelang_spellings": lambda: elementwise.fma_rows.get_ir(70, 40),
         "vector_add_dynamic": lambda: elementwise.vector_add.get_ir(),
         "softmax_rows": lambda: reductions.softmax.get_ir(64, 256),
         "rms_norm": lambda: reductions.rms_norm.get_ir(64, 512),
