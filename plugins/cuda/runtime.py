@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import logging
 import struct
 import sys
 import threading
@@ -30,6 +31,8 @@ from . import driver
 from .compile import CudaBinary
 from .grid_program import Program, grid_program
 from .meta import DEFAULT_SMEM_LIMIT, SK_FLAG_BYTES, SK_FLAG_WORDS, KernelMeta, make_grid_fn
+
+log = logging.getLogger("tilelang_x.cuda.runtime")
 
 # Parameter codes shared with _launcher.pyx.
 C_PTR, C_I8, C_I16, C_I32, C_I64, C_F32, C_F64, C_F16, C_BF16, C_U64, C_TMAP = range(11)
@@ -548,8 +551,12 @@ def _one_block_per_sm(kernel: LoadedKernel, meta: KernelMeta) -> KernelMeta:
     blocks = max(c, min(meta.persistent_tiles, sms) // c * c)
     if c > 1:
         fn, ctx = kernel.resolve(device)
-        with driver.context(ctx):
-            fits = driver.max_active_clusters(fn, (blocks, 1, 1), meta.block, meta.smem_bytes)
+        try:
+            with driver.context(ctx):
+                fits = driver.max_active_clusters(fn, (blocks, 1, 1), meta.block, meta.smem_bytes)
+        except driver.CudaError as e:  # the grid is still correct, only maybe slower
+            log.debug("%s: cuOccupancyMaxActiveClusters failed (%s): one block per SM", meta.kernel_name, e)
+            fits = 0
         if fits:
             blocks = min(blocks, fits * c)
     return dataclasses.replace(meta, grid_static=(blocks, 1, 1))

@@ -135,12 +135,12 @@ def test_generated_source_is_deterministic(configs: dict[str, bool]) -> None:
 @pytest.mark.parametrize("sms,cluster,tiles,fits,want", [(132, None, 512, 0, 132), (78, None, 512, 0, 78),
                                                          (114, None, 50, 0, 50), (77, (2, 1, 1), 512, 66, 76),
                                                          (132, (2, 1, 1), 3, 66, 2), (132, (4, 1, 1), 512, 30, 120),
-                                                         (132, (4, 1, 1), 512, 0, 132)])
+                                                         (132, (4, 1, 1), 512, 0, 132), (132, (4, 1, 1), 512, -1, 132)])
 def test_persistent_grid_is_one_block_per_sm_of_the_device(monkeypatch: pytest.MonkeyPatch, sms: int,
                                                            cluster: Any, tiles: int, fits: int, want: int) -> None:
     """The launch metadata says 132 blocks; loading the kernel sets one per SM of the device (an
-    H20 has 78), whole clusters, no more clusters than fit at once (``fits``, 0: the driver cannot
-    say), at most one per tile: the kernel strides by ``gridDim.x``."""
+    H20 has 78), whole clusters, no more clusters than fit at once (``fits``; 0: the driver cannot
+    say, -1: the query fails), at most one per tile: the kernel strides by ``gridDim.x``."""
     import contextlib
     import dataclasses
 
@@ -155,7 +155,13 @@ def test_persistent_grid_is_one_block_per_sm_of_the_device(monkeypatch: pytest.M
     monkeypatch.setattr(runtime, "_current_device", lambda: 0)
     asked = []
     monkeypatch.setattr(driver, "context", lambda ctx: contextlib.nullcontext())
-    monkeypatch.setattr(driver, "max_active_clusters", lambda fn, grid, block, smem: asked.append(fn) or fits)
+    def max_active_clusters(fn: int, grid: Any, block: Any, smem: int) -> int:
+        asked.append(fn)
+        if fits < 0:  # the driver refuses the query: the grid stays one block per SM
+            raise driver.CudaError("cuOccupancyMaxActiveClusters failed")
+        return fits
+
+    monkeypatch.setattr(driver, "max_active_clusters", max_active_clusters)
     kernel = type("Loaded", (), {"resolve": lambda self, device: (7, 1)})()
     meta = dataclasses.replace(meta, persistent_tiles=tiles, cluster=cluster)
     assert runtime._one_block_per_sm(kernel, meta).grid_static == (want, 1, 1)  # type: ignore[arg-type]
