@@ -159,12 +159,14 @@ class Reduce(TileOp):
 
 @dataclass(**_NODE)
 class CumSum(TileOp):
-    """``T.cumsum(src, dst, dim, reverse)``: inclusive prefix sum along ``dim``."""
+    """``T.cumsum(src, dst, dim, reverse)``: inclusive prefix sum along ``dim``; with ``kind="max"``
+    the running maximum (``T.cummax``)."""
 
     src: Region
     dst: Region
     dim: int
     reverse: bool = False
+    kind: str = "sum"
     loc: SourceLoc | None = field(default=None, compare=False)
     name = "cumsum"
 
@@ -172,7 +174,7 @@ class CumSum(TileOp):
         s, d = self.src.extents, self.dst.extents
         if len(s) != len(d) or not all(same_extent(a, b) for a, b in zip(s, d)):
             raise ShapeMismatchError(
-                f"T.cumsum: `{self.src.buffer.name}` {_fmt(s)} and `{self.dst.buffer.name}` {_fmt(d)} differ",
+                f"T.cum{self.kind}: `{self.src.buffer.name}` {_fmt(s)} and `{self.dst.buffer.name}` {_fmt(d)} differ",
                 loc=self.loc,
             )
 

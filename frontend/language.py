@@ -55,6 +55,7 @@ from .surface import (
     clear,
     const,
     copy,
+    cummax,
     cumsum,
     dynamic,
     empty,
@@ -136,7 +137,7 @@ __all__ = [
     "Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     # tile ops
     "copy", "fill", "clear", "gemm", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
-    "reduce_abssum", "reduce_absmax", "cumsum", "atomic_add", "atomic_max", "atomic_min",
+    "reduce_abssum", "reduce_absmax", "cumsum", "cummax", "atomic_add", "atomic_max", "atomic_min",
     # annotations, debugging
     "annotate_layout", "use_swizzle", "print", "assume",
     # expressions

@@ -497,21 +497,31 @@ def reduce(*args: Any, **kwargs: Any) -> None:
 
 def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
     """Inclusive prefix sum of ``src`` along ``dim`` into ``dst`` (in place when ``dst`` is None)."""
-    b = bld.require_kernel("T.cumsum")
+    _scan("sum", src, dst, dim, reverse)
+
+
+def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
+    """Running maximum of ``src`` along ``dim`` into ``dst`` (in place when ``dst`` is None)."""
+    _scan("max", src, dst, dim, reverse)
+
+
+def _scan(kind: str, src: Any, dst: Any, dim: int, reverse: bool) -> None:
+    what = f"T.cum{kind}"
+    b = bld.require_kernel(what)
     loc = caller_loc()
-    rs = _region(src, "T.cumsum source")
-    rd = rs if dst is None else _region(dst, "T.cumsum destination")
+    rs = _region(src, f"{what} source")
+    rd = rs if dst is None else _region(dst, f"{what} destination")
     hint = "scan a tile held in T.alloc_shared / T.alloc_fragment"
-    _check_scope(rs, _TILE_SCOPES, "T.cumsum", "source", hint, loc)
-    _check_scope(rd, _TILE_SCOPES + ("global",), "T.cumsum", "destination", hint, loc)
+    _check_scope(rs, _TILE_SCOPES, what, "source", hint, loc)
+    _check_scope(rd, _TILE_SCOPES + ("global",), what, "destination", hint, loc)
     n = len(rs.extents)
-    d = _py_int(dim, "T.cumsum dim", loc)
+    d = _py_int(dim, f"{what} dim", loc)
     if d < 0:
         d += n
     if not 0 <= d < n:
-        raise TileLangSyntaxError(f"T.cumsum: dim={dim} is out of range for the {n}-d source `{rs.buffer.name}`",
+        raise TileLangSyntaxError(f"{what}: dim={dim} is out of range for the {n}-d source `{rs.buffer.name}`",
                                   loc=loc)
-    op = CumSum(rs, rd, d, _py_bool(reverse, "T.cumsum reverse", loc), loc=loc)
+    op = CumSum(rs, rd, d, _py_bool(reverse, f"{what} reverse", loc), kind, loc=loc)
     op.check()
     b.emit(op)
 

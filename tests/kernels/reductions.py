@@ -46,13 +46,16 @@ def rms_norm(M, N, blk_m=4, eps=1e-6, dtype=T.float32):
 
 
 @tilelang.jit(out_idx=[-1])
-def cumsum(M, N, block_M=8, reverse=False, dtype=T.float32):
+def cumsum(M, N, block_M=8, reverse=False, dtype=T.float32, running_max=False):
+    """Prefix sums of X's rows (running maxima with ``running_max``: ``T.cummax``)."""
+    scan = T.cummax if running_max else T.cumsum
+
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
             tile = T.alloc_shared((block_M, N), dtype)
             T.copy(X[bx * block_M, 0], tile)
-            T.cumsum(tile, dim=1, reverse=reverse)
+            scan(tile, dim=1, reverse=reverse)
             T.copy(tile, Y[bx * block_M, 0])
 
     return main

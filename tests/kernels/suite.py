@@ -92,6 +92,18 @@ def _cumsum(reverse: bool) -> Callable:
     return run
 
 
+def _cummax(reverse: bool) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        x = _randn(32, 128, dtype=torch.float16, device=device, seed=11)
+        ref = x.flip(1).cummax(1).values.flip(1) if reverse else x.cummax(1).values
+        from tilelang_x.core_ir.dtypes import as_dtype
+
+        kernel = reductions.cumsum(32, 128, reverse=reverse, dtype=as_dtype(torch.float16), running_max=True)
+        return kernel(x), ref
+
+    return run
+
+
 def _column_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(200, 100, dtype=torch.float32, device=device, seed=11)
     s = torch.zeros(100, dtype=torch.float32, device=device)
@@ -129,6 +141,8 @@ CASES: list[Case] = [
     Case("rms_norm", _rms_norm, atol=1e-4, rtol=1e-4),
     Case("cumsum", _cumsum(False), atol=1e-4, rtol=1e-4),
     Case("cumsum_reverse", _cumsum(True), atol=1e-4, rtol=1e-4),
+    Case("cummax_fp16", _cummax(False), atol=0, rtol=0),
+    Case("cummax_fp16_reverse", _cummax(True), atol=0, rtol=0),
     Case("column_sum_atomic_add", _column_sum, atol=1e-4, rtol=1e-4),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),

@@ -32,6 +32,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "rms_norm": lambda: reductions.rms_norm.get_ir(64, 512),
         "cumsum": lambda: reductions.cumsum.get_ir(32, 128),
         "cumsum_reverse": lambda: reductions.cumsum.get_ir(32, 128, reverse=True),
+        "cummax_fp16": lambda: reductions.cumsum.get_ir(32, 128, dtype=dtypes.float16, running_max=True),
         "column_sum_atomic_add": lambda: reductions.column_sum.get_ir(200, 100),
         "flash_attention": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, False),
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),

@@ -326,6 +326,24 @@ def test_cumsum(reverse, dim):
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [D.float32, D.int32])
+def test_cummax_carries_nan_like_torch(dtype):
+    X = Buffer("X", (3, 6), dtype)
+    Y = Buffer("Y", (3, 6), dtype)
+
+    def body(bx):
+        s = alloc("s", (3, 6), dtype, "shared")
+        return [Alloc(s), Copy(full(X), full(s)), CumSum(full(s), full(s), 1, False, "max"), Copy(full(s), full(Y))]
+
+    x = np.array([[1, 5, 2, 7, -3, 7], [-9, -8, -9, -1, -2, 0], [4, 3, 2, 1, 0, -1]], np.float32)
+    if dtype == D.float32:
+        x[1, 2] = np.nan
+    x = x.astype(np.int32 if dtype == D.int32 else np.float32)
+    y = np.zeros_like(x)
+    run(kernel("scanmax", (X, Y), (1,), body), x, y)
+    np.testing.assert_array_equal(y, torch.from_numpy(x).cummax(1).values.numpy())
+
+
 # ---- atomics -----------------------------------------------------------------------------------
 
 def test_atomic_scalar_from_every_block():

@@ -1,9 +1,10 @@
-"""T.cumsum (inclusive prefix sum along one dim). Shared tiles: one thread per line, scanning
-serially; fragments go through a shared staging tile (fragment -> shared, scan, shared ->
-fragment)."""
+"""T.cumsum (inclusive prefix sum along one dim) and T.cummax (running maximum, a NaN carrying on
+as in the interpreter). Shared tiles: one thread per line, scanning serially; fragments go
+through a shared staging tile (fragment -> shared, scan, shared -> fragment)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ....core_ir import dtypes
@@ -18,10 +19,10 @@ from ..lir import THREAD, Barrier, Block
 def lower_cumsum(op: CumSum, lc: Any) -> Stmt:
     src, dst = op.src, op.dst
     if not src.is_full() or not dst.is_full():
-        raise LayoutError("T.cumsum on CUDA needs whole buffers as source and destination", loc=op.loc)
+        raise LayoutError(f"T.cum{op.kind} on CUDA needs whole buffers as source and destination", loc=op.loc)
     shape = src.buffer.static_shape()
     if shape is None:
-        raise LayoutError("T.cumsum needs a constant tile shape on CUDA", loc=op.loc)
+        raise LayoutError(f"T.cum{op.kind} needs a constant tile shape on CUDA", loc=op.loc)
     if src.buffer.scope == "shared" and dst.buffer.scope == "shared":
         return _scan(src.buffer, dst.buffer, shape, op, lc)
     if src.buffer.scope in ("shared", "fragment") and dst.buffer.scope in ("shared", "fragment"):
@@ -42,7 +43,13 @@ def lower_cumsum(op: CumSum, lc: Any) -> Stmt:
         if dst.buffer.scope == "fragment":
             parts += [Barrier(), Block(lower_copy(Copy(Region.full(stage), dst, (), op.loc), lc), "copy")]
         return Seq(tuple(parts))
-    raise LayoutError(f"T.cumsum from {src.buffer.scope} to {dst.buffer.scope} is not supported on CUDA", loc=op.loc)
+    raise LayoutError(f"T.cum{op.kind} from {src.buffer.scope} to {dst.buffer.scope} is not supported on CUDA",
+                      loc=op.loc)
+
+
+def _lowest(dt: dtypes.DType) -> int:
+    """The smallest value of an integer dtype."""
+    return 0 if dt.name.startswith("uint") or dt.name == "bool" else -(1 << (dt.bits - 1))
 
 
 def _linear(shape: list[int] | tuple[int, ...], dt: dtypes.DType) -> Any:
@@ -72,10 +79,14 @@ def _scan(src: Buffer, dst: Buffer, shape: tuple[int, ...] | list[int], op: CumS
     acc_t = dtypes.float32 if src.dtype.is_float and src.dtype.bits < 32 else src.dtype
     acc = Buffer(lc.fresh("run"), (1,), acc_t, "local")
     zero = E.const(0)
-    step = Seq((
-        Store(acc, (zero,), E.Load(acc, (zero,)) + E.cast(E.Load(src, tuple(idx)), acc_t)),
-        Store(dst, tuple(idx), E.cast(E.Load(acc, (zero,)), dst.dtype)),
-    ))
-    body = Seq((Alloc(acc), Store(acc, (zero,), E.cast(zero, acc_t)), For(j, E.const(length), "serial", step)))
+    run, x = E.Load(acc, (zero,)), E.cast(E.Load(src, tuple(idx)), acc_t)
+    if op.kind == "sum":
+        start, combined = E.cast(zero, acc_t), run + x
+    else:  # x replaces the running maximum when larger, or NaN (x != x)
+        start = E.Const(-math.inf, acc_t) if acc_t.is_float else E.Const(_lowest(acc_t), acc_t)
+        larger = E.binary(">", x, run)
+        combined = E.select(E.binary("or", larger, E.binary("!=", x, x)) if acc_t.is_float else larger, x, run)
+    step = Seq((Store(acc, (zero,), combined), Store(dst, tuple(idx), E.cast(run, dst.dtype))))
+    body = Seq((Alloc(acc), Store(acc, (zero,), start), For(j, E.const(length), "serial", step)))
     iters = (lines + t - 1) // t
     return For(it, E.const(iters), "serial", If(E.binary("<", line, lines), body))

@@ -1,6 +1,7 @@
 """``T.cumsum(src, dst, dim, reverse)``: inclusive prefix sum along ``dim`` (from the end when
 ``reverse``), accumulated in float32 for floating tiles (float64 for float64) and in 64-bit
-integers for integer tiles, rounded once to dst's dtype. ``src`` and ``dst`` may be the same."""
+integers for integer tiles, rounded once to dst's dtype. ``src`` and ``dst`` may be the same.
+``T.cummax`` (``kind == "max"``): the running maximum, a NaN carrying on to the end."""
 
 from __future__ import annotations
 
@@ -21,17 +22,19 @@ if TYPE_CHECKING:
 def lower(op: CumSum, ctx: LowerContext) -> Executor:
     src, dst, dim, reverse = op.src, op.dst, op.dim, op.reverse
     acc = numerics.compute_dtype(src.buffer.dtype)
+    what = f"T.cum{op.kind}"
+    scan = np.cumsum if op.kind == "sum" else np.maximum.accumulate
 
-    def cumsum(rt: Frame) -> None:
-        reject_in_parallel(rt, "T.cumsum")
+    def cumulate(rt: Frame) -> None:
+        reject_in_parallel(rt, what)
         x = rt.read(src).astype(acc)
         d = dim if dim >= 0 else dim + x.ndim
         if not 0 <= d < x.ndim:
-            raise ShapeMismatchError(f"T.cumsum: dim {dim} out of range for a {x.ndim}-d tile")
+            raise ShapeMismatchError(f"{what}: dim {dim} out of range for a {x.ndim}-d tile")
         if reverse:
-            r = np.flip(np.cumsum(np.flip(x, d), axis=d), d)
+            r = np.flip(scan(np.flip(x, d), axis=d), d)
         else:
-            r = np.cumsum(x, axis=d)
+            r = scan(x, axis=d)
         rt.write(dst, r)
 
-    return cumsum
+    return cumulate
