@@ -16,7 +16,9 @@ from .errors import ShapeMismatchError
 from .source import SourceLoc
 from .stmt import Stmt
 
-REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax", "bitand", "bitor", "bitxor")
+#: the reductions of integer tiles only
+BIT_REDUCE_KINDS = ("bitand", "bitor", "bitxor")
 ATOMIC_KINDS = ("add", "max", "min")
 GEMM_POLICIES = ("Square", "FullRow", "FullCol")
 

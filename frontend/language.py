@@ -71,6 +71,9 @@ from .surface import (
     reduce,
     reduce_absmax,
     reduce_abssum,
+    reduce_bitand,
+    reduce_bitor,
+    reduce_bitxor,
     reduce_max,
     reduce_min,
     reduce_sum,
@@ -137,7 +140,8 @@ __all__ = [
     "Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     # tile ops
     "copy", "fill", "clear", "gemm", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
-    "reduce_abssum", "reduce_absmax", "cumsum", "cummax", "atomic_add", "atomic_max", "atomic_min",
+    "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
+    "atomic_add", "atomic_max", "atomic_min",
     # annotations, debugging
     "annotate_layout", "use_swizzle", "print", "assume",
     # expressions

@@ -24,7 +24,7 @@ from ..core_ir.errors import (
 )
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Alloc, Annotate, Print, freeze_annotations
-from ..core_ir.tileops import REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
+from ..core_ir.tileops import BIT_REDUCE_KINDS, REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
 from . import builder as bld
 from .fold import fold_extent
 from .frames import IRLoop, KernelFrame, _range_dims, nest, serial_loop
@@ -445,6 +445,11 @@ def _reduce(kind: str, src: Any, dst: Any, dim: Any, clear: Any, what: str) -> N
     if not 0 <= d < n:
         raise TileLangSyntaxError(f"{what}: dim={dim} is out of range for the {n}-d source `{rs.buffer.name}`",
                                   loc=loc, hint=f"use a dim in [-{n}, {n - 1}]")
+    if kind in BIT_REDUCE_KINDS:
+        for r in (rs, rd):
+            if not r.buffer.dtype.is_int:
+                raise TileLangTypeError(f"{what}: `{r.buffer.name}` is {r.buffer.dtype.name}; bitwise reductions take "
+                                        "integer tiles", loc=loc, hint="T.copy the tile into an integer tile first")
     op = Reduce(kind, rs, rd, d, _py_bool(clear, f"{what} clear", loc), loc=loc)
     op.check()
     b.emit(op)
@@ -473,6 +478,21 @@ def reduce_abssum(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batc
 def reduce_absmax(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
     """Maximum absolute value along ``dim``."""
     _reduce("absmax", buffer, out, dim, clear, "T.reduce_absmax")
+
+
+def reduce_bitand(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+    """Bitwise AND of an integer tile along ``dim``."""
+    _reduce("bitand", buffer, out, dim, clear, "T.reduce_bitand")
+
+
+def reduce_bitor(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+    """Bitwise OR of an integer tile along ``dim``."""
+    _reduce("bitor", buffer, out, dim, clear, "T.reduce_bitor")
+
+
+def reduce_bitxor(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1) -> None:
+    """Bitwise XOR of an integer tile along ``dim``."""
+    _reduce("bitxor", buffer, out, dim, clear, "T.reduce_bitxor")
 
 
 def reduce(*args: Any, **kwargs: Any) -> None:

@@ -23,6 +23,23 @@ def softmax(M, N, block_M=4, dtype=T.float16):
 
 
 @tilelang.jit(out_idx=[-1])
+def row_bits(M, N, kind, block_M=4, dtype=T.int32):
+    """Each row of X reduced with a bitwise ``kind`` ("bitand", "bitor", "bitxor"), through
+    ``T.reduce`` in TileLang's argument order."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M,), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            x = T.alloc_fragment((block_M, N), dtype)
+            bits = T.alloc_fragment((block_M,), dtype)
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce(x, bits, kind, dim=1)
+            T.copy(bits, Y[bx * block_M])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
 def rms_norm(M, N, blk_m=4, eps=1e-6, dtype=T.float32):
     @T.prim_func
     def main(A: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), B: T.Tensor((M, N), dtype)):

@@ -92,6 +92,19 @@ def _cumsum(reverse: bool) -> Callable:
     return run
 
 
+def _row_bits(kind: str) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(12)
+        x = torch.randint(-2**31, 2**31 - 1, (64, 96), generator=g, dtype=torch.int32).to(device)
+        op = {"bitand": torch.bitwise_and, "bitor": torch.bitwise_or, "bitxor": torch.bitwise_xor}[kind]
+        ref = x[:, 0]
+        for j in range(1, x.shape[1]):
+            ref = op(ref, x[:, j])
+        return reductions.row_bits(64, 96, kind)(x), ref
+
+    return run
+
+
 def _cummax(reverse: bool) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         x = _randn(32, 128, dtype=torch.float16, device=device, seed=11)
@@ -142,6 +155,9 @@ CASES: list[Case] = [
     Case("cumsum", _cumsum(False), atol=1e-4, rtol=1e-4),
     Case("cumsum_reverse", _cumsum(True), atol=1e-4, rtol=1e-4),
     Case("cummax_fp16", _cummax(False), atol=0, rtol=0),
+    Case("row_bitand", _row_bits("bitand"), atol=0, rtol=0),
+    Case("row_bitor", _row_bits("bitor"), atol=0, rtol=0),
+    Case("row_bitxor", _row_bits("bitxor"), atol=0, rtol=0),
     Case("cummax_fp16_reverse", _cummax(True), atol=0, rtol=0),
     Case("column_sum_atomic_add", _column_sum, atol=1e-4, rtol=1e-4),
     Case("flash_attention", _attention(False)),

@@ -30,6 +30,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "vector_add_dynamic": lambda: elementwise.vector_add.get_ir(),
         "softmax_rows": lambda: reductions.softmax.get_ir(64, 256),
         "rms_norm": lambda: reductions.rms_norm.get_ir(64, 512),
+        "row_bitxor": lambda: reductions.row_bits.get_ir(64, 96, "bitxor"),
         "cumsum": lambda: reductions.cumsum.get_ir(32, 128),
         "cumsum_reverse": lambda: reductions.cumsum.get_ir(32, 128, reverse=True),
         "cummax_fp16": lambda: reductions.cumsum.get_ir(32, 128, dtype=dtypes.float16, running_max=True),

@@ -299,6 +299,41 @@ def test_reduce(kind, dim, clear):
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind,fn", [("bitand", np.bitwise_and), ("bitor", np.bitwise_or), ("bitxor", np.bitwise_xor)])
+@pytest.mark.parametrize("dtype,np_dtype", [(D.int32, np.int32), (D.uint8, np.uint8)])
+@pytest.mark.parametrize("clear", [True, False])
+def test_bitwise_reduce(kind, fn, dtype, np_dtype, clear):
+    X = Buffer("X", (8, 12), dtype)
+    Y = Buffer("Y", (8,), dtype)
+
+    def body(bx):
+        xs, ys = alloc("xs", (8, 12), dtype), alloc("ys", (8,), dtype)
+        return [Alloc(xs), Alloc(ys), Copy(full(X), full(xs)), Copy(full(Y), full(ys)),
+                Reduce(kind, full(xs), full(ys), 1, clear), Copy(full(ys), full(Y))]
+
+    rng = np.random.default_rng(3)
+    info = np.iinfo(np_dtype)
+    x = rng.integers(info.min, info.max, (8, 12), dtype=np_dtype, endpoint=True)
+    y0 = rng.integers(info.min, info.max, (8,), dtype=np_dtype, endpoint=True)
+    y = y0.copy()
+    run(kernel("bits", (X, Y), (1,), body), x, y)
+    ref = fn.reduce(x, axis=1)
+    np.testing.assert_array_equal(y, ref if clear else fn(y0, ref))
+
+
+def test_bitwise_reduce_of_a_float_tile_is_a_type_error():
+    import tilelang_x.language as T
+    from tilelang_x.core_ir.errors import TileLangTypeError
+
+    with pytest.raises(TileLangTypeError, match=r"T.reduce_bitor: `t` is float32; bitwise reductions take integer"):
+        @T.prim_func
+        def f(X: T.Tensor((8, 8), T.float32)):
+            with T.Kernel(1, threads=32):
+                t = T.alloc_fragment((8, 8), T.float32)
+                r = T.alloc_fragment((8,), T.int32)
+                T.reduce_bitor(t, r, dim=1)
+
+
 def test_reduce_into_2d_keepdim_fragment():
     X = Buffer("X", (8, 16), D.float16)
     Y = Buffer("Y", (8, 1), D.float32)

@@ -1,4 +1,4 @@
-"""T.reduce_sum/max/min/abssum/absmax over one dim of a fragment: in-thread over the register
+"""T.reduce_sum/max/min/abssum/absmax/bitand/bitor/bitxor over one dim of a fragment: in-thread over the register
 slots that hold the dim, then warp shuffles (xor) over the dim's thread digits inside a warp,
 then a shared-memory round for digits across warps (or of odd extent)."""
 
@@ -16,10 +16,14 @@ from ....core_ir.tileops import Reduce
 from ..layout import local_map, slot_expr
 from ..lir import THREAD, Barrier, Intrin
 
+_BIT_OPS = {"bitand": "&", "bitor": "|", "bitxor": "^"}
+
 
 def identity(kind: str, dt: dtypes.DType) -> E.Expr:
-    if kind in ("sum", "abssum", "absmax"):
+    if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):
         return E.cast(E.const(0), dt)
+    if kind == "bitand":  # every bit set
+        return E.const(-1 if dt.kind == "int" else 2 ** dt.bits - 1, dt)
     big = float("inf") if dt.is_float else (2 ** (dt.bits - 1) - 1 if dt.kind == "int" else 2 ** dt.bits - 1)
     if kind == "max":
         return E.const(-big if dt.is_float else (-(2 ** (dt.bits - 1)) if dt.kind == "int" else 0), dt)
@@ -29,6 +33,8 @@ def identity(kind: str, dt: dtypes.DType) -> E.Expr:
 def combine(kind: str, a: E.Expr, b: E.Expr) -> E.Expr:
     if kind in ("sum", "abssum"):
         return a + b
+    if kind in _BIT_OPS:
+        return E.binary(_BIT_OPS[kind], a, b)
     if kind in ("max", "absmax"):
         return E.binary("max", a, b)
     return E.binary("min", a, b)

@@ -1,9 +1,10 @@
 """``T.reduce_<kind>(src, dst, dim, clear)``: reduce a tile along one dimension.
 
 Kinds: ``sum``, ``max``, ``min``, ``abssum`` (sum of absolute values), ``absmax`` (largest absolute
-value). Floating tiles reduce in float32 (float64 for float64), integer tiles in 64-bit integers;
-the result is rounded once to dst's dtype. Without ``clear`` the result is combined with what dst
-holds (added for the sums, max/min for the others).
+value), and for integer tiles ``bitand``, ``bitor``, ``bitxor``. Floating tiles reduce in float32
+(float64 for float64), integer tiles in 64-bit integers; the result is rounded once to dst's
+dtype. Without ``clear`` the result is combined with what dst holds (added for the sums, max/min
+for max/min, the same bitwise operation for the bitwise kinds).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ _REDUCE = {
     "max": (lambda x, d: np.max(x, axis=d), np.maximum),
     "absmax": (lambda x, d: np.max(np.abs(x), axis=d), np.maximum),
     "min": (lambda x, d: np.min(x, axis=d), np.minimum),
+    "bitand": (lambda x, d: np.bitwise_and.reduce(x, axis=d), np.bitwise_and),
+    "bitor": (lambda x, d: np.bitwise_or.reduce(x, axis=d), np.bitwise_or),
+    "bitxor": (lambda x, d: np.bitwise_xor.reduce(x, axis=d), np.bitwise_xor),
 }
 
 
