@@ -314,12 +314,9 @@ class _Gen:
             self.ranges[pers.stride] = pers.stride_range
 
     def _let(self, name: str, value: E.Expr) -> E.Var:
-        """``const int name = value;`` at the top of the kernel: the variable, with value's range."""
+        """``const int name = value;`` at the top of the kernel (a ``Decl``): the variable."""
         v = E.Var(name, dtypes.int32)
-        rng = bounds(value, self.ranges)
-        if rng is not None:
-            self.ranges[v] = rng
-        self.emit(1, f"const int {self.name(v, name)} = {self.expr(value, True)};")
+        self.stmt(Decl(v, value), 1)
         return v
 
     def _grid(self, kernel: Kernel) -> tuple[tuple[int, int, int] | None, str]:

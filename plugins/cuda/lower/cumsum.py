@@ -4,7 +4,6 @@ through a shared staging tile (fragment -> shared, scan, shared -> fragment)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ....core_ir import dtypes
@@ -14,6 +13,7 @@ from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
 from ....core_ir.tileops import Copy, CumSum
 from ..lir import THREAD, Barrier, Block
+from .reduce import identity
 
 
 def lower_cumsum(op: CumSum, lc: Any) -> Stmt:
@@ -47,11 +47,6 @@ def lower_cumsum(op: CumSum, lc: Any) -> Stmt:
                       loc=op.loc)
 
 
-def _lowest(dt: dtypes.DType) -> int:
-    """The smallest value of an integer dtype."""
-    return 0 if dt.name.startswith("uint") or dt.name == "bool" else -(1 << (dt.bits - 1))
-
-
 def _linear(shape: list[int] | tuple[int, ...], dt: dtypes.DType) -> Any:
     from ..layout import SharedLayout
 
@@ -83,7 +78,7 @@ def _scan(src: Buffer, dst: Buffer, shape: tuple[int, ...] | list[int], op: CumS
     if op.kind == "sum":
         start, combined = E.cast(zero, acc_t), run + x
     else:  # x replaces the running maximum when larger, or NaN (x != x)
-        start = E.Const(-math.inf, acc_t) if acc_t.is_float else E.Const(_lowest(acc_t), acc_t)
+        start = identity("max", acc_t)
         larger = E.binary(">", x, run)
         combined = E.select(E.binary("or", larger, E.binary("!=", x, x)) if acc_t.is_float else larger, x, run)
     step = Seq((Store(acc, (zero,), combined), Store(dst, tuple(idx), E.cast(run, dst.dtype))))
