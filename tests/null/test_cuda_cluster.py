@@ -113,7 +113,8 @@ def test_gemm_multicasts_a_along_x() -> None:
     assert "(by * 128) + (tlx_cluster_coord(1, 2) * 64)" in mc[0]  # this CTA's 64 of the 128 rows
     assert all("B_tmap" in ln for ln in loads if not ln.startswith("tlx_tma_load_mc"))
     assert "tlx_mbar_arrive_peers(" in source and "tlx_mbar_arrive(" not in source.split("TLX_DEV")[-1]
-    assert source.count("tlx_mbar_init(tlx_empty_s") == 3 and "tlx_mbar_init(tlx_empty_s + (0) * 8, 16);" in source
+    # the empty barriers count 256 consumer threads of each of the 2 CTAs
+    assert source.count("tlx_mbar_init(tlx_empty_s") == 3 and "tlx_mbar_init(tlx_empty_s + (0) * 8, 512);" in source
     assert "tlx_mbar_expect_tx(tlx_full_s" in source and ", 49152);" in source  # the whole stage, per CTA
     body = source[source.index('extern "C"'):]
     assert body.index("tlx_mbar_fence_init();") < body.index("tlx_cluster_sync_init();") < body.index("ko_p")
@@ -130,8 +131,8 @@ def test_gemm_multicasts_b_along_y_and_both_on_a_2x2_cluster() -> None:
     source, _ = cuda_source(_gemm((2, 2, 1)), "sm_90a")
     mc = [ln for ln in _loads(source) if ln.startswith("tlx_tma_load_mc_2d(")]
     assert len(mc) == 5 and "3 << (tlx_cluster_coord(2, 2) * 2)" in mc[0] and "5 << tlx_cluster_coord(1, 2)" in mc[1]
-    assert "(3 << (tlx_cluster_coord(2, 2) * 2)) | (5 << tlx_cluster_coord(1, 2)))" in source  # three peers
-    assert "tlx_mbar_init(tlx_empty_s + (0) * 8, 24);" in source
+    assert "(3 << (tlx_cluster_coord(2, 2) * 2)) | (5 << tlx_cluster_coord(1, 2)), 4)" in source  # three peers of 4
+    assert "tlx_mbar_init(tlx_empty_s + (0) * 8, 768);" in source
 
 
 @pytest.mark.parametrize("configs", [{"tlx.multicast": False}, {"tlx.multicast": False, "tlx.persistent": True},

@@ -172,16 +172,17 @@ TLX_DEV void tlx_cluster_sync_init() {
   asm volatile("barrier.cluster.arrive.relaxed;\n barrier.cluster.wait;" ::: "memory");
 }
 TLX_DEV void tlx_cluster_sync() { asm volatile("barrier.cluster.arrive;\n barrier.cluster.wait;" ::: "memory"); }
-// A consumer warp releases a stage to the CTAs of `peers` (a ctaMask: those that multicast into this
-// CTA): lane i arrives on CTA i's barrier at the offset of `bar`, so every barrier gets one arrival
-// per consumer warp of each peer.
-TLX_DEV void tlx_mbar_arrive_peers(tlx_u32 bar, tlx_u32 peers) {
-  __syncwarp();
-  const tlx_u32 lane = threadIdx.x & 31u;
-  if ((peers >> lane) & 1u) {
-    tlx_u32 remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(lane));
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+// A consumer thread releases a stage to the CTAs of `peers` (a ctaMask of the cluster's `size` CTAs:
+// those that multicast into this CTA), so every barrier gets one arrival per consumer thread of
+// each peer.
+TLX_DEV void tlx_mbar_arrive_peers(tlx_u32 bar, tlx_u32 peers, tlx_u32 size) {
+  #pragma unroll
+  for (tlx_u32 r = 0; r < 16; ++r) {
+    if (r < size && ((peers >> r) & 1u)) {
+      tlx_u32 remote;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(r));
+      asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+    }
   }
 }
 // A TMA load written to the same offsets in every CTA of `mask`, each one's barrier at the offset of
