@@ -9,7 +9,8 @@ CUDA-event timings with the L2 flushed before each call; TFLOP/s = 2*M*N*K / tim
 / torch (>= 1 is faster), both from ``--rounds`` rounds that time ours and torch in turn
 (``torch_ms_alone``: torch timed alone first, as the configurations are in ``configs``).
 
-Run: ``python bench/gemm.py --out $OUT/gemm.json`` (``--quick``: 4096^3 fp16 only).
+Run: ``python bench/gemm.py --out $OUT/gemm.json`` (``--quick``: 4096^3 fp16 only; ``--trans-b``: B
+stored N x K, as a ``torch.nn.Linear`` weight).
 """
 
 from __future__ import annotations
@@ -69,11 +70,13 @@ def _extra(p: Any) -> None:
                    help='JSON pass_configs for our kernel, e.g. \'{"tlx.auto_rasterize": false}\'')
     p.add_argument("--relu", action="store_true",
                    help="fuse a ReLU epilogue into our kernel; the reference is torch.relu(torch.matmul(a, b))")
+    p.add_argument("--trans-b", action="store_true",
+                   help="B stored N x K (a torch.nn.Linear weight); the reference is torch.matmul(a, b.T)")
 
 
 def _build(matmul: Any, m: int, n: int, k: int, dt: Any, args: Any, cfg: dict[str, Any]) -> Any:
     """The user's kernel as the jit builds it, or, with ``--pass-configs``, compiled with those."""
-    kw = dict(in_dtype=dt, out_dtype=dt, relu=args.relu, **cfg)
+    kw = dict(in_dtype=dt, out_dtype=dt, relu=args.relu, trans_B=args.trans_b, **cfg)
     if not args.pass_configs:
         return matmul(m, n, k, **kw)
     import json
@@ -91,13 +94,18 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
 
     tdt = getattr(torch, dtype_name)
     a = torch.randn(m, k, device="cuda").to(tdt)
-    b = torch.randn(k, n, device="cuda").to(tdt)
+    b = torch.randn(n, k, device="cuda").to(tdt) if args.trans_b else torch.randn(k, n, device="cuda").to(tdt)
     flops = 2.0 * m * n * k
-    reference = (lambda: torch.relu(torch.matmul(a, b))) if args.relu else (lambda: torch.matmul(a, b))
+
+    def product() -> Any:
+        return torch.matmul(a, b.T if args.trans_b else b)
+
+    reference = (lambda: torch.relu(product())) if args.relu else product
     ref = reference()
     torch_alone = median_ms(reference, args.warmup, args.rep)
     row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k, "relu_epilogue": args.relu,
-                           "pass_configs": args.pass_configs or None, "torch_ms_alone": round(torch_alone, 4)}
+                           "trans_b": args.trans_b, "pass_configs": args.pass_configs or None,
+                           "torch_ms_alone": round(torch_alone, 4)}
     configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs)]
     tried, best, kernel = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, as_dtype(tdt), args, cfg),
                                       lambda kernel: kernel(a, b), ref, flops, args)
