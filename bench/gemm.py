@@ -10,7 +10,8 @@ CUDA-event timings with the L2 flushed before each call; TFLOP/s = 2*M*N*K / tim
 (``torch_ms_alone``: torch timed alone first, as the configurations are in ``configs``).
 
 Run: ``python bench/gemm.py --out $OUT/gemm.json`` (``--quick``: 4096^3 fp16 only; ``--trans-b``: B
-stored N x K, as a ``torch.nn.Linear`` weight).
+stored N x K, as a ``torch.nn.Linear`` weight). ``--dtypes float8_e4m3fn``: B stored N x K,
+fp16 output, against ``torch._scaled_mm`` (unit scales, fast accumulation; cuBLASLt has no e5m2 x e5m2).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ BIG_CONFIGS += [(*c, cl) for c in BIG_CONFIGS[:2] for cl in ((2, 1, 1), (1, 2, 1
 # padding in shared memory, so BK=256 and 4 stages fit) streams B fastest; measured on the H200
 # (2026-11-29, M=16, N=K=8192): 16x64x256x4 49.8 TFLOP/s, 64x64x128x6 41.9, cuBLAS 45-50.
 # BN=64 gives N/64 = 128 CTAs for N=8192 (one per SM of 132; BN=128 leaves half the SMs idle).
+# float8: 128 one-byte columns fill a 128-byte swizzle row, as 64 two-byte ones do
+FP8_CONFIGS: list[tuple[Any, ...]] = [(128, 256, 128, 3, 256), (128, 256, 128, 4, 256), (128, 128, 128, 4, 256)]
 SMALL_M_CONFIGS = [(16, 64, 256, 4, 128), (16, 32, 256, 4, 128), (64, 64, 128, 6, 128), (64, 64, 128, 4, 128),
                    (64, 128, 64, 4, 128)]
 
@@ -53,10 +56,10 @@ def _config_dict(cfg: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(CONFIG_KEYS, cfg))
 
 
-def configs_for(m: int, quick: bool, custom: str = "") -> list[tuple[Any, ...]]:
+def configs_for(m: int, quick: bool, custom: str = "", fp8: bool = False) -> list[tuple[Any, ...]]:
     if custom:  # "BMxBNxBKxSTAGESxTHREADS[@CXxCYxCZ],..."
         return [parse_config(c) for c in custom.split(",") if c]
-    cands = SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
+    cands = FP8_CONFIGS if fp8 else SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
     return cands[:2] if quick else cands
 
 
@@ -76,7 +79,11 @@ def _extra(p: Any) -> None:
 
 def _build(matmul: Any, m: int, n: int, k: int, dt: Any, args: Any, cfg: dict[str, Any]) -> Any:
     """The user's kernel as the jit builds it, or, with ``--pass-configs``, compiled with those."""
-    kw = dict(in_dtype=dt, out_dtype=dt, relu=args.relu, trans_B=args.trans_b, **cfg)
+    from tilelang_x.core_ir import dtypes
+
+    fp8 = dt.bits == 8
+    kw = dict(in_dtype=dt, out_dtype=dtypes.float16 if fp8 else dt, relu=args.relu, trans_B=args.trans_b or fp8,
+              **cfg)
     if not args.pass_configs:
         return matmul(m, n, k, **kw)
     import json
@@ -93,20 +100,25 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     from tilelang_x.core_ir.dtypes import as_dtype
 
     tdt = getattr(torch, dtype_name)
+    fp8 = tdt.itemsize == 1
+    trans_b = args.trans_b or fp8  # float8 tensor cores read both operands K-major
     a = torch.randn(m, k, device="cuda").to(tdt)
-    b = torch.randn(n, k, device="cuda").to(tdt) if args.trans_b else torch.randn(k, n, device="cuda").to(tdt)
+    b = torch.randn(n, k, device="cuda").to(tdt) if trans_b else torch.randn(k, n, device="cuda").to(tdt)
     flops = 2.0 * m * n * k
+    one = torch.ones((), device="cuda")
 
     def product() -> Any:
-        return torch.matmul(a, b.T if args.trans_b else b)
+        if fp8:  # cuBLASLt; fast accumulation is the plain fp32 wgmma accumulation our kernel does
+            return torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.float16, use_fast_accum=True)
+        return torch.matmul(a, b.T if trans_b else b)
 
     reference = (lambda: torch.relu(product())) if args.relu else product
     ref = reference()
     torch_alone = median_ms(reference, args.warmup, args.rep)
     row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k, "relu_epilogue": args.relu,
-                           "trans_b": args.trans_b, "pass_configs": args.pass_configs or None,
+                           "trans_b": trans_b, "pass_configs": args.pass_configs or None,
                            "torch_ms_alone": round(torch_alone, 4)}
-    configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs)]
+    configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs, fp8)]
     tried, best, kernel = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, as_dtype(tdt), args, cfg),
                                       lambda kernel: kernel(a, b), ref, flops, args)
     # the final figures: ours and torch timed in turn (round_robin_ms)
@@ -118,7 +130,7 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
         row.update(ours_ms=round(ours, 4), ours_tflops=round(flops / ours / 1e9, 1),
                    ratio=round(final["torch"] / ours, 3),
                    best_config={k: v for k, v in best.items() if k in CONFIG_KEYS})
-        bytes_moved = (m * k + k * n + m * n) * a.element_size()
+        bytes_moved = (m * k + k * n) * a.element_size() + m * n * ref.element_size()
         row["ours_hbm_tb_s"] = round(bytes_moved / ours / 1e9, 2)
     else:
         row.update(ours_ms=None, ours_tflops=None, ratio=None)
