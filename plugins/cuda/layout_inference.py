@@ -13,6 +13,7 @@ T.gemm -> GemmPlan).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,10 @@ from .layout import (
     mma_c_fragment,
 )
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
+
+log = logging.getLogger("tilelang_x.cuda.layout")
+_FP8_TENSOR_CORES = ("; float8 runs on sm_90a tensor cores with both tiles K-major in shared memory (B as [N, K] "
+                     "with transpose_B=True) and K a multiple of 32")
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,8 @@ class _State:
                     f"T.gemm with a fragment operand needs fp16/bf16 inputs, fp32 accumulation and tile sizes "
                     f"that split into 16x8 warp tiles on CUDA (got {a.dtype}/{b.dtype}->{c.dtype}, M={m} N={n} K={k})",
                     loc=op.loc)
+            log.debug("%s: %s x %s -> %s (M=%d N=%d K=%d) has no tensor-core form here: a per-element FMA loop%s",
+                      origin, a.dtype, b.dtype, c.dtype, m, n, k, _FP8_TENSOR_CORES if a.dtype.bits == 8 else "")
             self.gemm[id(op)] = plan
             return
         self.gemm[id(op)] = plan

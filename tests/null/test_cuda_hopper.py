@@ -5,12 +5,14 @@ that prove the path was taken: HGMMA (wgmma), UTMALDG (TMA loads), SYNCS (mbarri
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 import pytest
 
-from tests.kernels import attention
+import tilelang_x.language as T
+from tests.kernels import attention, gemm
 from tests.null.cuda_helpers import cuda_source, sass_ops, sass_text
 from tests.null.cuda_suite_funcs import suite_funcs
 from tilelang_x.core_ir import expr as E
@@ -55,6 +57,18 @@ def test_pass_configs_turn_features_off(configs: dict[str, bool], present: tuple
                                         absent: tuple[str, ...]) -> None:
     ops = _sass(FUNCS["gemm_128x128x32_3stage"](), configs=configs)
     assert all(ops.get(p) for p in present) and not any(ops.get(a) for a in absent), ops
+
+
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_float8_gemm_takes_wgmma_when_both_tiles_are_k_major(trans_b: bool, caplog: pytest.LogCaptureFixture) -> None:
+    func = gemm.matmul.get_ir(256, 256, 256, block_M=128, block_N=128, block_K=128, num_stages=2, threads=256,
+                              in_dtype=T.float8_e4m3, out_dtype=T.float16, trans_B=trans_b)
+    with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
+        source, _ = _source(func)
+    assert ("tlx_wgmma_ss_e4m3_n128" in source) == trans_b
+    # B stored [K, N]: correct, but on the CUDA cores, and the debug log says what would change that
+    assert ("a per-element FMA loop; float8 runs on sm_90a tensor cores" in caplog.text) == (not trans_b)
+    assert ("transpose_B=True" in caplog.text) == (not trans_b)
 
 
 def test_pre_hopper_target_takes_sm80_path() -> None:
