@@ -2,7 +2,8 @@
 threads that could race (read after write, write after read or write).
 
 Lowered tile ops and parallel loops (``Block``) are treated as units: a barrier goes before or
-after them, never inside (they order their own internal accesses). Loops are walked twice so
+after them, never inside (they order their own internal accesses). Workspaces only their owning
+warps touch (``LowerCtx.warp_private``: the staged epilogue's slots) are not tracked. Loops are walked twice so
 that hazards carried from the end of one iteration to the start of the next are seen. cp.async
 writes are ordered by the pipeline's own wait + barrier and are not tracked here.
 """
@@ -22,8 +23,9 @@ State = tuple[frozenset[int], frozenset[int]]  # (written, read) shared buffers 
 EMPTY: State = (frozenset(), frozenset())
 
 
-def accesses(s: Stmt) -> tuple[set[int], set[int], bool]:
-    """Shared buffers written and read by ``s``, and whether it contains a barrier."""
+def accesses(s: Stmt, private: frozenset[int] = frozenset()) -> tuple[set[int], set[int], bool]:
+    """Shared buffers written and read by ``s`` (but the warp-private ones, ``private``), and
+    whether it contains a barrier."""
     w: set[int] = set()
     r: set[int] = set()
     barrier = False
@@ -31,7 +33,7 @@ def accesses(s: Stmt) -> tuple[set[int], set[int], bool]:
         if isinstance(n, Barrier):
             barrier = True
         buf = getattr(n, "buffer", None)
-        if not isinstance(buf, Buffer) or buf.scope != "shared":
+        if not isinstance(buf, Buffer) or buf.scope != "shared" or id(buf) in private:
             continue
         if isinstance(n, (Store, AtomicStore)):
             w.add(id(buf))
@@ -51,6 +53,9 @@ def _merge(a: State, b: State) -> State:
 
 
 class _Sync:
+    def __init__(self, private: frozenset[int]) -> None:
+        self.private = private
+
     def stmt(self, s: Stmt, st: State) -> tuple[Stmt, State]:
         if isinstance(s, Seq):
             out = []
@@ -79,7 +84,7 @@ class _Sync:
         """A hazard between what precedes the loop and its body gets one barrier before the loop,
         not one in every iteration (which would also keep warpgroups in lockstep); hazards carried
         from one iteration to the next are found by walking the body twice."""
-        w, r, _ = accesses(s.body)
+        w, r, _ = accesses(s.body, self.private)
         hoisted = _conflict(st, w, r)
         if hoisted:
             st = EMPTY
@@ -89,7 +94,7 @@ class _Sync:
         return (Seq((Barrier(), out), s.loc) if hoisted else out), _merge(st, end2)
 
     def leaf(self, s: Stmt, st: State) -> tuple[Stmt, State]:
-        w, r, has_barrier = accesses(s)
+        w, r, has_barrier = accesses(s, self.private)
         written, read = st
         if _conflict(st, w, r):
             out: Stmt = Seq((Barrier(), s))
@@ -107,7 +112,8 @@ def _conflict(st: State, w: set[int], r: set[int]) -> bool:
 
 
 def sync_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
-    body, _ = _Sync().stmt(func.body, EMPTY)
+    lc = ctx.data.get("cuda.lower")
+    body, _ = _Sync(frozenset(getattr(lc, "warp_private", ()))).stmt(func.body, EMPTY)
     return dataclasses.replace(func, body=body)
 
 

@@ -50,6 +50,9 @@ class LowerCtx:
     tmaps: dict[tuple, Any] = field(default_factory=dict)
     #: workspaces aligned to more than 16 bytes (codegen reads it as ``cuda.smem_align``)
     aligns: dict[Buffer, int] = field(default_factory=dict)
+    #: ids of workspaces whose every part only its owning warp touches, ordered by the warp's own
+    #: ``__syncwarp``s and waits (the staged epilogue's slots): sync insertion leaves them alone
+    warp_private: set[int] = field(default_factory=set)
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:
@@ -87,9 +90,12 @@ class LowerCtx:
         return sum(b.shape[0].value * b.dtype.bytes + self.aligns.get(b, 16)  # type: ignore[attr-defined]
                    for b in self.workspaces)
 
-    def workspace(self, name: str, size: int, dtype: dtypes.DType, align: int = 16) -> Buffer:
+    def workspace(self, name: str, size: int, dtype: dtypes.DType, align: int = 16,
+                  warp_private: bool = False) -> Buffer:
         buf = Buffer(self.fresh(name), (size,), dtype, "shared")
         self.workspaces.append(buf)
+        if warp_private:
+            self.warp_private.add(id(buf))
         if align > 16:
             self.aligns[buf] = align
         return buf

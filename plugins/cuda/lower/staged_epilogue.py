@@ -21,11 +21,14 @@ destination qualifies; each warp then has two slots when shared memory allows.
 The staging buffer is a dedicated workspace (warps × 16 × C elements, 16 KB for 8 warps and
 C = 64; twice that with two slots), so it overlaps no live data, and only the owning warp touches
 its slot: no block or named barrier is needed (warp-specialized producers and the other
-warpgroup's wgmma are not involved). In a persistent kernel the epilogue runs once per tile; with
-TMA stores, each tile's stores stay in flight while the next tile computes, and its first chunk
-waits for them (``wait_group.read 0``) before writing a slot (``tlx.defer_store_drain``).
-Taken only for the exact wgmma accumulator layout, no replication, sm_90a, and when the workspace
-fits the shared memory limit. Switch: pass config ``tlx.staged_epilogue`` (default on)."""
+warpgroup's wgmma are not involved), and sync insertion is told so (``LowerCtx.warp_private``:
+in a persistent kernel it would otherwise see one tile's epilogue write the slots the previous
+tile's read, and put a barrier of all consumers before every epilogue). In a persistent kernel
+the epilogue runs once per tile; with TMA stores, each tile's stores stay in flight while the next
+tile computes, and its first chunk waits for them (``wait_group.read 0``) before writing a slot
+(``tlx.defer_store_drain``). Taken only for the exact wgmma accumulator layout, no replication,
+sm_90a, and when the workspace fits the shared memory limit. Switch: pass config
+``tlx.staged_epilogue`` (default on)."""
 
 from __future__ import annotations
 
@@ -110,7 +113,8 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
     local = lc.local_of(src.buffer)
     warps = lay.threads // 32
     slots = tma.slots if tma is not None else 1
-    ws = lc.workspace("epi_stage", warps * slots * 16 * chunk, dst.buffer.dtype, tma.align if tma else 16)
+    ws = lc.workspace("epi_stage", warps * slots * 16 * chunk, dst.buffer.dtype, tma.align if tma else 16,
+                      warp_private=True)
     spec = store_map(tma, op, lc) if tma is not None else None
     lane, warp = THREAD % 32, THREAD // 32
     wg_m = (THREAD // (128 * wgn)) % wgm if wgm > 1 else E.const(0)
@@ -136,6 +140,8 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
             stmts.extend(reuse_wait(tma) if tma is not None else [Evaluate(Intrin("__syncwarp", ()), op.loc)])
         elif j == 0 and tma is not None and lc.defer_store_drain:
             stmts.extend(tile_wait())  # the previous tile's stores, left in flight, have read the slots
+        elif j == 0:  # run again (a loop, a persistent kernel's next tile): the last use of the slots is done
+            stmts.append(Evaluate(Intrin("__syncwarp", ()), op.loc))
         for s in range(chunk // 16):
             regs = []
             for i in range(4):
