@@ -204,3 +204,17 @@ def test_sass_staged_epilogue() -> None:
     ops = _sass_ops(func, STAGED)
     assert ops.get("STG.E.128") == 16 and not ops.get("STG.E.U16") and not ops.get("STG.E"), ops
     assert ops.get("STSM.16.M88.4") == 16 and ops.get("LDS.128") == 16, ops
+
+
+@pytest.mark.parametrize("configs", [{}, STAGED, {"tlx.defer_store_drain": False}])
+def test_persistent_epilogue_has_no_consumer_barrier(configs: dict[str, bool]) -> None:
+    """Each warp's slots are its own: a persistent kernel's tile loop holds no barrier of all
+    consumers (sync insertion would put one before every epilogue); each epilogue begins with a
+    __syncwarp, after the deferred stores' wait where there is one."""
+    many = _gemm(2048, 4096, 128, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
+    lowered, grid, _ = _lower(many, {"tlx.persistent": True, **configs})
+    assert grid == [132]
+    calls = [n.fn for n in walk(lowered.body) if isinstance(n, Intrin)]
+    assert "tlx_named_bar_sync" not in calls and "tlx_stsm_x4" in calls
+    before = calls[:calls.index("tlx_stsm_x4")]
+    assert before[-1] == "__syncwarp" and (before[-2] == "tlx_tma_store_wait_read0") == (not configs), before
