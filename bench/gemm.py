@@ -36,8 +36,8 @@ SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (8192, 28672
 BIG_CONFIGS: list[tuple[Any, ...]] = [(128, 256, 64, 3, 256), (128, 128, 64, 4, 256), (128, 256, 64, 4, 256),
                                       (128, 128, 32, 3, 128)]
 # the two best Hopper tiles in clusters of two blocks along N (sharing A) and along M (sharing B);
-# other targets ignore the cluster, and so does multicast a rasterized grid (8192^3, 8192 x 28672:
-# add --pass-configs '{"tlx.auto_rasterize": false}' to compare)
+# other targets ignore the cluster; a clustered gemm runs persistent, walking cluster tiles in the
+# rasterized order, which keeps its multicast
 BIG_CONFIGS += [(*c, cl) for c in BIG_CONFIGS[:2] for cl in ((2, 1, 1), (1, 2, 1))]
 # M <= 64 (decode, memory-bound on B): a 16-row tile (mma.sync on a TMA pipeline: no 48 rows of
 # padding in shared memory, so BK=256 and 4 stages fit) streams B fastest; measured on the H200

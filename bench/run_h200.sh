@@ -35,9 +35,9 @@ tail -3 "$OUT/cuda_tests.log"
     --variants '{"default": {}, "no_rotation": {"tlx.softmax_rotation": false}, "plain": {"tlx.ws_compute_loops": false}, "ieee_division": {"tlx.reciprocal_division": false}, "no_prologue_loads": {"tlx.prologue_loads": false}, "default_again": {}}'
   python3 bench/variants.py gemm --shapes 4096x4096x4096,8192x8192x8192 --timeout 150 \
     --out "$work/variants_gemm.json" --variants '{"default": {}, "not_persistent": {"tlx.persistent": false}, "lane_stores": {"tlx.tma_store": false}, "default_again": {}}'
-  # thread-block clusters with TMA multicast (rasterization off: it would remap the clustered blocks)
-  python3 bench/gemm.py --shapes 8192x8192x8192 --dtypes float16 --pass-configs '{"tlx.auto_rasterize": false}' \
-    --configs 128x256x64x3x256,128x256x64x3x256@2x1x1,128x256x64x3x256@1x2x1 --timeout 80 \
+  # thread-block clusters with TMA multicast (persistent: cluster tiles in the rasterized order)
+  python3 bench/gemm.py --shapes 8192x8192x8192 --dtypes float16 \
+    --configs 128x256x64x3x256,128x256x64x3x256@2x1x1,128x256x64x4x256@1x2x1 --timeout 80 \
     --out "$work/gemm_cluster.json"
   # the portable sm_80-class path on the same GPU
   python3 bench/gemm.py --target cuda:sm_90 --shapes 4096x4096x4096,8192x8192x8192 --dtypes float16 \

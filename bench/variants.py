@@ -61,15 +61,19 @@ def _gemm_case(shape: str, args: Any) -> Case:
 
     bm, bn, bk, st, th, *cluster = parse_config(args.config)
     m, n, k = (int(x) for x in shape.split("x"))
-    a, b = torch.randn(m, k, device="cuda").half(), torch.randn(k, n, device="cuda").half()
+    a = torch.randn(m, k, device="cuda").half()
+    b = torch.randn(*((n, k) if args.trans_b else (k, n)), device="cuda").half()
 
     def build(pc: dict[str, Any]) -> Any:
         func = gemm.matmul.get_ir(m, n, k, in_dtype=as_dtype("float16"), out_dtype=as_dtype("float16"),
                                   block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th,
-                                  cluster=cluster[0] if cluster else None)
+                                  cluster=cluster[0] if cluster else None, trans_B=args.trans_b)
         return tilelang_x.compile(func, out_idx=[-1], pass_configs=pc)
 
-    return shape, build, lambda kern: kern(a, b), lambda: torch.matmul(a, b), 2.0 * m * n * k
+    def reference() -> Any:
+        return torch.matmul(a, b.T if args.trans_b else b)
+
+    return shape, build, lambda kern: kern(a, b), reference, 2.0 * m * n * k
 
 
 def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict[str, Any]:
@@ -106,6 +110,7 @@ def main() -> None:
         p.add_argument("--dims", default="128")
         p.add_argument("--seq", type=int, default=4096)
         p.add_argument("--shapes", default="8192x8192x8192")
+        p.add_argument("--trans-b", action="store_true", help="gemm: B stored N x K (a torch.nn.Linear weight)")
         p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
         p.add_argument("--config", default="",
                        help="attention BMxBNxSTAGESxTHREADS, gemm BMxBNxBKxSTAGESxTHREADS[@CXxCYxCZ]")

@@ -193,12 +193,15 @@ def test_persistent_cluster_walk(gx: int, gy: int, cluster: tuple[int, int, int]
     assert sorted(seen) == [(x, y) for x in range(gx) for y in range(gy)]
 
 
-def test_rasterized_block_order_is_not_multicast() -> None:
+def test_rasterized_block_order_is_multicast_only_when_persistent() -> None:
     func = _gemm((2, 1, 1), m=8192, n=8192)
-    source, ctx = cuda_source(func, "sm_90a")
+    source, ctx = cuda_source(func, "sm_90a", {"tlx.persistent": False})
     assert ctx.data.get("cuda.raster_panel") and "tlx_tma_load_mc" not in source.split("TLX_DEV")[-1]
-    source, _ = cuda_source(func, "sm_90a", {"tlx.auto_rasterize": False})
+    source, _ = cuda_source(func, "sm_90a", {"tlx.auto_rasterize": False, "tlx.persistent": False})
     assert "tlx_tma_load_mc_2d(" in source.split("TLX_DEV")[-1]
+    # by default a clustered gemm walks cluster tiles (in panel order), which keeps cluster-mates together
+    source, ctx = cuda_source(func, "sm_90a")
+    assert ctx.data.get("cuda.persistent") is not None and "tlx_tma_load_mc_2d(" in source.split("TLX_DEV")[-1]
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -131,7 +131,8 @@ def test_gemm_goes_persistent_and_flash_attention_does_not() -> None:
     assert _source(few)[1].data["cuda.meta"].grid_static == (4, 8, 1)  # 32 tiles: nothing to walk
     clustered = gemm.matmul.get_ir(4096, 4096, 512, block_M=128, block_N=256, block_K=64, num_stages=3,
                                    threads=256, cluster=(2, 1, 1))
-    assert _source(clustered)[1].data["cuda.meta"].grid_static == (16, 32, 1)  # multicast keeps the grid
+    # clusters of 2 walk cluster tiles: 66 clusters (the runtime sizes it to the clusters that fit)
+    assert _source(clustered)[1].data["cuda.meta"].grid_static == (132, 1, 1)
     fa = attention.flash_attention.get_ir(4, 32, 4096, 128, False, block_M=128, block_N=128, num_stages=2,
                                           threads=256)
     source, ctx = _source(fa)  # warp-specialized with the softmax: not persistent (it would lose the rotation)

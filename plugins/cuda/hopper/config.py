@@ -28,10 +28,10 @@ class HopperConfig:
     #: persistent grid for a warp-specialized kernel with more tiles than SMs (one block per SM
     #: walking the tiles in the block order rasterisation chose; the producer loads the next
     #: tile while the consumers run the epilogue; persistent.py). ``None`` (default): for
-    #: gemm-only loops of kernels without a cluster (clustered ones, forced, walk cluster tiles and keep
-    #: their multicast, but ran slower than no cluster on the H200);
-    #: pass_configs={"tlx.persistent": bool} forces it either way. H200, bench/variants.py
-    #: (2026-11-30, three runs): GEMM 4096³ +1.3 to +3 %, 8192³ +0.6 to +1.5 %.
+    #: gemm-only loops (a clustered kernel walks cluster tiles and keeps its multicast, which a
+    #: rasterized grid of clusters loses); pass_configs={"tlx.persistent": bool} forces it either
+    #: way. H200, bench/variants.py (2026-11-30, three runs): GEMM 4096³ +1.3 to +3 %, 8192³ +0.6
+    #: to +1.5 %; in (1,2,1) clusters (session 8) +2 to +3.3 %, in (2,1,1) clusters -0.8 to +1.4 %.
     persistent: bool | None = None
     #: two consumer warpgroups of a warp-specialized compute loop take turns issuing their wgmma
     #: groups (hopper/pingpong.py); pass_configs={"tlx.pingpong": False} turns it off. H200,

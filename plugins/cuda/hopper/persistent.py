@@ -1,5 +1,5 @@
-"""Persistent grid for the warp-specialized Hopper kernel (default for gemm-only loops without a
-cluster; ``pass_configs={"tlx.persistent": bool}`` forces it, config.py).
+"""Persistent grid for the warp-specialized Hopper kernel (default for gemm-only loops, clustered or
+not; ``pass_configs={"tlx.persistent": bool}`` forces it, config.py).
 
 The grid becomes one block per SM (``tlx_pid``; ``P`` = ``gridDim.x`` blocks, which the runtime
 sets from the SM count of the device it loads the kernel on); each block walks tiles

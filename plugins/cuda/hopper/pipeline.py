@@ -19,7 +19,7 @@ FlashAttention-shaped body is rotated so that P·V of block k-1 runs during the 
 (rotate.py, ``tlx.softmax_rotation``; K and V on their own barriers). A gemm-only
 body keeps one wgmma group in flight (``wait_group 1``; iteration k releases stage k - 1; the last
 iteration drains inside the loop, since ptxas moves a drain placed after the loop below the
-epilogue's accumulator reads). A gemm-only kernel with more tiles than SMs and no cluster walks its
+epilogue's accumulator reads). A gemm-only kernel with more tiles than SMs walks its
 tiles on a grid of one block per SM (persistent.py, ``tlx.persistent`` forces it either way; a
 cluster becomes one-dimensional and walks cluster tiles). In a clustered kernel, the loads the
 cluster's blocks share are multicast (multicast.py: slices, remote releases, cluster barriers after
@@ -406,7 +406,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     cshape = launch_dims(kernel, ctx.target.arch)
     csize = math.prod(cshape or (1,))
     work = [s for s in _body(loop) if not _is_producer(s)]
-    wanted = cx.persistent if cx.persistent is not None else not _computes(work) and csize == 1
+    wanted = cx.persistent if cx.persistent is not None else not _computes(work)
     acc = accumulator([s for s in top[:at]], work, cx.overlap) if cx.stream_k is not False and csize == 1 else None
     pers = plan_persistent(kernel, n, start, DEFAULT_SMS, block_remap(kernel, ctx), cshape,
                            stream_k=cx.stream_k if acc is not None else False) if wanted else None
