@@ -39,6 +39,9 @@ BIG_CONFIGS: list[tuple[Any, ...]] = [(128, 256, 64, 3, 256), (128, 128, 64, 4, 
 # other targets ignore the cluster; a clustered gemm runs persistent, walking cluster tiles in the
 # rasterized order, which keeps its multicast
 BIG_CONFIGS += [(*c, cl) for c in BIG_CONFIGS[:2] for cl in ((2, 1, 1), (1, 2, 1))]
+# cuBLAS's own choice at 4096³ (nvjet_sm90_hsh_256x128_64x4_1x2, in its transposed view): 4 stages,
+# the 256-wide operand multicast to a pair of blocks
+BIG_CONFIGS.append((128, 256, 64, 4, 256, (1, 2, 1)))
 # M <= 64 (decode, memory-bound on B): a 16-row tile (mma.sync on a TMA pipeline: no 48 rows of
 # padding in shared memory, so BK=256 and 4 stages fit) streams B fastest; measured on the H200
 # (2026-11-29, M=16, N=K=8192): 16x64x256x4 49.8 TFLOP/s, 64x64x128x6 41.9, cuBLAS 45-50.

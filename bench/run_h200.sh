@@ -14,14 +14,15 @@ tail -3 "$OUT/cuda_tests.log"
 {
   # Hopper path (target "cuda" resolves to sm_90a on an H100/H200)
   python3 bench/gemm.py --shapes 4096x4096x4096,8192x8192x8192,8192x28672x4096 \
-    --configs 128x256x64x3x256,128x256x64x4x256 --timeout 150 --out "$work/gemm.json"
+    --configs 128x256x64x3x256,128x256x64x4x256,128x256x64x4x256@1x2x1 --timeout 200 --out "$work/gemm.json"
   python3 bench/gemm.py --shapes 16x8192x8192 --timeout 60 --out "$work/gemm_decode.json"
   # float8 e4m3 (B stored N x K, fp16 out) against torch._scaled_mm
   python3 bench/gemm.py --dtypes float8_e4m3fn --shapes 4096x4096x4096,8192x8192x8192 --timeout 90 \
     --out "$work/gemm_fp8.json"
   # B stored N x K (a torch.nn.Linear weight): the reference is torch.matmul(a, b.T)
   python3 bench/gemm.py --trans-b --shapes 4096x4096x4096,8192x8192x8192 \
-    --configs 128x256x64x3x256,128x256x64x4x256 --timeout 90 --out "$work/gemm_trans_b.json"
+    --configs 128x256x64x3x256,128x256x64x4x256,128x256x64x4x256@1x2x1 --timeout 90 \
+    --out "$work/gemm_trans_b.json"
   # A/B of the automatic block rasterisation (plugins/cuda/rasterize.py): the same kernels without it
   python3 bench/gemm.py --shapes 8192x8192x8192,8192x28672x4096 --dtypes float16,bfloat16 \
     --configs 128x256x64x3x256 --pass-configs '{"tlx.auto_rasterize": false}' --timeout 90 \
