@@ -47,6 +47,8 @@ from .surface import (
     annotate_layout,
     assume,
     atomic_add,
+    atomic_addx2,
+    atomic_addx4,
     atomic_max,
     atomic_min,
     cast,
@@ -141,7 +143,7 @@ __all__ = [
     # tile ops
     "copy", "fill", "clear", "gemm", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
-    "atomic_add", "atomic_max", "atomic_min",
+    "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min",
     # annotations, debugging
     "annotate_layout", "use_swizzle", "print", "assume",
     # expressions

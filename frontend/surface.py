@@ -589,6 +589,35 @@ def atomic_min(dst: Any, value: Any, memory_order: str | None = None, return_pre
     _atomic("min", dst, value, return_prev, "T.atomic_min")
 
 
+def _next_along_last(load: E.Load, t: int) -> E.Load:
+    return load if t == 0 else E.Load(load.buffer, (*load.indices[:-1], load.indices[-1] + t), load.loc)
+
+
+def _atomic_add_lanes(dst: Any, value: Any, lanes: int, return_prev: bool, what: str) -> None:
+    """Atomically add the ``lanes`` elements that start at ``value`` along its last dimension to
+    the ``lanes`` that start at ``dst``: one atomic per element (each is atomic on its own, as in
+    TileLang's packed form)."""
+    for name, x in (("destination", dst), ("value", value)):
+        if not isinstance(x, E.Load):
+            raise TileLangTypeError(
+                f"{what} {name} must be one element of a buffer, where its {lanes} elements start; got "
+                f"{type(x).__name__} {x!r}", loc=caller_loc(),
+                hint=f"e.g. {what}(B[i, j * {lanes}], A[i, j * {lanes}]), or T.atomic_add with tiles")
+    for t in range(lanes):
+        _atomic("add", _next_along_last(dst, t), _next_along_last(value, t), return_prev, what)
+
+
+def atomic_addx2(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
+    """Atomically add ``value`` and the element after it (last dimension) to ``dst`` and the one
+    after it."""
+    _atomic_add_lanes(dst, value, 2, return_prev, "T.atomic_addx2")
+
+
+def atomic_addx4(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
+    """As ``T.atomic_addx2``, for four consecutive elements."""
+    _atomic_add_lanes(dst, value, 4, return_prev, "T.atomic_addx4")
+
+
 # ---- annotations and debugging ------------------------------------------------------------------
 
 def annotate_layout(layout_map: dict[Any, Any]) -> None:

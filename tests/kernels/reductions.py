@@ -94,3 +94,18 @@ def column_sum(M, N, block_M=32, block_N=32):
                     T.atomic_add(S[bx * block_N + j], partial[j])
 
     return main
+
+
+@tilelang.jit
+def packed_atomic_sum(K, M, N, lanes=2, dtype=T.float16, block_M=32, block_N=64):
+    """S += the sum over k of X[k], block z adding slice k with TileLang's packed atomics
+    (T.atomic_addx2 / T.atomic_addx4: ``lanes`` consecutive elements per call)."""
+    add = T.atomic_addx2 if lanes == 2 else T.atomic_addx4
+
+    @T.prim_func
+    def main(X: T.Tensor((K, M, N), dtype), S: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), T.ceildiv(N, block_N), K, threads=128) as (bx, by, bz):
+            for i, j in T.Parallel(block_M, block_N // lanes):
+                add(S[bx * block_M + i, by * block_N + j * lanes], X[bz, bx * block_M + i, by * block_N + j * lanes])
+
+    return main

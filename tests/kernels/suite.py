@@ -124,6 +124,18 @@ def _column_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return s, x.sum(0)
 
 
+def _packed_atomic_sum(lanes: int, dtype: torch.dtype) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        from tilelang_x.core_ir.dtypes import as_dtype
+
+        x = _randn(4, 64, 128, dtype=dtype, device=device, seed=12)
+        s = torch.zeros(64, 128, dtype=dtype, device=device)
+        reductions.packed_atomic_sum(4, 64, 128, lanes=lanes, dtype=as_dtype(dtype))(x, s)
+        return s, x.float().sum(0).to(dtype)
+
+    return run
+
+
 def _attention(causal: bool) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         shape = (1, 2, 256, 64)
@@ -160,6 +172,8 @@ CASES: list[Case] = [
     Case("row_bitxor", _row_bits("bitxor"), atol=0, rtol=0),
     Case("cummax_fp16_reverse", _cummax(True), atol=0, rtol=0),
     Case("column_sum_atomic_add", _column_sum, atol=1e-4, rtol=1e-4),
+    Case("atomic_addx2_fp16", _packed_atomic_sum(2, torch.float16)),
+    Case("atomic_addx4_fp32", _packed_atomic_sum(4, torch.float32), atol=1e-4, rtol=1e-4),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
 ]

@@ -135,6 +135,17 @@ def test_atomic_scalar_into_tile():
     raises(ShapeMismatchError, "atomic", build, "single destination element")
 
 
+def test_packed_atomic_needs_elements():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), T.float16)):
+            with T.Kernel(1) as bx:
+                for i, j in T.Parallel(64, 32):
+                    T.atomic_addx2(A[i, j * 2], 1.0)  # E:packed
+
+    raises(TileLangTypeError, "packed", build, "T.atomic_addx2 value must be one element of a buffer")
+
+
 def test_fill_and_copy_operand_types():
     def fill():
         @T.prim_func
