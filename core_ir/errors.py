@@ -64,6 +64,10 @@ class OutOfBoundsError(TileLangError):
     """An index falls outside a buffer."""
 
 
+class DeviceAssertError(TileLangError):
+    """A ``T.device_assert`` condition was false while the kernel ran (interpreter)."""
+
+
 class UnknownTargetError(TileLangError):
     """A target string that no installed plugin provides."""
 

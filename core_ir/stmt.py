@@ -142,6 +142,15 @@ class Print(Stmt):
 
 
 @dataclass(**_NODE)
+class Assert(Stmt):
+    """``T.device_assert(cond, msg)``: the kernel stops with ``msg`` where ``cond`` is false."""
+
+    cond: Expr
+    msg: str = ""
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
 class Annotate(Stmt):
     """A hint for the backend: ``kind`` is ``layout`` (data: buffer → Layout pairs), ``swizzle``
     (data: panel size, order, enable) or a plugin-defined kind."""

@@ -21,7 +21,7 @@ from .buffer import Buffer, Region, known_scope
 from .errors import ShapeMismatchError, VerificationError
 from .expr import Expr, Load, Var
 from .source import SourceLoc
-from .stmt import LOOP_KINDS, Alloc, Annotate, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from .stmt import LOOP_KINDS, Alloc, Annotate, Assert, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
 from .tileops import CumSum, Gemm, Reduce, TileOp, squeeze
 
 __all__ = ["verify"]
@@ -174,6 +174,8 @@ class _Verifier:
             self.alloc(s)
         elif isinstance(s, TileOp):
             self.tile_op(s)
+        elif isinstance(s, Assert):
+            self.expr(s.cond)
         elif isinstance(s, Print):
             if isinstance(s.value, Buffer):
                 self.visible(s.value)

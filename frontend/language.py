@@ -59,6 +59,7 @@ from .surface import (
     copy,
     cummax,
     cumsum,
+    device_assert,
     dynamic,
     empty,
     fill,
@@ -145,7 +146,7 @@ __all__ = [
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min",
     # annotations, debugging
-    "annotate_layout", "use_swizzle", "print", "assume",
+    "annotate_layout", "use_swizzle", "print", "device_assert", "assume",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "min", "max", "clamp", "fma", "likely", "if_then_else", "Select",
     "infinity",

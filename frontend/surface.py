@@ -23,7 +23,7 @@ from ..core_ir.errors import (
     UnboundConstError,
 )
 from ..core_ir.source import SourceLoc, caller_loc
-from ..core_ir.stmt import Alloc, Annotate, Print, freeze_annotations
+from ..core_ir.stmt import Alloc, Annotate, Assert, Print, freeze_annotations
 from ..core_ir.tileops import BIT_REDUCE_KINDS, REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
 from . import builder as bld
 from .fold import fold_extent
@@ -658,6 +658,18 @@ def print_(obj: Any, msg: str = "", warp_group_id: int | None = None, warp_id: i
     else:
         value = E.convert(obj)
     b.emit(Print(value, str(msg), loc=loc))
+
+
+def device_assert(cond: Any, msg: str = "") -> None:
+    """``T.device_assert(cond, msg)``: stop the kernel, naming this line and ``msg``, where
+    ``cond`` is false (every thread or loop iteration that reaches it checks it)."""
+    b = bld.require_kernel("T.device_assert")
+    loc = caller_loc()
+    if isinstance(cond, bool):
+        cond = E.const(cond)
+    if not isinstance(cond, E.Expr):
+        raise TileLangTypeError(f"T.device_assert needs a condition, got {type(cond).__name__} {cond!r}", loc=loc)
+    b.emit(Assert(cond, str(msg), loc=loc))
 
 
 # ---- scalar expressions -----------------------------------------------------------------------

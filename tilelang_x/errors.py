@@ -4,6 +4,7 @@ from .core_ir.errors import (
     ArgumentError,
     BackendNotImplementedError,
     CompilationError,
+    DeviceAssertError,
     LayoutError,
     NotSupportedError,
     OutOfBoundsError,
@@ -17,7 +18,8 @@ from .core_ir.errors import (
 )
 
 __all__ = [
-    "ArgumentError", "BackendNotImplementedError", "CompilationError", "LayoutError", "NotSupportedError",
+    "ArgumentError", "BackendNotImplementedError", "CompilationError", "DeviceAssertError", "LayoutError",
+    "NotSupportedError",
     "OutOfBoundsError", "ShapeMismatchError", "TileLangError", "TileLangSyntaxError", "TileLangTypeError",
     "UnboundConstError", "UnknownTargetError", "VerificationError",
 ]

@@ -33,6 +33,7 @@ from .lir import (
     Barrier,
     Block,
     Decl,
+    DeviceAssert,
     DevicePrint,
     Evaluate,
     Intrin,
@@ -366,6 +367,12 @@ class _Gen:
             self.in_parallel -= s.label == "parallel"
         elif isinstance(s, DevicePrint):
             self._print(s, d)
+        elif isinstance(s, DeviceAssert):
+            self.emit(d, f"if (!({self.expr(s.cond, True)})) {{")
+            self.emit(d + 1, f'printf("{s.fmt} (block (%d, %d, %d), thread %d)\\n", (int)blockIdx.x, (int)blockIdx.y, '
+                             '(int)blockIdx.z, (int)threadIdx.x);')
+            self.emit(d + 1, "__trap();")
+            self.emit(d, "}")
         elif isinstance(s, For):
             self._for(s, d)
         elif isinstance(s, If):

@@ -155,6 +155,17 @@ class Decl(Stmt):
 
 
 @dataclass(**_NODE)
+class DeviceAssert(Stmt):
+    """``T.device_assert``: where ``cond`` is false, ``printf(fmt + " (block (x, y, z), thread t)")``
+    and ``__trap()`` (the launch fails; ``fmt`` is an escaped printf format without conversions)."""
+
+    cond: Expr
+    fmt: str
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "device_assert"
+
+
+@dataclass(**_NODE)
 class DevicePrint(Stmt):
     """``T.print`` of one value: ``printf(fmt + "<value>\\n", *args, value)`` by one thread of block 0
     (by every thread that runs the iteration inside a parallel loop). ``fmt`` is a printf format

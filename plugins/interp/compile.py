@@ -27,8 +27,8 @@ import numpy as np
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
-from tilelang_x.core_ir.errors import BackendNotImplementedError, TileLangError
-from tilelang_x.core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, TileLangError
+from tilelang_x.core_ir.stmt import Alloc, Annotate, Assert, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
 from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce, TileOp
 
 from . import numerics
@@ -105,6 +105,8 @@ class Compiler(ExprCompiler):
             return self._kernel(s)
         if isinstance(s, Print):
             return self._print(s)
+        if isinstance(s, Assert):
+            return self._assert(s, par)
         if isinstance(s, TileOp):
             return self._tileop(s)
         raise BackendNotImplementedError(
@@ -361,6 +363,33 @@ class Compiler(ExprCompiler):
             print(f"{prefix}{msg}{text}", flush=True)
 
         return show
+
+    def _assert(self, s: Assert, par: Par | None) -> Fn:
+        """Raises ``DeviceAssertError`` with the block and, in a parallel nest, the loop variables of
+        the first iteration whose condition is false."""
+        fc = self.expr(self.coerce(s.cond, dtypes.bool_), s.loc)
+        loops = [(slot, self.objects[slot].name) for slot in (par.loop_slots if par else ())]
+        what = "T.device_assert failed" + (f": {s.msg}" if s.msg else "")
+
+        def check(env: list) -> None:
+            c = fc(env)
+            where = ""
+            if not is_vec(c):
+                if c:
+                    return
+            else:
+                bad = ~np.asarray(c, dtype=bool)
+                if env[MASK] is not None:
+                    bad = bad & env[MASK]
+                if not bad.any():
+                    return
+                first = tuple(np.argwhere(bad)[0])
+                values = [(name, np.broadcast_to(env[slot], bad.shape)[first]) for slot, name in loops]
+                where = "".join(f", {name}={int(v)}" for name, v in values)
+            block = ", ".join(str(b) for b in env[FRAME].block)
+            raise DeviceAssertError(f"{what} (block ({block}){where})", loc=s.loc)
+
+        return check
 
     def _tileop(self, s: TileOp) -> Fn:
         executor = self.lower_op(s)

@@ -9,11 +9,11 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.errors import LayoutError
-from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, Print, Seq, Stmt, Store, While
+from ....core_ir.stmt import Alloc, Annotate, Assert, For, If, Kernel, Print, Seq, Stmt, Store, While
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import rewrite
 from ..analysis import bounds
-from ..lir import THREAD, AtomicStore, Block, DevicePrint, Evaluate, Intrin, PtrTo
+from ..lir import THREAD, AtomicStore, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo
 from .parallel import lower_nest
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
@@ -79,6 +79,8 @@ class _Walker:
             return If(E.binary("==", THREAD, 0), self.fix(s), None, s.loc)
         if isinstance(s, Print):
             return self.print_tile(s) if isinstance(s.value, (Buffer, Region)) else self.fix(device_print(s))
+        if isinstance(s, Assert):
+            return self.fix(device_assert(s))
         if isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn in FRAGMENT_CALLS \
                 and s.value.args and isinstance(s.value.args[0], PtrTo):
             return self.fragment_call(s.value.fn, s.value.args[0], s.value.args[1:], s)
@@ -173,9 +175,18 @@ def device_print(s: Print) -> DevicePrint:
     return DevicePrint(s.value, print_prefix(s) + printf_escape(repr(s.value)) + " = ", (), s.loc)
 
 
+def device_assert(s: Assert) -> DeviceAssert:
+    where = f"{s.loc}: " if s.loc is not None else ""
+    return DeviceAssert(s.cond, printf_escape(f"{where}T.device_assert failed" + (f": {s.msg}" if s.msg else "")),
+                        s.loc)
+
+
 def device_prints(nest: For) -> For:
-    """The ``T.print`` statements of a parallel loop body as ``DevicePrint``s (every iteration prints)."""
+    """The ``T.print`` and ``T.device_assert`` statements of a parallel loop body as ``DevicePrint``s
+    and ``DeviceAssert``s (every iteration prints, and checks)."""
     def fn(n: Any) -> Any:
+        if isinstance(n, Assert):
+            return device_assert(n)
         if not isinstance(n, Print):
             return None
         if isinstance(n.value, (Buffer, Region)):
