@@ -177,6 +177,62 @@ class IRLoop:
         b.emit(body)
 
 
+class PersistentLoop(IRLoop):
+    """``for bx, by in T.Persistent(domain, wave_size, index, group_size)``: one serial loop over
+    the tiles of ``domain`` that block ``index`` of ``wave_size`` takes (tile ``index``, ``index +
+    wave_size``, ...), yielding each tile's coordinates, so that the ``wave_size`` blocks take every
+    tile once. A 2-D domain is walked in panels of ``group_size`` along its second dimension (the
+    first one fastest inside a panel, for L2 reuse); other ranks with the first dimension fastest."""
+
+    __slots__ = ("domain", "wave_size", "index", "group_size")
+
+    def __init__(self, domain: list[E.Expr], wave_size: E.Expr, index: E.Expr, group_size: int) -> None:
+        super().__init__("serial", "T.Persistent", [(None, wave_size)])
+        self.domain, self.wave_size, self.index, self.group_size = domain, wave_size, index, group_size
+
+    def coords(self, tile: E.Expr) -> list[E.Expr]:
+        if len(self.domain) == 2 and self.group_size > 1:
+            d0, d1 = self.domain
+            span = d0 * self.group_size  # tiles per panel
+            panel, at = tile // span, tile % span
+            rows = E.binary("max", E.binary("min", d1 - panel * self.group_size, self.group_size), 1)  # last: short
+            return [at // rows, panel * self.group_size + at % rows]
+        out, rest = [], tile
+        for k, d in enumerate(self.domain):
+            out.append(rest if k == len(self.domain) - 1 else rest % d)
+            rest = rest // d
+        return out
+
+    def __iter__(self) -> Iterator[Any]:
+        b = B.require_kernel(self.label)
+        count = len(self.domain)
+        names = _names(self.names, count, ("i", "j", "k", "l") if count > 1 else ("i",),
+                       f"{self.label} over {count} dimension{'s' if count > 1 else ''}", self.loc)
+        total = self.domain[0]
+        for d in self.domain[1:]:
+            total = total * d
+        wave = E.Var("_".join(names) + "_wave", dtypes.int32, self.loc)
+        trips = fold_extent((total - self.index + self.wave_size - 1) // self.wave_size)
+        coords = self.coords(self.index + wave * self.wave_size)
+        frame = b.push("loop", self.loc)
+        yield coords[0] if count == 1 and not isinstance(self.names, tuple) else tuple(coords)
+        body = b.pop(frame)
+        b.emit(For(wave, trips, "serial", body, None, (), loc=self.loc))
+
+
+def persistent_loop(domain: Any, wave_size: Any, index: Any, group_size: Any) -> PersistentLoop:
+    dims = list(domain) if isinstance(domain, (list, tuple)) else [domain]
+    if not dims:
+        raise TileLangSyntaxError("T.Persistent needs a non-empty domain", loc=caller_loc())
+    size = E.as_int(group_size) if not isinstance(group_size, bool) else None
+    if size is None or size < 1:
+        raise TileLangSyntaxError(f"T.Persistent group_size={group_size!r} must be a positive Python int",
+                                  loc=caller_loc())
+    return PersistentLoop([_index_expr(d, "T.Persistent domain entry") for d in dims],
+                          _index_expr(wave_size, "T.Persistent wave_size"), _index_expr(index, "T.Persistent index"),
+                          size)
+
+
 def _range_dims(args: tuple[Any, ...], label: str) -> tuple[list[tuple[E.Expr | None, E.Expr]], list[int]]:
     if not 1 <= len(args) <= 3:
         raise TileLangSyntaxError(f"{label} takes 1 to 3 arguments (start, stop, step), got {len(args)}",

@@ -36,6 +36,7 @@ from .surface import (
     GemmWarpPolicy,
     LocalBuffer,
     Parallel,
+    Persistent,
     Pipelined,
     SharedBuffer,
     StridedTensor,
@@ -140,7 +141,7 @@ __all__ = [
     # allocation
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var",
     # loops
-    "Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
+    "Parallel", "Pipelined", "Persistent", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     # tile ops
     "copy", "fill", "clear", "gemm", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",

@@ -27,7 +27,7 @@ from ..core_ir.stmt import Alloc, Annotate, Assert, Print, freeze_annotations
 from ..core_ir.tileops import BIT_REDUCE_KINDS, REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
 from . import builder as bld
 from .fold import fold_extent
-from .frames import IRLoop, KernelFrame, _range_dims, nest, serial_loop
+from .frames import IRLoop, KernelFrame, _range_dims, nest, persistent_loop, serial_loop
 from .spec import StridedTensorProxy, TensorProxy, dtype_of, shape_of
 
 # ---- kernel and loops --------------------------------------------------------------------------
@@ -90,6 +90,11 @@ def unroll(*args: Any, explicit: bool = False, unroll_factor: int | None = None,
 def vectorized(*args: Any, annotations: dict[str, Any] | None = None) -> IRLoop:
     """``for i in T.vectorized(n)``."""
     return serial_loop("vectorized", "T.vectorized", args, annotations)
+
+
+def Persistent(domain: Any, wave_size: Any, index: Any, group_size: Any = 8, num_stages: Any = None) -> IRLoop:
+    """``for bx, by in T.Persistent([gx, gy], wave_size, index)``: the tiles of a persistent block."""
+    return persistent_loop(domain, wave_size, index, group_size)
 
 
 def grid(*extents: Any) -> IRLoop:

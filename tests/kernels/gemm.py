@@ -2,7 +2,7 @@ import tilelang_x as tilelang
 import tilelang_x.language as T
 from examples.gemm_relu import matmul_relu  # the quick-start kernel (eager style), shared with the demo
 
-__all__ = ["matmul", "matmul_dynamic_m", "matmul_relu"]
+__all__ = ["matmul", "matmul_dynamic_m", "matmul_persistent", "matmul_relu"]
 
 
 @tilelang.jit(out_idx=[-1])
@@ -51,5 +51,27 @@ def matmul_dynamic_m(cluster=None):
                 T.copy(B[ko * 64, bx * 128], B_s)
                 T.gemm(A_s, B_s, C_f)
             T.copy(C_f, C[by * 128, bx * 128])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def matmul_persistent(M, N, K, blocks, block_M=64, block_N=64, block_K=32, group_size=8, num_stages=2):
+    """C = A @ B written as TileLang's persistent GEMMs are: ``blocks`` blocks walk the tiles with
+    ``T.Persistent`` (the compiler's own persistent form needs no such loop)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(blocks, threads=128) as block_id:
+            A_s = T.alloc_shared((block_M, block_K), T.float16)
+            B_s = T.alloc_shared((block_K, block_N), T.float16)
+            C_f = T.alloc_fragment((block_M, block_N), T.float32)
+            for bx, by in T.Persistent([T.ceildiv(N, block_N), T.ceildiv(M, block_M)], blocks, block_id, group_size):
+                T.clear(C_f)
+                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                    T.copy(A[by * block_M, k * block_K], A_s)
+                    T.copy(B[k * block_K, bx * block_N], B_s)
+                    T.gemm(A_s, B_s, C_f)
+                T.copy(C_f, C[by * block_M, bx * block_N])
 
     return main

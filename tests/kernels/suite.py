@@ -41,6 +41,12 @@ def _gemm(M: int, N: int, K: int, dtype: torch.dtype = torch.float16, out: torch
     return run
 
 
+def _gemm_persistent(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(200, 96, dtype=torch.float16, device=device, seed=4)
+    b = _randn(96, 328, dtype=torch.float16, device=device, seed=5)
+    return gemm.matmul_persistent(200, 328, 96, 5, group_size=3)(a, b), (a.float() @ b.float()).half()
+
+
 def _gemm_eager(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     a = _randn(256, 192, dtype=torch.float16, device=device, seed=3)
     b = _randn(192, 128, dtype=torch.float16, device=device, seed=4)
@@ -150,6 +156,7 @@ def _attention(causal: bool) -> Callable:
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
+    Case("gemm_tilelang_persistent", _gemm_persistent),
     Case("gemm_transpose_B", _gemm(256, 128, 128, trans_B=True, block_M=64, block_N=64)),
     Case("gemm_bf16_fp32_accum", _gemm(128, 256, 128, dtype=torch.bfloat16, out=torch.float32,
                                         block_M=64, block_N=64), atol=2e-2),

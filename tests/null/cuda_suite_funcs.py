@@ -35,6 +35,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "cumsum_reverse": lambda: reductions.cumsum.get_ir(32, 128, reverse=True),
         "cummax_fp16": lambda: reductions.cumsum.get_ir(32, 128, dtype=dtypes.float16, running_max=True),
         "column_sum_atomic_add": lambda: reductions.column_sum.get_ir(200, 100),
+        "gemm_tilelang_persistent": lambda: gemm.matmul_persistent.get_ir(200, 328, 96, 5, group_size=3),
         "atomic_addx2_fp16": lambda: reductions.packed_atomic_sum.get_ir(4, 64, 128),
         "atomic_addx4_fp32": lambda: reductions.packed_atomic_sum.get_ir(4, 64, 128, lanes=4, dtype=dtypes.float32),
         "flash_attention": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, False),
