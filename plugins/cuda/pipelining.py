@@ -29,9 +29,9 @@ from typing import Any
 
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer, Region
-from ...core_ir.stmt import Alloc, For, If, PrimFunc, Seq, Stmt
+from ...core_ir.stmt import Alloc, For, If, PrimFunc, Seq, Stmt, While
 from ...core_ir.tileops import Copy, Fill, Gemm
-from ...core_ir.visit import rewrite, substitute
+from ...core_ir.visit import rewrite, substitute, walk
 from .lir import AsyncCommit, AsyncWait, Barrier
 from .perf_options import perf_options
 
@@ -86,10 +86,21 @@ def fold_clears(s: Stmt) -> Stmt:
     return rewrite(s, fn)
 
 
+def rerun_pipelines(s: Stmt) -> set[int]:
+    """Ids of the ``T.Pipelined`` loops inside another loop (``T.Persistent``, a user's tile loop):
+    they run more than once, and a run's first loads must wait until every thread is done with the
+    previous run's last stages (sync insertion does not track the asynchronous copies)."""
+    return {id(m) for n in walk(s) if isinstance(n, (For, While)) for m in walk(n.body)
+            if isinstance(m, For) and m.kind == "pipelined"}
+
+
 def _rewrite_loops(s: Stmt, multi: dict[Buffer, Buffer], prefetch: bool = False) -> Stmt:
+    rerun = rerun_pipelines(s)
+
     def fn(n: Any) -> Any:
         if isinstance(n, For) and n.kind == "pipelined":
-            return _pipeline(n, multi, prefetch)
+            out = _pipeline(n, multi, prefetch)
+            return Seq((Barrier(), out), n.loc) if id(n) in rerun and isinstance(out, Seq) else out
         return None
 
     return rewrite(s, fn)

@@ -49,7 +49,7 @@ from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
-from ..pipelining import _pipeline, num_stages, pipeline_stage, staged
+from ..pipelining import _pipeline, num_stages, pipeline_stage, rerun_pipelines, staged
 from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
@@ -491,10 +491,14 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         new_kernel = _ws_kernel(kernel, *ws, cx, ctx)
         body = rewrite(body, lambda x: new_kernel if x is kernel else None)
     else:
+        rerun = rerun_pipelines(body)
+
         def fn(x: Any) -> Any:
             if isinstance(x, For) and x.kind == "pipelined":
                 plans = cx.plan(x)
-                return _plain_loop(x, plans, cx) if plans is not None else _pipeline(x, sm80)
+                out = _plain_loop(x, plans, cx) if plans is not None else _pipeline(x, sm80)
+                # a rerun re-initializes the barriers and refills the stages: every thread must be done
+                return Seq((Barrier(), out), x.loc) if id(x) in rerun and isinstance(out, Seq) else out
             return None
 
         body = rewrite(body, fn)
