@@ -10,7 +10,7 @@ from typing import Any
 
 from . import expr as E
 from .buffer import Buffer, Region
-from .stmt import Alloc, Annotate, Assert, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from .stmt import Alloc, Annotate, Assert, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, Sync, While
 
 _PREC = {
     "or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
@@ -155,6 +155,8 @@ class _Printer:
             self.stmt(s.body, depth + 1)
         elif isinstance(s, Print):
             self.emit(depth, f"T.print({self.value(s.value)}, msg={s.msg!r})")
+        elif isinstance(s, Sync):
+            self.emit(depth, "T.sync_threads()" if s.scope == "block" else "T.sync_warp()")
         elif isinstance(s, Assert):
             self.emit(depth, f"T.device_assert({self.expr(s.cond)}, msg={s.msg!r})")
         elif isinstance(s, Annotate):

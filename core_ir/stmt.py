@@ -151,6 +151,15 @@ class Assert(Stmt):
 
 
 @dataclass(**_NODE)
+class Sync(Stmt):
+    """``T.sync_threads()`` (``scope`` ``"block"``) / ``T.sync_warp()`` (``"warp"``): a barrier the
+    kernel asks for, on top of those the backend inserts."""
+
+    scope: str = "block"
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
 class Annotate(Stmt):
     """A hint for the backend: ``kind`` is ``layout`` (data: buffer → Layout pairs), ``swizzle``
     (data: panel size, order, enable) or a plugin-defined kind."""

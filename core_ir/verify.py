@@ -21,7 +21,7 @@ from .buffer import Buffer, Region, known_scope
 from .errors import ShapeMismatchError, VerificationError
 from .expr import Expr, Load, Var
 from .source import SourceLoc
-from .stmt import LOOP_KINDS, Alloc, Annotate, Assert, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from .stmt import LOOP_KINDS, Alloc, Annotate, Assert, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, Sync, While
 from .tileops import CumSum, Gemm, Reduce, TileOp, squeeze
 
 __all__ = ["verify"]
@@ -39,6 +39,7 @@ class _Verifier:
         self.bufs: dict[int, Buffer] = {}  # id -> visible buffer
         self.params: set[int] = set()
         self.in_kernel = False
+        self.parallel_depth = 0  # T.Parallel loops around the statement being checked
         self.loc: SourceLoc | None = func.loc
 
     def fail(self, message: str, loc: SourceLoc | None = None, hint: str | None = None) -> None:
@@ -145,10 +146,12 @@ class _Verifier:
                     if not e.dtype.is_int:
                         self.fail(f"loop bound `{e}` has dtype {e.dtype}, not an integer type")
             self.bind(s.var, "loop variable")
+            self.parallel_depth += s.kind == "parallel"
             try:
                 self.stmt(s.body)
             finally:
                 del self.vars[id(s.var)]
+                self.parallel_depth -= s.kind == "parallel"
         elif isinstance(s, Kernel):
             self.kernel(s)
         elif isinstance(s, If | While):
@@ -176,6 +179,13 @@ class _Verifier:
             self.tile_op(s)
         elif isinstance(s, Assert):
             self.expr(s.cond)
+        elif isinstance(s, Sync):
+            what = "T.sync_threads()" if s.scope == "block" else "T.sync_warp()"
+            if self.parallel_depth:
+                self.fail(f"{what} inside a T.Parallel loop", loc=s.loc,
+                          hint="a T.Parallel body runs once per element; put the barrier before or after the loop")
+            if not self.in_kernel:
+                self.fail(f"{what} outside a T.Kernel", loc=s.loc)
         elif isinstance(s, Print):
             if isinstance(s.value, Buffer):
                 self.visible(s.value)

@@ -83,6 +83,8 @@ from .surface import (
     reduce_sum,
     serial,
     symbolic,
+    sync_threads,
+    sync_warp,
     truncdiv,
     unroll,
     use_swizzle,
@@ -147,7 +149,7 @@ __all__ = [
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min",
     # annotations, debugging
-    "annotate_layout", "use_swizzle", "print", "device_assert", "assume",
+    "annotate_layout", "use_swizzle", "print", "device_assert", "assume", "sync_threads", "sync_warp",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "min", "max", "clamp", "fma", "likely", "if_then_else", "Select",
     "infinity",

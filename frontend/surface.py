@@ -23,7 +23,7 @@ from ..core_ir.errors import (
     UnboundConstError,
 )
 from ..core_ir.source import SourceLoc, caller_loc
-from ..core_ir.stmt import Alloc, Annotate, Assert, Print, freeze_annotations
+from ..core_ir.stmt import Alloc, Annotate, Assert, Print, Sync, freeze_annotations
 from ..core_ir.tileops import BIT_REDUCE_KINDS, REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
 from . import builder as bld
 from .fold import fold_extent
@@ -663,6 +663,27 @@ def print_(obj: Any, msg: str = "", warp_group_id: int | None = None, warp_id: i
     else:
         value = E.convert(obj)
     b.emit(Print(value, str(msg), loc=loc))
+
+
+def sync_threads(barrier_id: Any = None, arrive_count: Any = None) -> None:
+    """``T.sync_threads()``: every thread of the block waits here (``__syncthreads``)."""
+    b = bld.require_kernel("T.sync_threads")
+    loc = caller_loc()
+    if barrier_id is not None or arrive_count is not None:
+        raise TileLangSyntaxError("T.sync_threads(barrier_id=..., arrive_count=...) is not supported", loc=loc,
+                                  hint="named barriers belong to the backend (warp specialization); call "
+                                  "T.sync_threads() for the whole block")
+    b.emit(Sync("block", loc=loc))
+
+
+def sync_warp(mask: Any = None) -> None:
+    """``T.sync_warp()``: the threads of each warp wait for each other (``__syncwarp``)."""
+    b = bld.require_kernel("T.sync_warp")
+    loc = caller_loc()
+    if mask is not None:
+        raise TileLangSyntaxError("T.sync_warp(mask) is not supported", loc=loc, hint="call T.sync_warp() for the "
+                                  "whole warp")
+    b.emit(Sync("warp", loc=loc))
 
 
 def device_assert(cond: Any, msg: str = "") -> None:

@@ -28,7 +28,21 @@ from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, TileLangError
-from tilelang_x.core_ir.stmt import Alloc, Annotate, Assert, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from tilelang_x.core_ir.stmt import (
+    Alloc,
+    Annotate,
+    Assert,
+    For,
+    If,
+    Kernel,
+    PrimFunc,
+    Print,
+    Seq,
+    Stmt,
+    Store,
+    Sync,
+    While,
+)
 from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce, TileOp
 
 from . import numerics
@@ -89,7 +103,7 @@ class Compiler(ExprCompiler):
                     f(env)
 
             return seq
-        if isinstance(s, Annotate):
+        if isinstance(s, (Annotate, Sync)):  # statements run in order, for the whole block at once
             return None
         if isinstance(s, For):
             return self._for(s, par)

@@ -9,11 +9,11 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.errors import LayoutError
-from ....core_ir.stmt import Alloc, Annotate, Assert, For, If, Kernel, Print, Seq, Stmt, Store, While
+from ....core_ir.stmt import Alloc, Annotate, Assert, For, If, Kernel, Print, Seq, Stmt, Store, Sync, While
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import rewrite
 from ..analysis import bounds
-from ..lir import THREAD, AtomicStore, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo
+from ..lir import THREAD, AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo
 from .parallel import lower_nest
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
@@ -81,6 +81,8 @@ class _Walker:
             return self.print_tile(s) if isinstance(s.value, (Buffer, Region)) else self.fix(device_print(s))
         if isinstance(s, Assert):
             return self.fix(device_assert(s))
+        if isinstance(s, Sync):
+            return Barrier(s.loc) if s.scope == "block" else Evaluate(Intrin("__syncwarp", ()), s.loc)
         if isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn in FRAGMENT_CALLS \
                 and s.value.args and isinstance(s.value.args[0], PtrTo):
             return self.fragment_call(s.value.fn, s.value.args[0], s.value.args[1:], s)
