@@ -41,6 +41,7 @@ from .surface import (
     SharedBuffer,
     StridedTensor,
     Tensor,
+    alloc_buffer,
     alloc_fragment,
     alloc_local,
     alloc_shared,
@@ -141,7 +142,7 @@ __all__ = [
     "prim_func", "macro", "Kernel", "Tensor", "Buffer", "StridedTensor", "SharedBuffer", "FragmentBuffer",
     "LocalBuffer", "const", "dynamic", "symbolic", "empty",
     # allocation
-    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var",
+    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer",
     # loops
     "Parallel", "Pipelined", "Persistent", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     # tile ops

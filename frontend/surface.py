@@ -145,6 +145,21 @@ def alloc_local(shape: Any, dtype: Any, scope: str = "local") -> Buffer:
     return _alloc(_scope(scope, "local", "T.alloc_local"), shape, dtype, "T.alloc_local", "local")
 
 
+_BUFFER_NAMES = {"shared": "shared", "fragment": "frag", "local": "local"}
+
+
+def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str = "global") -> Buffer:
+    """TileLang's allocation by scope name: ``T.alloc_buffer(shape, dtype, scope="shared.dyn")``
+    is ``T.alloc_shared``, ``"local.fragment"`` ``T.alloc_fragment``, ``"local"`` ``T.alloc_local``."""
+    found = _scope(scope, "global", "T.alloc_buffer")
+    if found not in _BUFFER_NAMES:
+        raise TileLangSyntaxError(
+            f"T.alloc_buffer in {scope!r} memory is not supported inside a kernel", loc=caller_loc(),
+            hint="pass scope='shared.dyn', 'local.fragment' or 'local'; global tensors are parameters or T.empty, "
+            "a scalar is T.alloc_var")
+    return _alloc(found, shape, dtype, "T.alloc_buffer", _BUFFER_NAMES[found])
+
+
 def alloc_var(dtype: Any, init: Any = None, scope: str = "local.var") -> Buffer:
     """A scalar variable: reads as its value; ``v = e`` / ``v += e`` store to it."""
     b = bld.require_kernel("T.alloc_var")
