@@ -17,6 +17,7 @@ from ..core_ir import expr as E
 from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import For, Kernel, freeze_annotations
+from ..core_ir.tile_order import panel_order
 from . import builder as B
 from .fold import fold_extent
 
@@ -192,11 +193,7 @@ class PersistentLoop(IRLoop):
 
     def coords(self, tile: E.Expr) -> list[E.Expr]:
         if len(self.domain) == 2 and self.group_size > 1:
-            d0, d1 = self.domain
-            span = d0 * self.group_size  # tiles per panel
-            panel, at = tile // span, tile % span
-            rows = E.binary("max", E.binary("min", d1 - panel * self.group_size, self.group_size), 1)  # last: short
-            return [at // rows, panel * self.group_size + at % rows]
+            return list(panel_order(tile, *self.domain, self.group_size, column=False))
         out, rest = [], tile
         for k, d in enumerate(self.domain):
             out.append(rest if k == len(self.domain) - 1 else rest % d)

@@ -19,6 +19,7 @@ from ...core_ir.buffer import Buffer
 from ...core_ir.dtypes import DType
 from ...core_ir.errors import BackendNotImplementedError
 from ...core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from ...core_ir.tile_order import panel_order
 from ...core_ir.visit import walk
 from .analysis import block_ranges, bounds, nonneg
 from .cluster import launch_dims
@@ -41,7 +42,7 @@ from .lir import (
     SmemAddr,
 )
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
-from .rasterize import block_remap, panel_order
+from .rasterize import block_remap
 
 CTYPES: dict[str, str] = {
     "float16": "tlx_half", "bfloat16": "tlx_bf16", "float32": "float", "float64": "double",
@@ -296,7 +297,7 @@ class _Gen:
     def _block_vars(self, kernel: Kernel) -> None:
         axes = ("x", "y", "z")
         remap = block_remap(kernel, self.ctx)
-        if remap is not None:  # the panel order (rasterize.panel_order) of the linear block index
+        if remap is not None:  # the panel order (core_ir.tile_order.panel_order) of the linear block index
             panel, column = remap
             gx, gy, bid = (E.Var(nm, dtypes.int32) for nm in ("tlx_gx", "tlx_gy", "tlx_bid"))
             self.ranges.update({gx: (1, 2**31 - 1), gy: (1, 2**31 - 1), bid: (0, 2**31 - 1)})

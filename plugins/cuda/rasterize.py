@@ -8,7 +8,8 @@ once per tile row. Rasterising in panels of ``G`` tile rows (within a panel ``by
 ``bx``) makes a wave a ``G`` x ``wave / G`` rectangle: the ``G`` blocks sharing a B panel run
 together and the A panel is reused by the following waves of the same panel.
 
-The remap is the one ``T.use_swizzle(G)`` asks for, defined once (``panel_order``): codegen emits
+The remap is the one ``T.use_swizzle(G)`` asks for, defined once (``core_ir.tile_order.panel_order``,
+which ``T.Persistent`` walks too): codegen emits
 it for ``blockIdx`` and the persistent walk (hopper/persistent.py) for its tile index. It is a
 bijection of the grid onto itself for any ``gx``, ``gy``, ``G`` (the last panel
 holds the ``gy mod G`` leftover rows), so which block computes which tile changes but not what is
@@ -36,7 +37,6 @@ flush between calls, 0.988 vs 0.967 back to back (power-limited: 688 W at 1434 M
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from ...core_ir import expr as E
@@ -76,22 +76,6 @@ def choose_panel(gx: int, gy: int, bm: int, bn: int, k: int | None, elem: int, s
         if not best or cost < best_cost:
             best, best_cost = g, cost
     return best if best and best_cost <= MIN_GAIN * row_major else 0
-
-
-def panel_order(bid: E.Expr, gx: E.Expr, gy: E.Expr, panel: int, column: bool,
-                let: Callable[[str, E.Expr], E.Expr] = lambda name, e: e) -> tuple[E.Expr, E.Expr]:
-    """(bx, by) of the ``bid``-th block of a ``gx`` × ``gy`` grid walked in panels of ``panel`` block
-    rows, ``by`` fastest within a panel (block columns and ``bx`` when ``column``). The last panel
-    holds the leftover rows; its height is at least 1 however ``bid`` is bounded, which lets the
-    divisions by it compile as unsigned ones. ``let(name, value)`` may bind the intermediate values
-    to named variables (codegen declares them)."""
-    across, along = (gx, gy) if column else (gy, gx)  # panels cut ``across``; ``along`` is walked inside
-    group = let("tlx_grp", along * panel)
-    first = let("tlx_first", bid // group * panel)
-    height = let("tlx_h", E.binary("max", E.binary("min", across - first, E.const(panel)), E.const(1)))
-    local = bid % group
-    inner, outer = first + local % height, local // height
-    return (inner, outer) if column else (outer, inner)
 
 
 def _use_swizzle(kernel: Kernel) -> Annotate | None:

@@ -15,7 +15,8 @@ import pytest
 
 from tests.null.cuda_suite_funcs import suite_funcs
 from tilelang_x.core_ir import expr as E
-from tilelang_x.plugins.cuda.rasterize import choose_panel, panel_order
+from tilelang_x.core_ir.tile_order import panel_order
+from tilelang_x.plugins.cuda.rasterize import choose_panel
 
 FUNCS = suite_funcs()
 BIG = (8192, 28672, 4096)

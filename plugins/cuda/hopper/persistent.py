@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.stmt import For, Kernel, Seq, Stmt
+from ....core_ir.tile_order import panel_order
 from ..lir import Decl
-from ..rasterize import panel_order
 
 #: SMs of the H100 / H200 SXM: the grid in the launch metadata; the runtime launches one block
 #: per SM of the device it loads the kernel on (``runtime.load``), which ``stride`` reads
@@ -289,7 +289,7 @@ def _tiles_walked(first: E.Expr, stride: E.Expr, total: int) -> E.Expr:
 
 
 def _rasterized(kernel: Kernel, tile: E.Expr, gx: int, gy: int, panel: int, column: bool) -> dict[E.Var, E.Expr]:
-    """(bx, by) of ``tile`` in the panel order codegen emits for ``blockIdx`` (``rasterize.panel_order``)."""
+    """(bx, by) of ``tile`` in the panel order codegen emits for ``blockIdx`` (``core_ir.tile_order.panel_order``)."""
     bx, by = kernel.block_vars
     x, y = panel_order(tile, E.const(gx), E.const(gy), panel, column)
     return {bx: x, by: y}
