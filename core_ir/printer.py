@@ -156,7 +156,7 @@ class _Printer:
         elif isinstance(s, Print):
             self.emit(depth, f"T.print({self.value(s.value)}, msg={s.msg!r})")
         elif isinstance(s, Sync):
-            self.emit(depth, "T.sync_threads()" if s.scope == "block" else "T.sync_warp()")
+            self.emit(depth, s.call)
         elif isinstance(s, Assert):
             self.emit(depth, f"T.device_assert({self.expr(s.cond)}, msg={s.msg!r})")
         elif isinstance(s, Annotate):

@@ -158,6 +158,11 @@ class Sync(Stmt):
     scope: str = "block"
     loc: SourceLoc | None = field(default=None, compare=False)
 
+    @property
+    def call(self) -> str:
+        """How the kernel spells it."""
+        return "T.sync_threads()" if self.scope == "block" else "T.sync_warp()"
+
 
 @dataclass(**_NODE)
 class Annotate(Stmt):

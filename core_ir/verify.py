@@ -180,12 +180,11 @@ class _Verifier:
         elif isinstance(s, Assert):
             self.expr(s.cond)
         elif isinstance(s, Sync):
-            what = "T.sync_threads()" if s.scope == "block" else "T.sync_warp()"
             if self.parallel_depth:
-                self.fail(f"{what} inside a T.Parallel loop", loc=s.loc,
+                self.fail(f"{s.call} inside a T.Parallel loop", loc=s.loc,
                           hint="a T.Parallel body runs once per element; put the barrier before or after the loop")
             if not self.in_kernel:
-                self.fail(f"{what} outside a T.Kernel", loc=s.loc)
+                self.fail(f"{s.call} outside a T.Kernel", loc=s.loc)
         elif isinstance(s, Print):
             if isinstance(s.value, Buffer):
                 self.visible(s.value)
