@@ -94,13 +94,19 @@ def rerun_pipelines(s: Stmt) -> set[int]:
             if isinstance(m, For) and m.kind == "pipelined"}
 
 
+def after_previous_run(loop: For, out: Stmt, rerun: set[int]) -> Stmt:
+    """``out``, the pipelined form of ``loop``, behind a barrier when ``loop`` is in ``rerun``
+    (``rerun_pipelines``): a rerun refills the stages (and re-initializes the TMA barriers) the
+    previous run's last iterations may still be reading. A loop left serial needs none."""
+    return Seq((Barrier(), out), loop.loc) if id(loop) in rerun and isinstance(out, Seq) else out
+
+
 def _rewrite_loops(s: Stmt, multi: dict[Buffer, Buffer], prefetch: bool = False) -> Stmt:
     rerun = rerun_pipelines(s)
 
     def fn(n: Any) -> Any:
         if isinstance(n, For) and n.kind == "pipelined":
-            out = _pipeline(n, multi, prefetch)
-            return Seq((Barrier(), out), n.loc) if id(n) in rerun and isinstance(out, Seq) else out
+            return after_previous_run(n, _pipeline(n, multi, prefetch), rerun)
         return None
 
     return rewrite(s, fn)

@@ -3,9 +3,9 @@ threads that could race (read after write, write after read or write).
 
 Lowered tile ops and parallel loops (``Block``) are treated as units: a barrier goes before or
 after them, never inside (they order their own internal accesses). Workspaces only their owning
-warps touch (``LowerCtx.warp_private``: the staged epilogue's slots) are not tracked. Loops are walked twice so
-that hazards carried from the end of one iteration to the start of the next are seen. cp.async
-writes are ordered by the pipeline's own wait + barrier and are not tracked here.
+warps touch (``LowerCtx.warp_private``: the staged epilogue's slots) are not tracked. Loops are
+walked twice so that hazards carried from the end of one iteration to the start of the next are
+seen. cp.async writes are ordered by the pipeline's own wait + barrier and are not tracked here.
 """
 
 from __future__ import annotations

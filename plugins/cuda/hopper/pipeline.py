@@ -49,7 +49,7 @@ from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
-from ..pipelining import _pipeline, num_stages, pipeline_stage, rerun_pipelines, staged
+from ..pipelining import _pipeline, after_previous_run, num_stages, pipeline_stage, rerun_pipelines, staged
 from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
@@ -497,8 +497,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             if isinstance(x, For) and x.kind == "pipelined":
                 plans = cx.plan(x)
                 out = _plain_loop(x, plans, cx) if plans is not None else _pipeline(x, sm80)
-                # a rerun re-initializes the barriers and refills the stages: every thread must be done
-                return Seq((Barrier(), out), x.loc) if id(x) in rerun and isinstance(out, Seq) else out
+                return after_previous_run(x, out, rerun)
             return None
 
         body = rewrite(body, fn)
