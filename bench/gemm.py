@@ -80,13 +80,9 @@ def _extra(p: Any) -> None:
                    help="B stored N x K (a torch.nn.Linear weight); the reference is torch.matmul(a, b.T)")
 
 
-def _build(matmul: Any, m: int, n: int, k: int, dt: Any, args: Any, cfg: dict[str, Any]) -> Any:
-    """The user's kernel as the jit builds it, or, with ``--pass-configs``, compiled with those."""
-    from tilelang_x.core_ir import dtypes
-
-    fp8 = dt.bits == 8
-    kw = dict(in_dtype=dt, out_dtype=dtypes.float16 if fp8 else dt, relu=args.relu, trans_B=args.trans_b or fp8,
-              **cfg)
+def _build(matmul: Any, m: int, n: int, k: int, args: Any, kw: dict[str, Any]) -> Any:
+    """The user's kernel (arguments ``kw``) as the jit builds it, or, with ``--pass-configs``,
+    compiled with those."""
     if not args.pass_configs:
         return matmul(m, n, k, **kw)
     import json
@@ -122,7 +118,8 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
                            "trans_b": trans_b, "pass_configs": args.pass_configs or None,
                            "torch_ms_alone": round(torch_alone, 4)}
     configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs, fp8)]
-    tried, best, kernel = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, as_dtype(tdt), args, cfg),
+    kw = dict(in_dtype=as_dtype(tdt), out_dtype=as_dtype(ref.dtype), relu=args.relu, trans_B=trans_b)
+    tried, best, kernel = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, args, {**kw, **cfg}),
                                       lambda kernel: kernel(a, b), ref, flops, args)
     # the final figures: ours and torch timed in turn (round_robin_ms)
     final = round_robin_ms({"torch": reference, **({"ours": lambda: kernel(a, b)} if best else {})}, args.rounds,
