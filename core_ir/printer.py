@@ -10,7 +10,7 @@ from typing import Any
 
 from . import expr as E
 from .buffer import Buffer, Region
-from .stmt import Alloc, Annotate, Assert, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, Sync, While
+from .stmt import Alloc, Annotate, Assert, For, If, Jump, Kernel, PrimFunc, Print, Seq, Stmt, Store, Sync, While
 
 _PREC = {
     "or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
@@ -157,6 +157,8 @@ class _Printer:
             self.emit(depth, f"T.print({self.value(s.value)}, msg={s.msg!r})")
         elif isinstance(s, Sync):
             self.emit(depth, s.call)
+        elif isinstance(s, Jump):
+            self.emit(depth, s.kind)
         elif isinstance(s, Assert):
             self.emit(depth, f"T.device_assert({self.expr(s.cond)}, msg={s.msg!r})")
         elif isinstance(s, Annotate):

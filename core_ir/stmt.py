@@ -165,6 +165,16 @@ class Sync(Stmt):
 
 
 @dataclass(**_NODE)
+class Jump(Stmt):
+    """``break`` (``kind`` ``"break"``) or ``continue`` (``"continue"``) of the innermost enclosing
+    serial, unrolled or ``while`` loop. Never inside a ``T.Parallel``, ``T.Pipelined`` or vectorized
+    loop (the verifier checks), so every thread of a block takes it together."""
+
+    kind: str = "break"
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
 class Annotate(Stmt):
     """A hint for the backend: ``kind`` is ``layout`` (data: buffer → Layout pairs), ``swizzle``
     (data: panel size, order, enable) or a plugin-defined kind."""

@@ -21,10 +21,35 @@ from .buffer import Buffer, Region, known_scope
 from .errors import ShapeMismatchError, VerificationError
 from .expr import Expr, Load, Var
 from .source import SourceLoc
-from .stmt import LOOP_KINDS, Alloc, Annotate, Assert, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, Sync, While
+from .stmt import (
+    LOOP_KINDS,
+    Alloc,
+    Annotate,
+    Assert,
+    For,
+    If,
+    Jump,
+    Kernel,
+    PrimFunc,
+    Print,
+    Seq,
+    Stmt,
+    Store,
+    Sync,
+    While,
+)
 from .tileops import CumSum, Gemm, Reduce, TileOp, squeeze
 
-__all__ = ["verify"]
+__all__ = ["verify", "NO_JUMP_LOOPS"]
+
+#: Loops a ``break`` / ``continue`` cannot be inside: kind -> (how the kernel spells it, what to do).
+NO_JUMP_LOOPS = {
+    "parallel": ("T.Parallel", "its iterations run at once, spread over the threads: guard the rest of the body "
+                 "with an `if`"),
+    "vectorized": ("T.vectorized", "its iterations run at once: guard the rest of the body with an `if`"),
+    "pipelined": ("T.Pipelined", "the pipeline loads later iterations' tiles ahead of time, so it runs every "
+                  "iteration: guard the rest of the body with an `if`, or loop with T.serial"),
+}
 
 
 def verify(func: PrimFunc) -> None:
@@ -40,6 +65,7 @@ class _Verifier:
         self.params: set[int] = set()
         self.in_kernel = False
         self.parallel_depth = 0  # T.Parallel loops around the statement being checked
+        self.loops: list[str] = []  # kinds of the loops around it, innermost last ("while" for While)
         self.loc: SourceLoc | None = func.loc
 
     def fail(self, message: str, loc: SourceLoc | None = None, hint: str | None = None) -> None:
@@ -117,6 +143,17 @@ class _Verifier:
             self.fail(f"{what} `{v.name}` has dtype {v.dtype}, not an integer type")
         self.vars[id(v)] = v
 
+    def jump(self, s: Jump) -> None:
+        """``break`` / ``continue``: in a serial, unrolled or ``while`` loop that no ``T.Parallel``,
+        ``T.Pipelined`` or vectorized loop encloses (``NO_JUMP_LOOPS``)."""
+        if s.kind not in ("break", "continue"):
+            self.fail(f"unknown jump {s.kind!r}", loc=s.loc, hint="`break` or `continue`")
+        if not self.loops:
+            self.fail(f"`{s.kind}` outside a loop", loc=s.loc)
+        inside = next((NO_JUMP_LOOPS[k] for k in reversed(self.loops) if k in NO_JUMP_LOOPS), None)
+        if inside is not None:
+            self.fail(f"`{s.kind}` inside a {inside[0]} loop", loc=s.loc, hint=inside[1])
+
     def stmt(self, s: Stmt) -> None:
         saved = self.loc
         self.loc = getattr(s, "loc", None) or saved
@@ -147,11 +184,13 @@ class _Verifier:
                         self.fail(f"loop bound `{e}` has dtype {e.dtype}, not an integer type")
             self.bind(s.var, "loop variable")
             self.parallel_depth += s.kind == "parallel"
+            self.loops.append(s.kind)
             try:
                 self.stmt(s.body)
             finally:
                 del self.vars[id(s.var)]
                 self.parallel_depth -= s.kind == "parallel"
+                self.loops.pop()
         elif isinstance(s, Kernel):
             self.kernel(s)
         elif isinstance(s, If | While):
@@ -164,7 +203,11 @@ class _Verifier:
                 if s.otherwise is not None:
                     self.stmt(s.otherwise)
             else:
-                self.stmt(s.body)
+                self.loops.append("while")
+                try:
+                    self.stmt(s.body)
+                finally:
+                    self.loops.pop()
         elif isinstance(s, Store):
             self.access(s.buffer, s.indices)
             if s.buffer.scope == "global" and not self.in_kernel:
@@ -185,6 +228,8 @@ class _Verifier:
                           hint="a T.Parallel body runs once per element; put the barrier before or after the loop")
             if not self.in_kernel:
                 self.fail(f"{s.call} outside a T.Kernel", loc=s.loc)
+        elif isinstance(s, Jump):
+            self.jump(s)
         elif isinstance(s, Print):
             if isinstance(s.value, Buffer):
                 self.visible(s.value)

@@ -22,7 +22,8 @@ from ..core_ir import expr as E
 from ..core_ir.buffer import Buffer, pop_store_handler, push_store_handler
 from ..core_ir.errors import TileLangError, TileLangSyntaxError
 from ..core_ir.source import SourceLoc, caller_loc
-from ..core_ir.stmt import Seq, Stmt, Store
+from ..core_ir.stmt import Jump, Seq, Stmt, Store
+from ..core_ir.verify import NO_JUMP_LOOPS
 
 #: Frame kinds. ``if``/``loop``/``while`` frames hold code that runs conditionally or
 #: repeatedly at kernel run time, so a Python ``return``/``break`` cannot cross them.
@@ -32,12 +33,13 @@ CONTROL_KINDS = ("if", "loop", "while")
 class Frame:
     """One open block: its kind and the statements collected so far."""
 
-    __slots__ = ("kind", "stmts", "loc")
+    __slots__ = ("kind", "stmts", "loc", "loop_kind")
 
-    def __init__(self, kind: str, loc: SourceLoc | None = None) -> None:
+    def __init__(self, kind: str, loc: SourceLoc | None = None, loop_kind: str | None = None) -> None:
         self.kind = kind
         self.stmts: list[Stmt] = []
         self.loc = loc
+        self.loop_kind = loop_kind  # an IR loop's body: its ``For`` kind, or "while"
 
 
 class Slot:
@@ -109,8 +111,8 @@ class Builder:
     def emit(self, stmt: Stmt) -> None:
         self.frames[-1].stmts.append(stmt)
 
-    def push(self, kind: str, loc: SourceLoc | None = None) -> Frame:
-        frame = Frame(kind, loc)
+    def push(self, kind: str, loc: SourceLoc | None = None, loop_kind: str | None = None) -> Frame:
+        frame = Frame(kind, loc, loop_kind)
         self.frames.append(frame)
         return frame
 
@@ -135,6 +137,17 @@ class Builder:
 
     def control_frames_above(self, depth: int) -> list[Frame]:
         return [f for f in self.frames[depth:] if f.kind in CONTROL_KINDS]
+
+    def jump(self, word: str, loc: SourceLoc | None) -> None:
+        """``break`` / ``continue`` (``word``) of the innermost IR loop being traced."""
+        loops = [f.loop_kind for f in self.frames if f.loop_kind is not None]
+        if not loops:
+            raise TileLangSyntaxError(f"`{word}` outside an IR loop", loc=loc,
+                                      hint="use it inside a T.serial / range / while loop of the kernel")
+        inside = next((NO_JUMP_LOOPS[k] for k in reversed(loops) if k in NO_JUMP_LOOPS), None)
+        if inside is not None:
+            raise TileLangSyntaxError(f"`{word}` inside a {inside[0]} loop", loc=loc, hint=inside[1])
+        self.emit(Jump(word, loc=loc))
 
     # ---- stores -----------------------------------------------------------------------------
     def store(self, buffer: Buffer, indices: tuple[E.Expr, ...], value: E.Expr) -> None:

@@ -16,7 +16,7 @@ source                                    rewritten
 ``for t in it:``                          ``l = __tlx__.loop(it, names)`` ``for t in l:``
 ``for t in range(a, b):``                 ``range`` → ``__tlx__.range_(range, a, b)`` (IR loop)
 ``while c:``                              ``w = __tlx__.while_()`` ``while w.test(c):``
-``break`` / ``continue``                  ``__tlx__.brk(l)`` first (an error in IR loops)
+``break`` / ``continue``                  ``if __tlx__.brk(l, "break"): break`` (IR loop: a ``Jump``)
 ``x = v``                                 ``x = __tlx__.bind(<old x>, v, "x")``
 ``x += v``                                ``x = __tlx__.aug(x, "+", v)``
 ``A: T.Tensor(...)``                      binds parameter ``A`` (``__tlx__.annotate``)
@@ -321,8 +321,8 @@ class _Rewriter(ast.NodeTransformer):
     def _jump(self, node: ast.stmt, word: str) -> Any:
         if not self.loops:
             return node
-        check = ast.Expr(_rtcall("brk", _name(self.loops[-1]), _const(word)))
-        return self.located([check, node], node)
+        taken = ast.If(test=_rtcall("brk", _name(self.loops[-1]), _const(word)), body=[node], orelse=[])
+        return self.located([taken], node)
 
     def visit_Break(self, node: ast.Break) -> Any:
         return self._jump(node, "break")

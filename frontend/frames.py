@@ -166,7 +166,7 @@ class IRLoop:
         if self.steps is not None:
             values = [v if s == 1 else (st if st is not None else 0) + v * s
                       for v, s, (st, _) in zip(loop_vars, self.steps, self.dims)]
-        frame = b.push("loop", self.loc)
+        frame = b.push("loop", self.loc, self.kind)
         yield values[0] if count == 1 and not isinstance(self.names, tuple) else tuple(values)
         body = b.pop(frame)
         for k in range(count - 1, -1, -1):
@@ -211,7 +211,7 @@ class PersistentLoop(IRLoop):
         wave = E.Var("_".join(names) + "_wave", dtypes.int32, self.loc)
         trips = fold_extent((total - self.index + self.wave_size - 1) // self.wave_size)
         coords = self.coords(self.index + wave * self.wave_size)
-        frame = b.push("loop", self.loc)
+        frame = b.push("loop", self.loc, self.kind)
         yield coords[0] if count == 1 and not isinstance(self.names, tuple) else tuple(coords)
         body = b.pop(frame)
         b.emit(For(wave, trips, "serial", body, None, (), loc=self.loc))

@@ -73,6 +73,7 @@ from .surface import (
     if_then_else,
     infinity,
     likely,
+    loop_break,
     reduce,
     reduce_absmax,
     reduce_abssum,
@@ -145,6 +146,7 @@ __all__ = [
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer",
     # loops
     "Parallel", "Pipelined", "Persistent", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
+    "loop_break",
     # tile ops
     "copy", "fill", "clear", "gemm", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",

@@ -156,7 +156,7 @@ class WhileLoop:
             self.builder = b
             self.cond = _as_bool_expr(cond)
             self.state = 2
-            self.frame = b.push("while", self.loc)
+            self.frame = b.push("while", self.loc, "while")
             return True
         if self.state == 1:
             if is_symbolic(cond):
@@ -257,15 +257,12 @@ class Runtime:
         return WhileLoop(has_else)
 
     @staticmethod
-    def brk(loop: Any, word: str) -> None:
+    def brk(loop: Any, word: str) -> bool:
+        """``break`` / ``continue`` of ``loop``: an IR loop's becomes a ``Jump`` (and the trace goes
+        on through the rest of the body); a Python loop's is taken, so True."""
         if isinstance(loop, IRLoop) or (isinstance(loop, WhileLoop) and loop.state == 2):
-            what = loop.label if isinstance(loop, IRLoop) else "a `while` loop on a symbolic condition"
-            raise TileLangSyntaxError(
-                f"`{word}` inside {what} is not supported",
-                loc=caller_loc(),
-                hint="guard the rest of the body with an `if` instead, or loop with `while` on a "
-                "T.alloc_var flag that you clear",
-            )
+            B.require_kernel(f"`{word}` in {getattr(loop, 'label', 'a `while` loop')}").jump(word, caller_loc())
+            return False
         b = B.current()
         if b is not None and b.control_frames_above(loop.depth):
             raise TileLangSyntaxError(
@@ -274,6 +271,7 @@ class Runtime:
                 hint="a Python loop is unrolled when the kernel is built, so it cannot stop on a value only "
                 "known at run time; use an IR loop with an `if` around the rest of its body",
             )
+        return True
 
     @staticmethod
     def ret(value: Any) -> Any:

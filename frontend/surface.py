@@ -701,6 +701,12 @@ def sync_warp(mask: Any = None) -> None:
     b.emit(Sync("warp", loc=loc))
 
 
+def loop_break() -> None:
+    """``T.loop_break()``: leave the innermost ``T.serial`` / ``range`` / ``while`` loop, as
+    ``break`` does (also from a ``T.macro`` called in the loop)."""
+    bld.require_kernel("T.loop_break").jump("break", caller_loc())
+
+
 def device_assert(cond: Any, msg: str = "") -> None:
     """``T.device_assert(cond, msg)``: stop the kernel, naming this line and ``msg``, where
     ``cond`` is false (every thread or loop iteration that reaches it checks it)."""

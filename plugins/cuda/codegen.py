@@ -18,7 +18,7 @@ from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer
 from ...core_ir.dtypes import DType
 from ...core_ir.errors import BackendNotImplementedError
-from ...core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from ...core_ir.stmt import Alloc, Annotate, For, If, Jump, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
 from ...core_ir.tile_order import panel_order
 from ...core_ir.visit import walk
 from .analysis import block_ranges, bounds, nonneg
@@ -395,6 +395,8 @@ class _Gen:
             self.emit(d, f"{self.expr(s.value, bare=True)};")
         elif isinstance(s, Barrier):
             self.emit(d, "__syncthreads();")
+        elif isinstance(s, Jump):
+            self.emit(d, f"{s.kind};")
         elif isinstance(s, AsyncCommit):
             self.emit(d, "tlx_cp_async_commit();")
         elif isinstance(s, AsyncWait):

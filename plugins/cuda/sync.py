@@ -15,7 +15,7 @@ from typing import Any
 
 from ...core_ir.buffer import Buffer
 from ...core_ir.expr import Load
-from ...core_ir.stmt import For, If, Kernel, PrimFunc, Seq, Stmt, Store, While
+from ...core_ir.stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, While
 from ...core_ir.visit import walk
 from .lir import AtomicStore, Barrier, Block, PtrTo, SmemAddr
 
@@ -48,13 +48,17 @@ def accesses(s: Stmt, private: frozenset[int] = frozenset()) -> tuple[set[int], 
     return w, r, barrier
 
 
-def _merge(a: State, b: State) -> State:
-    return a[0] | b[0], a[1] | b[1]
+def _merge(a: State, *more: State) -> State:
+    for b in more:
+        a = a[0] | b[0], a[1] | b[1]
+    return a
 
 
 class _Sync:
     def __init__(self, private: frozenset[int]) -> None:
         self.private = private
+        # per enclosing loop, innermost last: the states at its `continue`s and at its `break`s
+        self.jumps: list[tuple[list[State], list[State]]] = []
 
     def stmt(self, s: Stmt, st: State) -> tuple[Stmt, State]:
         if isinstance(s, Seq):
@@ -72,6 +76,10 @@ class _Sync:
             return dataclasses.replace(s, body=body), st
         if isinstance(s, Barrier):
             return s, EMPTY
+        if isinstance(s, Jump):
+            continues, breaks = self.jumps[-1]
+            (breaks if s.kind == "break" else continues).append(st)
+            return s, EMPTY  # nothing after it in its block runs
         if isinstance(s, (For, While)):
             return self.loop(s, st)
         if isinstance(s, If):
@@ -83,15 +91,26 @@ class _Sync:
     def loop(self, s: For | While, st: State) -> tuple[Stmt, State]:
         """A hazard between what precedes the loop and its body gets one barrier before the loop,
         not one in every iteration (which would also keep warpgroups in lockstep); hazards carried
-        from one iteration to the next are found by walking the body twice."""
+        from one iteration to the next are found by walking the body twice. A ``continue`` carries
+        its state to the next iteration, a ``break`` to the loop's exit."""
         w, r, _ = accesses(s.body, self.private)
         hoisted = _conflict(st, w, r)
         if hoisted:
             st = EMPTY
-        _, end = self.stmt(s.body, st)
-        body, end2 = self.stmt(s.body, _merge(st, end))
+        _, end, continues, _ = self.body(s.body, st)
+        body, end2, continues2, breaks = self.body(s.body, _merge(st, end, *continues))
         out: Stmt = dataclasses.replace(s, body=body)
-        return (Seq((Barrier(), out), s.loc) if hoisted else out), _merge(st, end2)
+        return (Seq((Barrier(), out), s.loc) if hoisted else out), _merge(st, end2, *continues2, *breaks)
+
+    def body(self, s: Stmt, st: State) -> tuple[Stmt, State, list[State], list[State]]:
+        """A loop body from entry state ``st``: the new body, its end state, and the states at its
+        ``continue``s and ``break``s."""
+        self.jumps.append(([], []))
+        try:
+            out, end = self.stmt(s, st)
+        finally:
+            continues, breaks = self.jumps.pop()
+        return out, end, continues, breaks
 
     def leaf(self, s: Stmt, st: State) -> tuple[Stmt, State]:
         w, r, has_barrier = accesses(s, self.private)

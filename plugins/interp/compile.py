@@ -34,6 +34,7 @@ from tilelang_x.core_ir.stmt import (
     Assert,
     For,
     If,
+    Jump,
     Kernel,
     PrimFunc,
     Print,
@@ -44,6 +45,7 @@ from tilelang_x.core_ir.stmt import (
     While,
 )
 from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce, TileOp
+from tilelang_x.core_ir.visit import walk
 
 from . import numerics
 from .compile_expr import ExprCompiler, Fn
@@ -63,6 +65,33 @@ class Par(NamedTuple):
 LowerOp = Callable[[TileOp], Executor | None]
 
 
+class _Break(Exception):
+    """A ``break`` on its way to the loop it leaves."""
+
+
+class _Continue(Exception):
+    """A ``continue`` on its way to the loop whose iteration it ends."""
+
+
+def _iteration(body: Fn) -> Callable[[list], bool]:
+    """One iteration of a loop whose body holds a ``break`` / ``continue``: False where it breaks."""
+
+    def iteration(env: list) -> bool:
+        try:
+            body(env)
+        except _Continue:
+            pass
+        except _Break:
+            return False
+        return True
+
+    return iteration
+
+
+def _has_jump(s: Stmt) -> bool:
+    return any(isinstance(n, Jump) for n in walk(s))
+
+
 # ---- the compiler ------------------------------------------------------------------------------
 
 class Compiler(ExprCompiler):
@@ -74,8 +103,6 @@ class Compiler(ExprCompiler):
 
     def written_params(self) -> set[int]:
         """Indices of the buffer parameters the kernel may write."""
-        from tilelang_x.core_ir.visit import walk
-
         written: set[int] = set()
         for node in walk(self.func.body):
             if isinstance(node, Store):
@@ -121,6 +148,8 @@ class Compiler(ExprCompiler):
             return self._print(s)
         if isinstance(s, Assert):
             return self._assert(s, par)
+        if isinstance(s, Jump):
+            return self._jump(s)
         if isinstance(s, TileOp):
             return self._tileop(s)
         raise BackendNotImplementedError(
@@ -137,6 +166,17 @@ class Compiler(ExprCompiler):
         body = self.stmt(s.body, par)
         if body is None:
             return None
+        if _has_jump(s.body):  # outside T.Parallel (the verifier checks): the bounds are scalars
+            iteration = _iteration(body)
+
+            def serial_with_jumps(env: list) -> None:
+                lo = int(0 if fs is None else fs(env))
+                for k in range(lo, lo + int(fe(env))):
+                    env[slot] = vt(k)
+                    if not iteration(env):
+                        break
+
+            return serial_with_jumps
 
         def serial(env: list) -> None:
             lo = 0 if fs is None else fs(env)
@@ -230,6 +270,14 @@ class Compiler(ExprCompiler):
     def _while(self, s: While, par: Par | None) -> Fn:
         fc = self.expr(self.coerce(s.cond, dtypes.bool_), s.loc)
         body = self.stmt(s.body, par)
+        if body is not None and _has_jump(s.body):  # outside T.Parallel: the condition is a scalar
+            iteration = _iteration(body)
+
+            def loop_with_jumps(env: list) -> None:
+                while fc(env) and iteration(env):
+                    pass
+
+            return loop_with_jumps
 
         def loop(env: list) -> None:
             old = env[MASK]
@@ -250,6 +298,14 @@ class Compiler(ExprCompiler):
                 env[MASK] = old
 
         return loop
+
+    def _jump(self, s: Jump) -> Fn:
+        signal = _Break if s.kind == "break" else _Continue
+
+        def jump(env: list) -> None:
+            raise signal
+
+        return jump
 
     def _store(self, s: Store) -> Fn:
         buf = s.buffer

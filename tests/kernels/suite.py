@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import attention, elementwise, gemm, reductions
+from . import attention, control_flow, elementwise, gemm, reductions
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,38 @@ def _packed_atomic_sum(lanes: int, dtype: torch.dtype) -> Callable:
     return run
 
 
+def _block_sparse_row_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(128, 512, dtype=torch.float32, device=device, seed=13)
+    g = torch.Generator().manual_seed(14)
+    mask = torch.randint(-1, 4, (4, 8), generator=g, dtype=torch.int32)
+    mask[0] = torch.tensor([1, 0, 2, 0, 3, 1, 0, 1])  # a row no tile ends
+    ref = torch.zeros(128, dtype=torch.float32)
+    for b in range(4):
+        for t in range(8):
+            if mask[b, t] == 0:
+                continue
+            if mask[b, t] < 0:
+                break
+            ref[b * 32:(b + 1) * 32] += x[b * 32:(b + 1) * 32, t * 64:(t + 1) * 64].sum(1).cpu()
+    return control_flow.block_sparse_row_sum(128, 512)(x, mask.to(device)), ref.to(device)
+
+
+def _block_sparse_matmul(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(256, 96, dtype=torch.float16, device=device, seed=16)
+    b = _randn(96, 192, dtype=torch.float16, device=device, seed=17)
+    keep = torch.tensor([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 1]], dtype=torch.int32)
+    c = torch.zeros(256, 192, dtype=torch.float16, device=device)
+    control_flow.block_sparse_matmul(256, 192, 96, 5)(a, b, keep.to(device), c)
+    ref = (a.float() @ b.float()) * keep.repeat_interleave(64, 0).repeat_interleave(64, 1).to(device)
+    return c, ref.half()
+
+
+def _first_below(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(64, 40, dtype=torch.float32, device=device, seed=15)
+    below = torch.cat([x < -1.0, torch.ones(64, 1, dtype=torch.bool, device=device)], dim=1)
+    return control_flow.first_below(64, 40, -1.0)(x), below.int().argmax(dim=1).int()
+
+
 def _attention(causal: bool) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         shape = (1, 2, 256, 64)
@@ -181,6 +213,9 @@ CASES: list[Case] = [
     Case("column_sum_atomic_add", _column_sum, atol=1e-4, rtol=1e-4),
     Case("atomic_addx2_fp16", _packed_atomic_sum(2, torch.float16)),
     Case("atomic_addx4_fp32", _packed_atomic_sum(4, torch.float32), atol=1e-4, rtol=1e-4),
+    Case("block_sparse_row_sum_continue_break", _block_sparse_row_sum, atol=1e-4, rtol=1e-4),
+    Case("first_below_while_loop_break", _first_below, atol=0, rtol=0),
+    Case("block_sparse_matmul_persistent_continue", _block_sparse_matmul),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
 ]

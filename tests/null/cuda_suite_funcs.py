@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.kernels import attention, elementwise, gemm, reductions
+from tests.kernels import attention, control_flow, elementwise, gemm, reductions
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir.stmt import PrimFunc
 
@@ -38,6 +38,9 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "gemm_tilelang_persistent": lambda: gemm.matmul_persistent.get_ir(200, 328, 96, 5, group_size=3),
         "atomic_addx2_fp16": lambda: reductions.packed_atomic_sum.get_ir(4, 64, 128),
         "atomic_addx4_fp32": lambda: reductions.packed_atomic_sum.get_ir(4, 64, 128, lanes=4, dtype=dtypes.float32),
+        "block_sparse_row_sum_continue_break": lambda: control_flow.block_sparse_row_sum.get_ir(128, 512),
+        "first_below_while_loop_break": lambda: control_flow.first_below.get_ir(64, 40, -1.0),
+        "block_sparse_matmul_persistent_continue": lambda: control_flow.block_sparse_matmul.get_ir(256, 192, 96, 5),
         "flash_attention": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, False),
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),

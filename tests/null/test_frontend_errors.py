@@ -297,7 +297,7 @@ def test_unknown_language_name():
 
 # ---- Python constructs ------------------------------------------------------------------------
 
-def test_break_and_continue_in_ir_loops():
+def test_break_and_continue_where_no_loop_can_stop():
     def brk():
         @T.prim_func
         def main(A: T.Tensor((64,), T.float32)):
@@ -310,11 +310,29 @@ def test_break_and_continue_in_ir_loops():
         @T.prim_func
         def main(A: T.Tensor((64,), T.float32)):
             with T.Kernel(1) as bx:
-                for i in range(64):
-                    continue  # E:continue
+                s = T.alloc_shared((16,), T.float32)
+                for k in T.Pipelined(4, num_stages=2):
+                    T.copy(A[k * 16], s)
+                    for j in T.serial(2):  # a loop inside the pipeline's body does not help
+                        continue  # E:continue
 
-    raises(TileLangSyntaxError, "break", brk, "`break` inside T.Parallel is not supported")
-    raises(TileLangSyntaxError, "continue", cont, "`continue` inside range is not supported")
+    def loop_break():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1) as bx:
+                for i in T.vectorized(4):
+                    T.loop_break()  # E:loop-break
+
+    def outside():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1) as bx:
+                T.loop_break()  # E:outside
+
+    raises(TileLangSyntaxError, "break", brk, "`break` inside a T.Parallel loop", "guard the rest of the body")
+    raises(TileLangSyntaxError, "continue", cont, "`continue` inside a T.Pipelined loop", "T.serial")
+    raises(TileLangSyntaxError, "loop-break", loop_break, "`break` inside a T.vectorized loop")
+    raises(TileLangSyntaxError, "outside", outside, "`break` outside an IR loop")
 
 
 def test_break_under_symbolic_if_in_python_loop():
@@ -577,20 +595,6 @@ def test_errors_carry_no_frontend_frames():
     internal = [f for f in frames if "/frontend/" in f.filename]
     assert len(internal) <= 1, [f.filename for f in frames]
     assert info.value.__suppress_context__
-
-
-def test_break_in_symbolic_while():
-    def build():
-        @T.prim_func
-        def main(A: T.Tensor((64,), T.int32)):
-            with T.Kernel(1) as bx:
-                k = T.alloc_var(T.int32, 0)
-                while k < A[0]:
-                    k += 1
-                    if k == 2:
-                        break  # E:while-break
-
-    raises(TileLangSyntaxError, "while-break", build, "`break` inside a `while` loop on a symbolic condition")
 
 
 @T.macro
