@@ -41,12 +41,14 @@ from .surface import (
     SharedBuffer,
     StridedTensor,
     Tensor,
+    all_of,
     alloc_buffer,
     alloc_fragment,
     alloc_local,
     alloc_shared,
     alloc_var,
     annotate_layout,
+    any_of,
     assume,
     atomic_add,
     atomic_addx2,
@@ -155,7 +157,7 @@ __all__ = [
     "annotate_layout", "use_swizzle", "print", "device_assert", "assume", "sync_threads", "sync_warp",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "min", "max", "clamp", "fma", "likely", "if_then_else", "Select",
-    "infinity",
+    "infinity", "any_of", "all_of",
     "cast", *_MATH,
     # dtypes
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import itertools
 import math
 from typing import Any
 
@@ -705,6 +706,44 @@ def loop_break() -> None:
     """``T.loop_break()``: leave the innermost ``T.serial`` / ``range`` / ``while`` loop, as
     ``break`` does (also from a ``T.macro`` called in the loop)."""
     bld.require_kernel("T.loop_break").jump("break", caller_loc())
+
+
+#: Elements ``T.any_of`` / ``T.all_of`` may test: they become one expression with a term each.
+TRUTH_TEST_LIMIT = 256
+
+
+def _truth_test(op: str, x: Any, what: str) -> E.Expr:
+    """``region[0] <op> region[1] <op> ...`` over every element of ``x`` (a buffer, region or
+    element), each taken as a truth value."""
+    loc = caller_loc()
+    r = _region(x, what)
+    extents = [E.as_int(e) for e in r.extents]
+    if any(e is None for e in extents):
+        raise TileLangSyntaxError(
+            f"{what} of `{r.buffer.name}` needs a region of constant size, got extents "
+            f"{', '.join(str(e) for e in r.extents)}", loc=loc,
+            hint="slice with Python ints (A[i, 0:8]), or reduce a larger region with T.reduce_bitor / a loop")
+    count = math.prod(extents)  # type: ignore[arg-type]
+    if count > TRUTH_TEST_LIMIT:
+        raise TileLangSyntaxError(
+            f"{what} of {count} elements of `{r.buffer.name}`: at most {TRUTH_TEST_LIMIT}", loc=loc,
+            hint="reduce the region with T.reduce_bitor / T.reduce_bitand into a fragment, or loop over it")
+    result: E.Expr | None = None
+    for offsets in itertools.product(*(range(e) for e in extents)):  # type: ignore[arg-type]
+        idx = tuple(s if o == 0 else s + o for s, o in zip(r.starts, offsets))
+        term = E.cast(E.Load(r.buffer, idx, loc), dtypes.bool_)
+        result = term if result is None else E.binary(op, result, term)
+    return result if result is not None else E.const(op == "and")
+
+
+def any_of(buffer: Any) -> E.Expr:
+    """``T.any_of(A[i, 0:8])``: whether any element of the buffer or region is true (nonzero)."""
+    return _truth_test("or", buffer, "T.any_of")
+
+
+def all_of(buffer: Any) -> E.Expr:
+    """``T.all_of(A[i, 0:8])``: whether every element of the buffer or region is true (nonzero)."""
+    return _truth_test("and", buffer, "T.all_of")
 
 
 def device_assert(cond: Any, msg: str = "") -> None:

@@ -78,3 +78,22 @@ def block_sparse_matmul(M, N, K, blocks, block_M=64, block_N=64, block_K=32, num
                 T.copy(C_f, C[by * block_M, bx * block_N])
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def row_flags(M, N, block_M=16):
+    """``Out[r]``: 1 where any of ``A[r, :N // 2]`` is nonzero, plus 2 where all of ``A[r, N // 2:]``
+    are, plus 4 where ``A[r, 0]`` and ``A[r, 1]`` both are (``T.any_of`` / ``T.all_of``)."""
+    half = N // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), T.int32), Out: T.Tensor((M,), T.int32)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=32) as bx:
+            for i in T.Parallel(block_M):
+                r = bx * block_M + i
+                if r < M:
+                    Out[r] = (T.if_then_else(T.any_of(A[r, 0:half]), 1, 0)
+                              + T.if_then_else(T.all_of(A[r, half:N]), 2, 0)
+                              + T.if_then_else(T.all_of(A[r, 0:2]), 4, 0))
+
+    return main

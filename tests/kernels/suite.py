@@ -168,6 +168,16 @@ def _block_sparse_matmul(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return c, ref.half()
 
 
+def _row_flags(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(18)
+    a = (torch.rand(40, 12, generator=g) < 0.15).int() * torch.randint(1, 9, (40, 12), generator=g, dtype=torch.int32)
+    a[:8, 6:] = 3  # rows whose second half is all nonzero
+    a[8:12] = 0
+    a = a.to(device)
+    ref = a[:, :6].ne(0).any(1).int() + 2 * a[:, 6:].ne(0).all(1).int() + 4 * a[:, :2].ne(0).all(1).int()
+    return control_flow.row_flags(40, 12)(a), ref.int()
+
+
 def _first_below(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(64, 40, dtype=torch.float32, device=device, seed=15)
     below = torch.cat([x < -1.0, torch.ones(64, 1, dtype=torch.bool, device=device)], dim=1)
@@ -216,6 +226,7 @@ CASES: list[Case] = [
     Case("block_sparse_row_sum_continue_break", _block_sparse_row_sum, atol=1e-4, rtol=1e-4),
     Case("first_below_while_loop_break", _first_below, atol=0, rtol=0),
     Case("block_sparse_matmul_persistent_continue", _block_sparse_matmul),
+    Case("row_flags_any_of_all_of", _row_flags, atol=0, rtol=0),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
 ]

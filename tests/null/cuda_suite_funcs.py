@@ -41,6 +41,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "block_sparse_row_sum_continue_break": lambda: control_flow.block_sparse_row_sum.get_ir(128, 512),
         "first_below_while_loop_break": lambda: control_flow.first_below.get_ir(64, 40, -1.0),
         "block_sparse_matmul_persistent_continue": lambda: control_flow.block_sparse_matmul.get_ir(256, 192, 96, 5),
+        "row_flags_any_of_all_of": lambda: control_flow.row_flags.get_ir(40, 12),
         "flash_attention": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, False),
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),

@@ -335,6 +335,33 @@ def test_break_and_continue_where_no_loop_can_stop():
     raises(TileLangSyntaxError, "outside", outside, "`break` outside an IR loop")
 
 
+def test_any_of_needs_a_small_region_of_constant_size():
+    def symbolic():
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), T.int32), n: T.int32):
+            with T.Kernel(1) as bx:
+                if T.any_of(A[0, 0:n]):  # E:any-symbolic
+                    A[0, 0] = 1
+
+    def too_many():
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), T.int32)):
+            with T.Kernel(1) as bx:
+                if T.all_of(A):  # E:all-large
+                    A[0, 0] = 1
+
+    def not_a_buffer():
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), T.int32)):
+            with T.Kernel(1) as bx:
+                if T.any_of(3):  # E:any-int
+                    A[0, 0] = 1
+
+    raises(TileLangSyntaxError, "any-symbolic", symbolic, "T.any_of of `A` needs a region of constant size")
+    raises(TileLangSyntaxError, "all-large", too_many, "T.all_of of 4096 elements of `A`: at most 256")
+    raises(TileLangTypeError, "any-int", not_a_buffer, "T.any_of must be a buffer or a part of one")
+
+
 def test_break_under_symbolic_if_in_python_loop():
     def build():
         @T.prim_func
