@@ -64,6 +64,11 @@ class OutOfBoundsError(TileLangError):
     """An index falls outside a buffer."""
 
 
+class SpinWaitError(TileLangError):
+    """The interpreter found a ``while`` loop on ``T.atomic_load`` that can never end: it runs the
+    blocks one after another, so no other block can change what the loop waits for."""
+
+
 class DeviceAssertError(TileLangError):
     """A ``T.device_assert`` condition was false while the kernel ran (interpreter)."""
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .arith import COMPARE, dtype_range, round_float, trunc_div
 from .dtypes import DType
-from .expr import BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var
+from .expr import AtomicLoad, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var
 
 _MATH_SCALAR = {
     "exp": math.exp, "exp2": lambda x: 2.0**x, "exp10": lambda x: 10.0**x, "log": math.log,
@@ -74,7 +74,7 @@ class _Eval:
                 fn = getattr(np, {"abs": "absolute", "exp2": "exp2", "round": "rint"}.get(e.name, e.name))
                 return fn(*args)
             return _MATH_SCALAR[e.name](*args)
-        if isinstance(e, Load):
+        if isinstance(e, (Load, AtomicLoad)):
             idx = tuple(self.eval(i) for i in e.indices)
             return self.env[e.buffer][idx]
         raise TypeError(f"cannot evaluate {type(e).__name__}")

@@ -38,6 +38,8 @@ MATH_FUNCS: dict[str, int] = {
     "atan2": 2,
 }
 BOOL_RESULT_FUNCS = ("isnan", "isinf", "isfinite")
+#: C++'s memory orders, as TileLang spells them (``memory_order=`` of the atomics)
+MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 
 
 class Expr:
@@ -299,13 +301,12 @@ class Call(Expr):
         return ("call", self.name, tuple(a.structural_key() for a in self.args), self.dtype.name)
 
 
-@dataclass(frozen=True, eq=False, slots=True, repr=False)
-class Load(Expr):
-    """``buffer[indices]``: one element of a buffer."""
+class Element(Expr):
+    """Base of the reads of one buffer element, ``buffer[indices]``."""
 
+    __slots__ = ()
     buffer: Buffer
     indices: tuple[Expr, ...]
-    loc: SourceLoc | None = field(default=None, compare=False)
 
     @property
     def dtype(self) -> DType:  # type: ignore[override]
@@ -314,8 +315,35 @@ class Load(Expr):
     def children(self) -> tuple[Expr, ...]:
         return self.indices
 
+    def element_key(self) -> tuple:
+        return id(self.buffer), tuple(i.structural_key() for i in self.indices)
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class Load(Element):
+    """``buffer[indices]``: one element of a buffer."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    loc: SourceLoc | None = field(default=None, compare=False)
+
     def structural_key(self) -> tuple:
-        return ("load", id(self.buffer), tuple(i.structural_key() for i in self.indices))
+        return ("load", *self.element_key())
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class AtomicLoad(Element):
+    """``T.atomic_load(buffer[indices], memory_order=order)``: one element of a global or shared
+    buffer read atomically. Not a ``Load``: passes that rebuild or merge plain loads (copy
+    vectorization, pipelining) must not turn it into one."""
+
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    order: str
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    def structural_key(self) -> tuple:
+        return ("atomic_load", *self.element_key(), self.order)
 
 
 # ---- construction helpers ------------------------------------------------------------------

@@ -87,6 +87,9 @@ class _Printer:
             return f"T.{e.name}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, E.Load):
             return f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
+        if isinstance(e, E.AtomicLoad):
+            element = f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
+            return f"T.atomic_load({element}, memory_order={e.order!r})"
         return repr(e)
 
     def shape(self, b: Buffer) -> str:

@@ -29,7 +29,7 @@ from . import dtypes
 from .arith import COMPARE, Interval, dtype_range, round_float, trunc_div
 from .dtypes import DType
 from .evaluate import evaluate
-from .expr import COMPARE_OPS, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var, convert, fold_int
+from .expr import COMPARE_OPS, AtomicLoad, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var, convert, fold_int
 
 Bounds = Mapping[Var, tuple[int | None, int | None]]
 
@@ -268,6 +268,9 @@ class _Ctx:
         if isinstance(e, Load):
             idx = tuple(self.simp(i) for i in e.indices)
             return e if all(a is b for a, b in zip(idx, e.indices)) else Load(e.buffer, idx, e.loc)
+        if isinstance(e, AtomicLoad):
+            idx = tuple(self.simp(i) for i in e.indices)
+            return e if all(a is b for a, b in zip(idx, e.indices)) else AtomicLoad(e.buffer, idx, e.order, e.loc)
         if isinstance(e, Call):
             args = tuple(self.simp(a) for a in e.args)
             return e if all(a is b for a, b in zip(args, e.args)) else Call(e.name, args, e.dtype)

@@ -19,7 +19,9 @@ from .stmt import Stmt
 REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax", "bitand", "bitor", "bitxor")
 #: the reductions of integer tiles only
 BIT_REDUCE_KINDS = ("bitand", "bitor", "bitxor")
-ATOMIC_KINDS = ("add", "max", "min")
+#: ``store`` replaces the element; the bitwise kinds are for integer dtypes only
+ATOMIC_KINDS = ("add", "max", "min", "or", "and", "xor", "store")
+BIT_ATOMIC_KINDS = ("or", "and", "xor")
 GEMM_POLICIES = ("Square", "FullRow", "FullCol")
 
 _NODE = dict(frozen=True, eq=False, slots=True, repr=False)
@@ -184,11 +186,13 @@ class CumSum(TileOp):
 @dataclass(**_NODE)
 class Atomic(TileOp):
     """``T.atomic_<kind>(dst, value)``: ``value`` is a scalar expression (``dst`` one element)
-    or a region of the same shape as ``dst``."""
+    or a region of the same shape as ``dst``. ``order`` is the memory order of a ``store``
+    (``E.MEMORY_ORDERS``); the read-modify-write kinds leave it None (relaxed)."""
 
     kind: str
     dst: Region
     value: E.Expr | Region
+    order: str | None = None
     loc: SourceLoc | None = field(default=None, compare=False)
     name = "atomic"
 

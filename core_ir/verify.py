@@ -19,7 +19,7 @@ from typing import Any
 
 from .buffer import Buffer, Region, known_scope
 from .errors import ShapeMismatchError, VerificationError
-from .expr import Expr, Load, Var
+from .expr import AtomicLoad, Expr, Load, Var
 from .source import SourceLoc
 from .stmt import (
     LOOP_KINDS,
@@ -105,7 +105,7 @@ class _Verifier:
                         hint="loop and block variables exist only inside their loop or T.Kernel",
                     )
                 continue
-            if isinstance(node, Load):
+            if isinstance(node, (Load, AtomicLoad)):
                 self.access(node.buffer, node.indices, node.loc)
             stack.extend(node.children())
 

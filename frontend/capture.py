@@ -315,7 +315,7 @@ class _Rewriter(ast.NodeTransformer):
         node.test = self.visit(node.test)
         loop = self.loop_body(node, "w")
         assign = ast.Assign(targets=[_name(loop, store=True)], value=_rtcall("while_", _const(bool(node.orelse))))
-        node.test = _call(ast.Attribute(_name(loop), "test", ast.Load()), node.test)
+        node.test = _at(_call(ast.Attribute(_name(loop), "test", ast.Load()), node.test), node)
         return self.located([assign, node], node)
 
     def _jump(self, node: ast.stmt, word: str) -> Any:

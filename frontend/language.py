@@ -53,8 +53,13 @@ from .surface import (
     atomic_add,
     atomic_addx2,
     atomic_addx4,
+    atomic_and,
+    atomic_load,
     atomic_max,
     atomic_min,
+    atomic_or,
+    atomic_store,
+    atomic_xor,
     cast,
     ceildiv,
     clamp,
@@ -152,7 +157,8 @@ __all__ = [
     # tile ops
     "copy", "fill", "clear", "gemm", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
-    "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min",
+    "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min", "atomic_or", "atomic_and",
+    "atomic_xor", "atomic_load", "atomic_store",
     # annotations, debugging
     "annotate_layout", "use_swizzle", "print", "device_assert", "assume", "sync_threads", "sync_warp",
     # expressions

@@ -25,7 +25,7 @@ from ..core_ir.errors import (
 )
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Alloc, Annotate, Assert, Print, Sync, freeze_annotations
-from ..core_ir.tileops import BIT_REDUCE_KINDS, REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
+from ..core_ir.tileops import BIT_ATOMIC_KINDS, BIT_REDUCE_KINDS, REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
 from . import builder as bld
 from .fold import fold_extent
 from .frames import IRLoop, KernelFrame, _range_dims, nest, persistent_loop, serial_loop
@@ -567,7 +567,20 @@ def _scan(kind: str, src: Any, dst: Any, dim: int, reverse: bool) -> None:
     b.emit(op)
 
 
-def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str) -> None:
+#: the memory orders C++ allows for an atomic load and an atomic store
+_LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
+_STORE_ORDERS = ("relaxed", "release", "seq_cst")
+
+
+def _memory_order(order: Any, allowed: tuple[str, ...], what: str, loc: SourceLoc | None) -> str:
+    if order not in allowed:
+        bad = "" if order in E.MEMORY_ORDERS else " a memory order"
+        raise TileLangSyntaxError(f"{what}: memory_order={order!r} is not{bad} allowed here", loc=loc,
+                                  hint=f"use one of {', '.join(repr(o) for o in allowed)}")
+    return order
+
+
+def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str, order: str | None = None) -> None:
     b = bld.require_kernel(what)
     loc = caller_loc()
     if return_prev:
@@ -578,7 +591,7 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str) -> No
     if tile_value:
         rv = _region(value, f"{what} value")
         rd = _from_point(d, rv.extents, what, loc) if isinstance(d, _Point) else d
-        op = Atomic(kind, rd, rv, loc=loc)
+        op = Atomic(kind, rd, rv, order, loc=loc)
     else:
         rd = _one_element(d) if isinstance(d, _Point) else d
         if any(E.as_int(x) != 1 for x in rd.extents):
@@ -587,11 +600,29 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str) -> No
                 f"[{', '.join(str(x) for x in rd.extents)}]",
                 loc=loc, hint=f"index one element, e.g. {what}({rd.buffer.name}[i, j], value), or pass a tile value",
             )
-        op = Atomic(kind, rd, E.cast(value, rd.buffer.dtype), loc=loc)
+        op = Atomic(kind, rd, E.cast(value, rd.buffer.dtype), order, loc=loc)
+    if kind in BIT_ATOMIC_KINDS:
+        _check_bitwise(rd, value, what, loc)
     _check_scope(rd, ("global", "shared"), what, "destination",
                  "atomics update global or shared memory; registers need no atomics", loc)
     op.check()
     b.emit(op)
+
+
+def _check_bitwise(dst: Region, value: Any, what: str, loc: SourceLoc | None) -> None:
+    """The bitwise atomics combine integers: neither the destination nor the value may be a float."""
+    if not dst.buffer.dtype.is_int:
+        raise TileLangTypeError(f"{what}: destination `{dst.buffer.name}` is {dst.buffer.dtype.name}; bitwise atomics "
+                                "take integer buffers", loc=loc,
+                                hint="keep bit masks and flags in an integer buffer (e.g. T.int32); for floats use "
+                                "T.atomic_add / T.atomic_max / T.atomic_min")
+    if isinstance(value, Region):
+        vdt = value.buffer.dtype
+    else:
+        vdt = value.dtype if isinstance(value, (Buffer, E.Expr)) else E.convert(value).dtype
+    if not (vdt.is_int or vdt.is_bool):
+        raise TileLangTypeError(f"{what}: the value is {vdt.name}; bitwise atomics take integers", loc=loc,
+                                hint=f"convert it first, e.g. T.cast(value, T.{dst.buffer.dtype.name})")
 
 
 def atomic_add(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False,
@@ -608,6 +639,46 @@ def atomic_max(dst: Any, value: Any, memory_order: str | None = None, return_pre
 def atomic_min(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
     """Atomic minimum."""
     _atomic("min", dst, value, return_prev, "T.atomic_min")
+
+
+def atomic_or(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
+    """Atomic bitwise or of an integer ``value`` (scalar or tile) into ``dst``."""
+    _atomic("or", dst, value, return_prev, "T.atomic_or")
+
+
+def atomic_and(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
+    """Atomic bitwise and of an integer ``value`` (scalar or tile) into ``dst``."""
+    _atomic("and", dst, value, return_prev, "T.atomic_and")
+
+
+def atomic_xor(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
+    """Atomic bitwise exclusive or of an integer ``value`` (scalar or tile) into ``dst``."""
+    _atomic("xor", dst, value, return_prev, "T.atomic_xor")
+
+
+def atomic_store(dst: Any, value: Any, memory_order: str = "seq_cst") -> None:
+    """Atomically replace ``dst`` (one element, or a region given a tile value) by ``value``;
+    with ``memory_order="release"`` (or the default ``"seq_cst"``) the block's earlier writes are
+    visible to whoever reads the stored value with an acquiring ``T.atomic_load``."""
+    what = "T.atomic_store"
+    _atomic("store", dst, value, False, what, _memory_order(memory_order, _STORE_ORDERS, what, caller_loc()))
+
+
+def atomic_load(src: Any, memory_order: str = "seq_cst") -> E.Expr:
+    """The value of one element of a global or shared buffer, read atomically: e.g. a flag
+    another block sets with ``T.atomic_store``, ``while T.atomic_load(flag[i], "acquire") == 0: pass``."""
+    what = "T.atomic_load"
+    bld.require_kernel(what)
+    loc = caller_loc()
+    order = _memory_order(memory_order, _LOAD_ORDERS, what, loc)
+    r = _region(src, f"{what} source")
+    if any(E.as_int(x) != 1 for x in r.extents):
+        raise ShapeMismatchError(f"{what} reads one element, but `{r.buffer.name}` region is "
+                                 f"[{', '.join(str(x) for x in r.extents)}]", loc=loc,
+                                 hint=f"index one element, e.g. {what}({r.buffer.name}[i])")
+    _check_scope(r, ("global", "shared"), what, "source",
+                 "atomic loads read global or shared memory; read registers directly", loc)
+    return E.AtomicLoad(r.buffer, r.starts, order, loc)
 
 
 def _next_along_last(load: E.Load, t: int) -> E.Load:

@@ -474,7 +474,12 @@ class _Gen:
         dt = s.buffer.dtype
         ptr = f"&{self.ref(s.buffer, s.indices)}"
         val = self.expr(s.value, True)
-        if s.kind == "add":
+        if s.kind == "store":
+            bits, to_bits, _ = _atomic_word(dt, f"T.atomic_store on {dt}", s.loc)
+            self.emit(d, f"tlx_st_{_ORDER_FN[s.order or 'seq_cst']}_{bits}({ptr}, {to_bits.format(val)});")
+        elif s.kind in ("or", "and", "xor"):
+            self.emit(d, _bitwise_atomic(s.kind, dt, ptr, val, s.loc))
+        elif s.kind == "add":
             if dt == dtypes.float16:
                 self.emit(d, f"tlx_atomic_add_h({ptr}, {val});")
             elif dt == dtypes.bfloat16:
@@ -485,14 +490,17 @@ class _Gen:
                 self.emit(d, f"atomicAdd((unsigned long long*){ptr}, (unsigned long long)({val}));")
             else:
                 raise BackendNotImplementedError(f"T.atomic_add on {dt} is not supported on CUDA", loc=s.loc)
-            return
-        if dt == dtypes.float32:
+        elif dt == dtypes.float32:
             self.emit(d, f"tlx_atomic_{s.kind}_f({ptr}, {val});")
         elif dt.name in ("int32", "uint32", "int64", "uint64"):
             cast = "(long long*)" if dt.name == "int64" else ""
             self.emit(d, f"atomic{s.kind.capitalize()}({cast}{ptr}, {val});")
         else:
             raise BackendNotImplementedError(f"T.atomic_{s.kind} on {dt} is not supported on CUDA", loc=s.loc)
+
+    def _atomic_load(self, e: E.AtomicLoad) -> str:
+        bits, _, from_bits = _atomic_word(e.dtype, f"T.atomic_load of {e.dtype}", e.loc)
+        return from_bits.format(f"tlx_ld_{_ORDER_FN[e.order]}_{bits}(&{self.ref(e.buffer, e.indices)})")
 
     # ---- memory references --------------------------------------------------------------------
     def offset(self, b: Buffer, idx: tuple[E.Expr, ...]) -> str:
@@ -552,6 +560,8 @@ class _Gen:
             return self.name(e, e.name)
         if isinstance(e, E.Const):
             return _const(e)
+        if isinstance(e, E.AtomicLoad):
+            return self._atomic_load(e)
         if isinstance(e, E.Load):
             b = e.buffer
             text = self.ref(b, e.indices)
@@ -632,6 +642,39 @@ class _Gen:
         if dt.bits == 64 and fn.endswith("f") and fn not in ("isinf",):
             fn = fn[:-1]
         return f"{fn}({', '.join(args)})"
+
+
+#: the tlx_ld_* / tlx_st_* function of each memory order (a consume load is an acquire load)
+_ORDER_FN = {"relaxed": "relaxed", "consume": "acquire", "acquire": "acquire", "release": "release",
+             "seq_cst": "seq_cst"}
+#: dtype -> (bits, value to the unsigned word, unsigned word to value) of atomic loads and stores
+_ATOMIC_WORDS = {
+    "int32": (32, "(tlx_u32)({})", "((int)({}))"), "uint32": (32, "{}", "{}"),
+    "float32": (32, "__float_as_uint({})", "__uint_as_float({})"),
+    "int64": (64, "(tlx_u64)({})", "((long long)({}))"), "uint64": (64, "{}", "{}"),
+    "float64": (64, "(tlx_u64)__double_as_longlong({})", "__longlong_as_double((long long)({}))"),
+}
+
+
+def _atomic_word(dt: DType, what: str, loc: Any) -> tuple[int, str, str]:
+    form = _ATOMIC_WORDS.get(dt.name)
+    if form is None:
+        raise BackendNotImplementedError(f"{what} is not supported on CUDA (32- and 64-bit types only)", loc=loc,
+                                         hint="keep flags and counters in an int32 / int64 buffer")
+    return form
+
+
+def _bitwise_atomic(kind: str, dt: DType, ptr: str, val: str, loc: Any) -> str:
+    """``atomicOr/And/Xor``: 32/64-bit words directly (signed ones reinterpreted, which changes no
+    bit), 8/16-bit integers on the word that holds them (tlx_cuda.h)."""
+    fn = f"atomic{kind.capitalize()}"
+    if dt.name in ("int32", "uint32"):
+        return f"{fn}((unsigned int*){ptr}, (unsigned int)({val}));"
+    if dt.name in ("int64", "uint64"):
+        return f"{fn}((unsigned long long*){ptr}, (unsigned long long)({val}));"
+    if dt.is_int and dt.bits in (8, 16):
+        return f"tlx_atomic_{kind}_narrow({ptr}, (unsigned int)({val}), {hex((1 << dt.bits) - 1)}u);"
+    raise BackendNotImplementedError(f"T.atomic_{kind} on {dt} is not supported on CUDA", loc=loc)
 
 
 def _nonneg_divmod(a: str, b: str, rhs: E.Expr, dt: DType, op: str) -> str:

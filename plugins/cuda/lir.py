@@ -121,12 +121,13 @@ class AsyncWait(Stmt):
 
 @dataclass(**_NODE)
 class AtomicStore(Stmt):
-    """``atomic<kind>(&buffer[indices], value)``."""
+    """``atomic<kind>(&buffer[indices], value)``; ``order`` is the memory order of a ``store``."""
 
     kind: str
     buffer: Buffer
     indices: tuple[Expr, ...]
     value: Expr
+    order: str | None = None
     loc: SourceLoc | None = field(default=None, compare=False)
     name = "atomic"
 

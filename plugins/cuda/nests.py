@@ -108,6 +108,11 @@ def fill_nest(op: Fill) -> For:
     return _mk_nest(vars_, shape, body, op.loc)
 
 
+def element_atomic(op: Atomic, indices: tuple[E.Expr, ...], value: E.Expr) -> AtomicStore:
+    """``op`` on the one element ``indices`` of its destination."""
+    return AtomicStore(op.kind, op.dst.buffer, indices, E.cast(value, op.dst.buffer.dtype), op.order, op.loc)
+
+
 def atomic_nest(op: Atomic) -> For | None:
     """Region form only (``value`` a region); the scalar form is a single ``AtomicStore``."""
     if not isinstance(op.value, Region):
@@ -116,7 +121,7 @@ def atomic_nest(op: Atomic) -> For | None:
     vars_ = [E.Var(f"i{n}") for n in range(len(shape))]
     di = region_index(op.dst, vars_ if squeezed(op.dst) else [])
     vi = region_index(op.value, vars_ if squeezed(op.value) else [])
-    body: Stmt = AtomicStore(op.kind, op.dst.buffer, di, E.Load(op.value.buffer, vi, op.loc), op.loc)
+    body: Stmt = element_atomic(op, di, E.Load(op.value.buffer, vi, op.loc))
     dc = in_bounds(op.dst.buffer, di, op.dst, [])
     if dc is not None:
         body = If(dc, body, None, op.loc)

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 from ...core_ir.buffer import Buffer
-from ...core_ir.expr import Load
+from ...core_ir.expr import AtomicLoad, Load
 from ...core_ir.stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, While
 from ...core_ir.visit import walk
 from .lir import AtomicStore, Barrier, Block, PtrTo, SmemAddr
@@ -37,7 +37,7 @@ def accesses(s: Stmt, private: frozenset[int] = frozenset()) -> tuple[set[int], 
             continue
         if isinstance(n, (Store, AtomicStore)):
             w.add(id(buf))
-        elif isinstance(n, Load):
+        elif isinstance(n, (Load, AtomicLoad)):
             r.add(id(buf))
         elif isinstance(n, (SmemAddr, PtrTo)):
             if n.mode == "async":

@@ -68,7 +68,7 @@ def _guard(cond: E.Expr, k: E.Var, loops: list[For], inner: set[int]) -> E.Expr 
         return None
     if not (cond.a.dtype.is_int and cond.b.dtype.is_int):
         return None
-    if any(isinstance(n, (E.Load, E.Call)) for n in walk(cond)):
+    if any(isinstance(n, (E.Load, E.AtomicLoad, E.Call)) for n in walk(cond)):
         return None
     pvars = {id(lp.var): lp for lp in loops}
     for lp in loops:  # bounds of the box: fixed for the whole nest

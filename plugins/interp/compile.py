@@ -18,6 +18,7 @@ scatters and per-lane bounds checks under the active-lane mask.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -27,7 +28,7 @@ import numpy as np
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
-from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, TileLangError
+from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, SpinWaitError, TileLangError
 from tilelang_x.core_ir.stmt import (
     Alloc,
     Annotate,
@@ -45,7 +46,7 @@ from tilelang_x.core_ir.stmt import (
     While,
 )
 from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce, TileOp
-from tilelang_x.core_ir.visit import walk
+from tilelang_x.core_ir.visit import buffers_used, walk
 
 from . import numerics
 from .compile_expr import ExprCompiler, Fn
@@ -270,18 +271,13 @@ class Compiler(ExprCompiler):
     def _while(self, s: While, par: Par | None) -> Fn:
         fc = self.expr(self.coerce(s.cond, dtypes.bool_), s.loc)
         body = self.stmt(s.body, par)
-        if body is not None and _has_jump(s.body):  # outside T.Parallel: the condition is a scalar
-            iteration = _iteration(body)
-
-            def loop_with_jumps(env: list) -> None:
-                while fc(env) and iteration(env):
-                    pass
-
-            return loop_with_jumps
+        spin = self._spin_guard(s)
+        iteration = _iteration(body) if body is not None and _has_jump(s.body) else None
 
         def loop(env: list) -> None:
             old = env[MASK]
             active = old
+            seen: set[bytes] = set()
             try:
                 while True:
                     c = fc(env)
@@ -292,7 +288,12 @@ class Compiler(ExprCompiler):
                         env[MASK] = active
                     elif not c:
                         break
-                    if body is not None:
+                    if spin is not None:
+                        spin(env, seen)
+                    if iteration is not None:
+                        if not iteration(env):
+                            break
+                    elif body is not None:
                         body(env)
             finally:
                 env[MASK] = old
@@ -306,6 +307,37 @@ class Compiler(ExprCompiler):
             raise signal
 
         return jump
+
+    def _spin_guard(self, s: While) -> Callable[[list, set[bytes]], None] | None:
+        """For a loop that reads ``T.atomic_load`` (a spin-wait): a check, before each iteration,
+        that the state the loop can see (its variables, the buffers it uses but does not allocate,
+        the lane mask) was not seen before. The interpreter is deterministic, so a repeated state
+        repeats forever: raise ``SpinWaitError`` instead of hanging."""
+        nodes = list(walk(s))
+        if not any(isinstance(n, E.AtomicLoad) for n in nodes):
+            return None
+        local = {id(n.buffer) for n in nodes if isinstance(n, Alloc)}
+        slots = sorted({self.buffer_slot(b) for b in buffers_used(s) if id(b) not in local}
+                       | {self.var_slot(n) for n in nodes if isinstance(n, E.Var)} | {MASK})
+        loc = s.loc
+
+        def guard(env: list, seen: set[bytes]) -> None:
+            h = hashlib.blake2b(digest_size=16)
+            for k in slots:
+                v = env[k]
+                h.update(b"-" if v is UNBOUND or v is None else np.ascontiguousarray(v).tobytes())
+            key = h.digest()
+            if key in seen:
+                raise SpinWaitError(
+                    f"this while loop waits on T.atomic_load in block {env[FRAME].block}, but nothing it reads can "
+                    "change any more: the interpreter runs the blocks one after another, so no other block runs "
+                    "while it waits", loc=loc,
+                    hint="wait only for what blocks launched before this one publish (a smaller linear block "
+                    "index); waiting for a later block can deadlock a GPU too, which does not promise to run "
+                    "all blocks at once")
+            seen.add(key)
+
+        return guard
 
     def _store(self, s: Store) -> Fn:
         buf = s.buffer

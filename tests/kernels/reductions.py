@@ -109,3 +109,80 @@ def packed_atomic_sum(K, M, N, lanes=2, dtype=T.float16, block_M=32, block_N=64)
                 add(S[bx * block_M + i, by * block_N + j * lanes], X[bz, bx * block_M + i, by * block_N + j * lanes])
 
     return main
+
+
+@tilelang.jit
+def column_bits(M, N, kind, tile=False, block_M=16, block_N=32, dtype=T.int32):
+    """S combined with every element of its column of X by a bitwise atomic (``kind``: "or", "and",
+    "xor"): one element per T.Parallel iteration, or (``tile``) one row of a shared tile per call."""
+    atomic = {"or": T.atomic_or, "and": T.atomic_and, "xor": T.atomic_xor}[kind]
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), S: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            if tile:
+                rows = T.alloc_shared((block_M, block_N), dtype)
+                T.copy(X[by * block_M, bx * block_N], rows)
+                for r in T.serial(block_M):
+                    atomic(S[bx * block_N], rows[r, :])
+            else:
+                for i, j in T.Parallel(block_M, block_N):
+                    if by * block_M + i < M and bx * block_N + j < N:
+                        atomic(S[bx * block_N + j], X[by * block_M + i, bx * block_N + j])
+
+    return main
+
+
+@tilelang.jit
+def flagged_sum(K, N, block_N=128):
+    """S = 2 * the column sums of X, split K ways: block k writes 2 * X[k] to P[k] and raises its
+    flag F[k] with T.atomic_store; a block that then sees every flag raised (T.atomic_load, seq_cst
+    both) sums P into S. No block waits, so any launch order works; seq_cst guarantees that at
+    least the last block to raise its flag sees all of them (several may, and write the same S)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((K, N), T.float32), P: T.Tensor((K, N), T.float32), F: T.Tensor((K,), T.int32),
+             S: T.Tensor((N,), T.float32)):
+        with T.Kernel(K, threads=128) as bk:
+            for j in T.Parallel(N):
+                P[bk, j] = X[bk, j] * 2
+            T.atomic_store(F[bk], 1)
+            ready = T.alloc_var(T.int32, 1)
+            for k in T.serial(K):
+                if T.atomic_load(F[k]) == 0:
+                    ready = 0
+            if ready == 1:
+                acc = T.alloc_fragment((block_N,), T.float32)
+                for bn in T.serial(T.ceildiv(N, block_N)):
+                    T.clear(acc)
+                    for k in T.serial(K):
+                        for j in T.Parallel(block_N):
+                            if bn * block_N + j < N:
+                                acc[j] += P[k, bn * block_N + j]
+                    for j in T.Parallel(block_N):
+                        if bn * block_N + j < N:
+                            S[bn * block_N + j] = acc[j]
+
+    return main
+
+
+@tilelang.jit
+def chained_prefix(B, N):
+    """Y[b] = X[0] + ... + X[b] over the rows, one block a row: block b spins until block b - 1
+    raises its flag (T.atomic_load with acquire, T.atomic_store with release), adds its row of Y to
+    its own and raises its flag. A block waits only for the one launched before it."""
+
+    @T.prim_func
+    def main(X: T.Tensor((B, N), T.float32), F: T.Tensor((B,), T.int32), Y: T.Tensor((B, N), T.float32)):
+        with T.Kernel(B, threads=128) as b:
+            acc = T.alloc_fragment((N,), T.float32)
+            T.copy(X[b, 0], acc)
+            if b > 0:
+                while T.atomic_load(F[b - 1], memory_order="acquire") == 0:
+                    pass
+                for j in T.Parallel(N):
+                    acc[j] += Y[b - 1, j]
+            T.copy(acc, Y[b, 0])
+            T.atomic_store(F[b], 1, memory_order="release")
+
+    return main

@@ -182,6 +182,43 @@ def _first_below(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(64, 40, dtype=torch.float32, device=device, seed=15)
     below = torch.cat([x < -1.0, torch.ones(64, 1, dtype=torch.bool, device=device)], dim=1)
     return control_flow.first_below(64, 40, -1.0)(x), below.int().argmax(dim=1).int()
+def _column_bits(kind: str, tile: bool = False, dtype: torch.dtype = torch.int32) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        from tilelang_x.core_ir.dtypes import as_dtype
+
+        M, N = (48, 64) if tile else (40, 70)
+        info = torch.iinfo(dtype)
+        g = torch.Generator().manual_seed(13)
+        x = torch.randint(info.min, info.max, (M, N), generator=g, dtype=torch.int64).to(dtype)
+        if kind == "and":  # keep most bits set, so that the result is not simply zero
+            x = x | torch.tensor(-16, dtype=dtype)
+        x = x.to(device)
+        init = -1 if kind == "and" else 0
+        s = torch.full((N,), init, dtype=dtype, device=device)
+        reductions.column_bits(M, N, kind, tile=tile, dtype=as_dtype(dtype))(x, s)
+        ref = torch.full((N,), init, dtype=dtype, device=device)
+        for row in x:
+            ref = {"or": ref | row, "and": ref & row, "xor": ref ^ row}[kind]
+        return s, ref
+
+    return run
+
+
+def _flagged_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(5, 300, dtype=torch.float32, device=device, seed=14)
+    p = torch.zeros_like(x)
+    flags = torch.zeros(5, dtype=torch.int32, device=device)
+    s = torch.zeros(300, dtype=torch.float32, device=device)
+    reductions.flagged_sum(5, 300)(x, p, flags, s)
+    return torch.cat([s, flags.float()]), torch.cat([2 * x.sum(0), torch.ones(5, device=device)])
+
+
+def _chained_prefix(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(6, 100, dtype=torch.float32, device=device, seed=15)
+    flags = torch.zeros(6, dtype=torch.int32, device=device)
+    y = torch.zeros_like(x)
+    reductions.chained_prefix(6, 100)(x, flags, y)
+    return torch.cat([y.flatten(), flags.float()]), torch.cat([x.cumsum(0).flatten(), torch.ones(6, device=device)])
 
 
 def _attention(causal: bool) -> Callable:
@@ -227,6 +264,11 @@ CASES: list[Case] = [
     Case("first_below_while_loop_break", _first_below, atol=0, rtol=0),
     Case("block_sparse_matmul_persistent_continue", _block_sparse_matmul),
     Case("row_flags_any_of_all_of", _row_flags, atol=0, rtol=0),
+    Case("atomic_or", _column_bits("or"), atol=0, rtol=0),
+    Case("atomic_and_tile", _column_bits("and", tile=True), atol=0, rtol=0),
+    Case("atomic_xor_int16", _column_bits("xor", dtype=torch.int16), atol=0, rtol=0),
+    Case("atomic_flags_seq_cst", _flagged_sum, atol=1e-4, rtol=1e-4),
+    Case("atomic_spin_wait", _chained_prefix, atol=1e-4, rtol=1e-4),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
 ]

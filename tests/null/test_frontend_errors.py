@@ -146,6 +146,74 @@ def test_packed_atomic_needs_elements():
     raises(TileLangTypeError, "packed", build, "T.atomic_addx2 value must be one element of a buffer")
 
 
+def test_bitwise_atomics_take_integers():
+    def float_dst():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1) as bx:
+                T.atomic_or(A[0], 1)  # E:or-float-dst
+
+    def float_value():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.int32), V: T.Tensor((64,), T.float32)):
+            with T.Kernel(1) as bx:
+                for i in T.Parallel(64):
+                    T.atomic_xor(A[i], V[i])  # E:xor-float-value
+
+    def float_tile():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.int32)):
+            with T.Kernel(1) as bx:
+                t = T.alloc_shared((64,), T.float16)
+                T.atomic_and(A[0:64], t)  # E:and-float-tile
+
+    raises(TileLangTypeError, "or-float-dst", float_dst, "T.atomic_or", "`A` is float32",
+           "T.atomic_add / T.atomic_max")
+    raises(TileLangTypeError, "xor-float-value", float_value, "T.atomic_xor", "value is float32", "T.cast")
+    raises(TileLangTypeError, "and-float-tile", float_tile, "T.atomic_and", "value is float16")
+
+
+def test_atomic_load_and_store_mistakes():
+    def store_order():
+        @T.prim_func
+        def main(F: T.Tensor((4,), T.int32)):
+            with T.Kernel(4) as bx:
+                T.atomic_store(F[bx], 1, memory_order="acquire")  # E:store-order
+
+    def load_order():
+        @T.prim_func
+        def main(F: T.Tensor((4,), T.int32), Y: T.Tensor((4,), T.int32)):
+            with T.Kernel(4) as bx:
+                Y[bx] = T.atomic_load(F[bx], memory_order="fast")  # E:load-order
+
+    def load_region():
+        @T.prim_func
+        def main(F: T.Tensor((4,), T.int32), Y: T.Tensor((4,), T.int32)):
+            with T.Kernel(4) as bx:
+                Y[bx] = T.atomic_load(F[0:2])  # E:load-region
+
+    def load_local():
+        @T.prim_func
+        def main(Y: T.Tensor((4,), T.int32)):
+            with T.Kernel(4) as bx:
+                f = T.alloc_fragment((4,), T.int32)
+                Y[bx] = T.atomic_load(f[0])  # E:load-local
+
+    def return_prev():
+        @T.prim_func
+        def main(F: T.Tensor((4,), T.int32)):
+            with T.Kernel(4) as bx:
+                T.atomic_or(F[0], 1, return_prev=True)  # E:or-prev
+
+    raises(TileLangSyntaxError, "store-order", store_order, "memory_order='acquire' is not allowed",
+           "'relaxed', 'release', 'seq_cst'")
+    raises(TileLangSyntaxError, "load-order", load_order, "memory_order='fast' is not a memory order",
+           "'acquire'")
+    raises(ShapeMismatchError, "load-region", load_region, "T.atomic_load reads one element", "[2]")
+    raises(TileLangSyntaxError, "load-local", load_local, "T.atomic_load", "fragment", "global or shared")
+    raises(TileLangSyntaxError, "or-prev", return_prev, "T.atomic_or(..., return_prev=True) is not supported")
+
+
 def test_fill_and_copy_operand_types():
     def fill():
         @T.prim_func

@@ -431,6 +431,66 @@ def test_atomic_region_add_bf16():
     assert torch.equal(acc, ref)
 
 
+def test_atomic_store_and_bitwise_atomics_in_parallel():
+    """Lanes storing to one element: one of them wins; int8 or/xor combine every lane's bits; an
+    atomic load in a parallel body reads each lane's element."""
+    X = Buffer("X", (64,), D.int8)
+    S = Buffer("S", (4,), D.int8)
+    B = Buffer("B", (2,), D.int8)
+    Y = Buffer("Y", (64,), D.int8)
+    f = kernel("bits", (X, S, B, Y), (1,), lambda bx: [
+        par(64, body=lambda i: [
+            Atomic("store", region(S, (i // 16,), (1,)), X[i], "relaxed"),
+            Atomic("or", region(B, (0,), (1,)), X[i]),
+            Atomic("xor", region(B, (1,), (1,)), X[i]),
+            st(Y, i, E.AtomicLoad(X, (63 - i,), "acquire")),
+        ])])
+    x = np.random.randint(-128, 128, 64).astype(np.int8)
+    s, b, y = np.zeros(4, np.int8), np.zeros(2, np.int8), np.zeros(64, np.int8)
+    run(f, x, s, b, y)
+    assert all(s[k] in x[k * 16:(k + 1) * 16] for k in range(4))
+    assert b[0] == np.bitwise_or.reduce(x) and b[1] == np.bitwise_xor.reduce(x)
+    np.testing.assert_array_equal(y, x[::-1])
+
+
+def _waits(bump: bool, cycle: bool):
+    import tilelang_x.language as T
+
+    @T.prim_func
+    def wait(F: T.Tensor((2,), T.int32), Y: T.Tensor((2,), T.int32)):
+        with T.Kernel(2, threads=32) as bx:
+            n = T.alloc_var(T.int32, 0)
+            while T.atomic_load(F[1 - bx], memory_order="acquire") == 0 and n < 5:  # E:spin
+                if bump:
+                    n = n + 1
+                if cycle:
+                    n = 1 - n
+            Y[bx] = n
+            T.atomic_store(F[bx], 1, memory_order="release")
+
+    return wait
+
+
+def test_spin_wait_on_a_later_block_is_an_error_not_a_hang():
+    from tilelang_x.core_ir.errors import SpinWaitError
+
+    for cycle in (False, True):  # nothing changes / the state repeats every other iteration
+        with pytest.raises(SpinWaitError) as info:
+            run(_waits(bump=False, cycle=cycle), np.zeros(2, np.int32), np.zeros(2, np.int32))
+        text = str(info.value)
+        line = next(n + 1 for n, t in enumerate(inspect.getsource(inspect.getmodule(_waits)).splitlines())
+                    if t.endswith("# E:spin"))
+        assert f"test_interp.py:{line}:" in text
+        assert "block (0,)" in text and "one after another" in text and "smaller linear block index" in text
+
+
+def test_spin_wait_that_makes_progress_ends():
+    f, y = np.zeros(2, np.int32), np.zeros(2, np.int32)
+    run(_waits(bump=True, cycle=False), f, y)
+    np.testing.assert_array_equal(y, [5, 0])  # block 0 gave up after 5 tries; block 1 saw F[0] set
+    np.testing.assert_array_equal(f, [1, 1])
+
+
 # ---- element-wise code -------------------------------------------------------------------------
 
 def test_parallel_if_mask_guards_loads_and_stores():

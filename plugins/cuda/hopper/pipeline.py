@@ -196,7 +196,7 @@ def _flatten(s: Stmt) -> list[Stmt]:
 
 def _host_only(exprs: list[E.Expr], allowed: set[int]) -> bool:
     for e in exprs:
-        if any(isinstance(n, E.Load) for n in walk(e)):
+        if any(isinstance(n, (E.Load, E.AtomicLoad)) for n in walk(e)):
             return False
         if any(id(v) not in allowed for v in E.free_vars(e)):
             return False

@@ -204,3 +204,52 @@ TLX_DEV void tlx_atomic_max_f(float* p, float v) {
 TLX_DEV void tlx_atomic_min_f(float* p, float v) {
   if (v >= 0.0f) atomicMin((int*)p, __float_as_int(v)); else atomicMax((unsigned int*)p, __float_as_uint(v));
 }
+// bitwise atomics on 8/16-bit integers: the same operation on the aligned 32-bit word holding the
+// element, with bits that leave the other bytes as they are (0 for or/xor, 1 for and)
+TLX_DEV unsigned int* tlx_word_of(void* p, unsigned int* shift) {
+  unsigned long long a = (unsigned long long)p;
+  *shift = (unsigned int)(a & 3ull) * 8u;
+  return (unsigned int*)(a & ~3ull);
+}
+TLX_DEV void tlx_atomic_or_narrow(void* p, unsigned int v, unsigned int mask) {
+  unsigned int sh; unsigned int* w = tlx_word_of(p, &sh); atomicOr(w, (v & mask) << sh);
+}
+TLX_DEV void tlx_atomic_and_narrow(void* p, unsigned int v, unsigned int mask) {
+  unsigned int sh; unsigned int* w = tlx_word_of(p, &sh); atomicAnd(w, ((v & mask) << sh) | ~(mask << sh));
+}
+TLX_DEV void tlx_atomic_xor_narrow(void* p, unsigned int v, unsigned int mask) {
+  unsigned int sh; unsigned int* w = tlx_word_of(p, &sh); atomicXor(w, (v & mask) << sh);
+}
+
+// T.atomic_load / T.atomic_store of 32/64-bit elements at GPU scope, through generic addresses
+// (global or shared). seq_cst is a fence.sc before an acquire load or a relaxed store, the PTX
+// memory model's mapping of C++: release/acquire alone would allow store buffering.
+TLX_DEV void tlx_fence_sc() { asm volatile("fence.sc.gpu;" ::: "memory"); }
+TLX_DEV tlx_u32 tlx_ld_relaxed_32(const void* p) {
+  tlx_u32 v; asm volatile("ld.relaxed.gpu.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
+}
+TLX_DEV tlx_u32 tlx_ld_acquire_32(const void* p) {
+  tlx_u32 v; asm volatile("ld.acquire.gpu.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
+}
+TLX_DEV tlx_u32 tlx_ld_seq_cst_32(const void* p) { tlx_fence_sc(); return tlx_ld_acquire_32(p); }
+TLX_DEV tlx_u64 tlx_ld_relaxed_64(const void* p) {
+  tlx_u64 v; asm volatile("ld.relaxed.gpu.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v;
+}
+TLX_DEV tlx_u64 tlx_ld_acquire_64(const void* p) {
+  tlx_u64 v; asm volatile("ld.acquire.gpu.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v;
+}
+TLX_DEV tlx_u64 tlx_ld_seq_cst_64(const void* p) { tlx_fence_sc(); return tlx_ld_acquire_64(p); }
+TLX_DEV void tlx_st_relaxed_32(void* p, tlx_u32 v) {
+  asm volatile("st.relaxed.gpu.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+TLX_DEV void tlx_st_release_32(void* p, tlx_u32 v) {
+  asm volatile("st.release.gpu.b32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+TLX_DEV void tlx_st_seq_cst_32(void* p, tlx_u32 v) { tlx_fence_sc(); tlx_st_relaxed_32(p, v); }
+TLX_DEV void tlx_st_relaxed_64(void* p, tlx_u64 v) {
+  asm volatile("st.relaxed.gpu.b64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+TLX_DEV void tlx_st_release_64(void* p, tlx_u64 v) {
+  asm volatile("st.release.gpu.b64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+TLX_DEV void tlx_st_seq_cst_64(void* p, tlx_u64 v) { tlx_fence_sc(); tlx_st_relaxed_64(p, v); }

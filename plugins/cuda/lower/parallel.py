@@ -18,7 +18,7 @@ from ....core_ir.visit import rewrite, substitute
 from ..analysis import prove_lt
 from ..layout import Fragment, local_map, slot_expr
 from ..lir import THREAD, AtomicStore, Block, DevicePrint
-from ..nests import loop_starts, nest_info
+from ..nests import element_atomic, loop_starts, nest_info
 
 
 def drop_proven(node: Any, ranges: dict[E.Var, tuple[int, int]]) -> Any:
@@ -84,7 +84,7 @@ def lower_inner(body: Stmt, lc: Any) -> Stmt:
 
     def atom(n: Any) -> Any:
         if isinstance(n, Atomic) and not isinstance(n.value, Region):
-            return AtomicStore(n.kind, n.dst.buffer, n.dst.starts, E.cast(n.value, n.dst.buffer.dtype), n.loc)
+            return element_atomic(n, n.dst.starts, n.value)
         if isinstance(n, TileOp):
             raise LayoutError(f"T.{n.name} inside a T.Parallel loop is not supported on CUDA", loc=n.loc)
         return None

@@ -14,6 +14,7 @@ from ....core_ir.tileops import TileOp
 from ....core_ir.visit import rewrite
 from ..analysis import bounds
 from ..lir import THREAD, AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo
+from .atomic_load import uniform_atomic_loads
 from .parallel import lower_nest
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
@@ -37,6 +38,10 @@ class _Walker:
         lc = self.lc
         if isinstance(s, Seq):
             return Seq(tuple(self.stmt(c) for c in s.stmts), s.loc)
+        if not isinstance(s, Kernel) and not (isinstance(s, For) and s.kind == "parallel"):
+            uniform = uniform_atomic_loads(s, lc, self.stmt, self.fix)
+            if uniform is not None:
+                return uniform
         if isinstance(s, Kernel):
             body = self.stmt(s.body)
             allocs = tuple(Alloc(b) for b in lc.workspaces)

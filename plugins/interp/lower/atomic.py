@@ -1,4 +1,4 @@
-"""``T.atomic_add / atomic_max / atomic_min(dst, value)``.
+"""``T.atomic_add / max / min / or / and / xor / store(dst, value)``.
 
 ``value`` is a scalar expression (``dst`` usually one element) or a region shaped like ``dst``.
 The value is converted to dst's dtype, then combined with dst's element in dst's dtype (float16
@@ -28,7 +28,12 @@ from . import Executor, LowerContext
 if TYPE_CHECKING:
     from ..runtime import Frame
 
-_COMBINE = {"add": np.add, "max": np.maximum, "min": np.minimum}
+def _replace(old: Any, new: Any) -> Any:
+    return np.broadcast_to(new, np.shape(old)) if np.ndim(old) else new
+
+
+_COMBINE = {"add": np.add, "max": np.maximum, "min": np.minimum, "or": np.bitwise_or, "and": np.bitwise_and,
+            "xor": np.bitwise_xor, "store": _replace}
 
 
 def lower(op: Atomic, ctx: LowerContext) -> Executor:
@@ -91,7 +96,9 @@ def _lanes(rt: Frame, op: Atomic, combine: Any) -> None:
         keep &= ~outside
     sel = tuple(i[keep] for i in full)
     vals = np.broadcast_to(v, shape)[keep] if is_vec(v) else v
-    if numerics.is_narrow(buf.dtype):
+    if op.kind == "store":  # lanes storing to one element: one of them wins, as on a GPU
+        arr[sel] = vals
+    elif numerics.is_narrow(buf.dtype):
         combine.at(arr, sel, np.asarray(vals, dtype=arr.dtype))
         arr[sel] = numerics.round_to(arr[sel], buf.dtype)
     else:

@@ -1,0 +1,67 @@
+"""``T.atomic_load`` outside ``T.Parallel``: such statements run once per block (every thread,
+the same way), so the block must agree on the value. Thread 0 loads it into a shared-memory slot
+between two barriers and every thread reads the slot: ``if`` and ``while`` on it stay uniform (a
+barrier under them is legal), and the other threads' later reads are ordered after thread 0's
+acquire by the barrier. Inside ``T.Parallel`` each iteration's load is its own thread's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from ....core_ir import expr as E
+from ....core_ir.errors import BackendNotImplementedError
+from ....core_ir.stmt import For, If, Jump, Seq, Stmt, Store, While
+from ....core_ir.tileops import TileOp
+from ....core_ir.visit import children, rewrite
+from ..lir import THREAD, Barrier
+
+#: the expression fields of the statements that hold other statements (which are lowered on their own)
+_OWN_FIELDS = {If: ("cond",), While: ("cond",), For: ("start", "extent")}
+
+
+def uniform_atomic_loads(s: Stmt, lc: Any, lower: Callable[[Stmt], Stmt], fix: Callable[[Any], Any]) -> Stmt | None:
+    """``s`` lowered with its own atomic loads read once per block, or None when it has none."""
+    fields = _OWN_FIELDS.get(type(s))
+    loads = _own_loads(s, fields)
+    if not loads:
+        return None
+    if isinstance(s, TileOp):  # its lowering plans are keyed by the op itself: it cannot be rebuilt here
+        raise BackendNotImplementedError(
+            f"T.atomic_load in the operands of T.{s.name} is not supported on CUDA", loc=s.loc,
+            hint="read it into a variable first: v = T.alloc_var(T.int32); v = T.atomic_load(...)")
+    slots: dict[int, E.Load] = {}
+    fetches: list[Stmt] = []
+    for ld in loads:
+        if id(ld) not in slots:
+            ws = lc.workspace("aload", 1, ld.dtype)
+            slots[id(ld)] = E.Load(ws, (E.const(0),), ld.loc)
+            fetches.append(Store(ws, (E.const(0),), fix(ld), ld.loc))
+    fetch = Seq((Barrier(s.loc), If(E.binary("==", THREAD, 0), Seq(tuple(fetches)), None, s.loc), Barrier(s.loc)))
+
+    def swap(n: Any) -> Any:
+        return slots.get(id(n))
+
+    if fields is None:
+        return Seq((fetch, lower(rewrite(s, swap))), s.loc)
+    reads = dataclasses.replace(s, **{f: rewrite(getattr(s, f), swap) for f in fields})
+    if isinstance(s, While):  # fetched again before every test, also after a `continue`
+        leave = If(E.unary("not", fix(reads.cond)), Jump("break", s.loc), None, s.loc)
+        return While(E.const(True), Seq((fetch, leave, lower(s.body)), s.loc), s.loc)
+    return Seq((fetch, lower(reads)), s.loc)
+
+
+def _own_loads(s: Stmt, fields: tuple[str, ...] | None) -> list[E.AtomicLoad]:
+    """The outermost atomic loads of ``s`` (of its ``fields`` when given); one whose indices hold
+    another is fetched whole."""
+    stack: list[Any] = [s] if fields is None else [getattr(s, f) for f in fields if getattr(s, f) is not None]
+    out = []
+    while stack:
+        n = stack.pop()
+        if isinstance(n, E.AtomicLoad):
+            out.append(n)
+        else:
+            stack.extend(children(n))
+    return out
