@@ -184,6 +184,12 @@ def _negate_fp16_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return views.negate_fp16_bits(70, 32)(h), -h
 
 
+def _matmul_flat_a(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(128 * 96, dtype=torch.float16, device=device, seed=28)
+    b = _randn(96, 128, dtype=torch.float16, device=device, seed=29)
+    return views.matmul_flat_a(128, 128, 96)(a, b), (a.reshape(128, 96).float() @ b.float()).half()
+
+
 def _register_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     b = _ints(100, 4, dtype=torch.int8, device=device, seed=26)
     x = _randn(100, dtype=torch.float32, device=device, seed=27)
@@ -227,4 +233,5 @@ CASES: list[Case] = [
     Case("view_pipelined_dequant_row_sum", _dequant_row_sum, atol=1e-3, rtol=1e-5),
     Case("view_fp16_pairs_as_uint32", _negate_fp16_bits, atol=0, rtol=0),
     Case("view_local_and_var_bits", _register_bits, atol=0, rtol=0),
+    Case("view_reshape_global_gemm", _matmul_flat_a),
 ]
