@@ -124,24 +124,3 @@ def dequant_row_sum(M, K, scale=0.25, block_M=32, block_K=64, num_stages=2):
 
     return main
 
-
-@tilelang.jit(out_idx=[-1])
-def matmul_flat_a(M, N, K, block_M=64, block_N=64, block_K=32, num_stages=2):
-    """``C = A @ B`` with ``A`` passed flat (``M * K`` elements) and reshaped in the kernel: the
-    pipelined copies read the tiles of a view of a global tensor."""
-
-    @T.prim_func
-    def main(A: T.Tensor((M * K,), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A2 = T.reshape(A, (M, K))
-            A_s = T.alloc_shared((block_M, block_K), T.float16)
-            B_s = T.alloc_shared((block_K, block_N), T.float16)
-            C_f = T.alloc_fragment((block_M, block_N), T.float32)
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A2[by * block_M, k * block_K], A_s)
-                T.copy(B[k * block_K, bx * block_N], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * block_M, bx * block_N])
-
-    return main

@@ -47,5 +47,5 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "view_pipelined_dequant_row_sum": lambda: views.dequant_row_sum.get_ir(96, 256),
         "view_fp16_pairs_as_uint32": lambda: views.negate_fp16_bits.get_ir(70, 32),
         "view_local_and_var_bits": lambda: views.register_bits.get_ir(100),
-        "view_reshape_global_gemm": lambda: views.matmul_flat_a.get_ir(128, 128, 96),
+        "view_reshape_global_gemm": mm(128, 128, 96, block_M=64, block_N=64, num_stages=2, flat_A=True),
     }
