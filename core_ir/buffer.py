@@ -1,6 +1,9 @@
 """Buffers (tensors at one memory level) and regions of them.
 
-A ``Buffer`` is compared by identity, like a variable. Indexing builds IR: ``A[i, j]`` is a
+A ``Buffer`` is compared by identity, like a variable. A *view* (``T.view``, ``T.reshape``) is a
+buffer whose ``base`` is the buffer that owns its memory: it reads and writes the same bytes,
+row-major from the first one, with its own shape and dtype. Passes that reason about memory
+(hazards, written buffers) key on ``storage``, the owning buffer. Indexing builds IR: ``A[i, j]`` is a
 ``Load``; an index with slices, or fewer indices than dimensions, is a ``Region`` (what tile ops
 such as ``T.copy`` take). ``A[i, j] = v`` is a store, recorded by the frontend's active builder.
 """
@@ -45,7 +48,7 @@ def pop_store_handler() -> None:
 class Buffer:
     """A named, typed, shaped tile of memory in one scope."""
 
-    __slots__ = ("name", "shape", "dtype", "scope", "loc", "strides")
+    __slots__ = ("name", "shape", "dtype", "scope", "loc", "strides", "base")
 
     def __init__(
         self,
@@ -55,6 +58,7 @@ class Buffer:
         scope: str = "global",
         loc: SourceLoc | None = None,
         strides: tuple[Any, ...] | None = None,
+        base: Buffer | None = None,
     ) -> None:
         self.name = name
         self.shape: tuple[E.Expr, ...] = tuple(E.convert(s) for s in shape)
@@ -62,6 +66,12 @@ class Buffer:
         self.scope = scope
         self.loc = loc
         self.strides = None if strides is None else tuple(E.convert(s) for s in strides)
+        self.base = None if base is None else base.storage
+
+    @property
+    def storage(self) -> Buffer:
+        """The buffer that owns this one's memory: its ``base`` for a view, else itself."""
+        return self if self.base is None else self.base
 
     @property
     def ndim(self) -> int:
@@ -74,7 +84,8 @@ class Buffer:
 
     def __repr__(self) -> str:
         dims = ", ".join(str(s) for s in self.shape)
-        return f"{self.name}: {self.scope}[{dims}] {self.dtype}"
+        of = "" if self.base is None else f" (view of {self.base.name})"
+        return f"{self.name}: {self.scope}[{dims}] {self.dtype}{of}"
 
     def __hash__(self) -> int:
         return id(self)

@@ -80,7 +80,8 @@ def specialize(func: PrimFunc, ctx: StageContext) -> PrimFunc:
 
 def substitute_func(func: PrimFunc, mapping: dict[Var, Expr]) -> PrimFunc:
     """``func`` with variables replaced everywhere, including inside buffer shapes and strides
-    (a buffer whose shape changes is replaced by a new buffer of the same name at every use).
+    (a buffer whose shape changes is replaced by a new buffer of the same name at every use, and
+    so is a view of it).
     Scalar parameters stay in the parameter list."""
     r = _Rebinder(mapping)
     # scalar parameters stay: the caller still passes them (their uses are replaced)
@@ -101,10 +102,11 @@ class _Rebinder:
         if got is not None:
             return got
         dims = b.shape + (b.strides or ())
-        if any(id(v) in self.vars for e in dims for v in free_vars(e)):
+        base = None if b.base is None else self.buffer(b.base)
+        if any(id(v) in self.vars for e in dims for v in free_vars(e)) or base is not b.base:
             shape = tuple(simplify_expr(self.expr(s)) for s in b.shape)
             strides = None if b.strides is None else tuple(simplify_expr(self.expr(s)) for s in b.strides)
-            got = Buffer(b.name, shape, b.dtype, b.scope, b.loc, strides)
+            got = Buffer(b.name, shape, b.dtype, b.scope, b.loc, strides, base)
         else:
             got = b
         self.bufs[id(b)] = got

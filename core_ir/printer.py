@@ -41,9 +41,11 @@ class _Names:
 
 
 class _Printer:
-    def __init__(self) -> None:
+    def __init__(self, has_views: bool = True) -> None:
         self.names = _Names()
         self.lines: list[str] = []
+        self.has_views = has_views  # False: skip looking for views to declare
+        self.declared: set[int] = set()
 
     # ---- expressions ------------------------------------------------------------------------
     def expr(self, e: Any, parent_prec: int = 0) -> str:
@@ -127,7 +129,20 @@ class _Printer:
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
 
+    def declare_views(self, s: Stmt, depth: int) -> None:
+        """``v = T.view(base, shape, dtype)`` for each view ``s`` uses that is not declared yet
+        (views have no statement of their own: they are declared before the first simple
+        statement that uses them)."""
+        from .visit import buffers_used
+
+        for b in buffers_used(s):
+            if b.base is not None and id(b) not in self.declared:
+                self.declared.add(id(b))
+                self.emit(depth, f"{self.buf(b)} = T.view({self.buf(b.base)}, {self.shape(b)}, {b.dtype.name})")
+
     def stmt(self, s: Stmt, depth: int) -> None:
+        if self.has_views and not isinstance(s, (Seq, For, If, While, Kernel)):
+            self.declare_views(s, depth)
         if isinstance(s, Seq):
             if not s.stmts:
                 self.emit(depth, "pass")
@@ -234,4 +249,6 @@ def stmt_to_str(s: Stmt) -> str:
 
 def func_to_str(f: PrimFunc) -> str:
     """The function as TileLang-like source text (deterministic: usable as a cache key)."""
-    return _Printer().func(f)
+    from .visit import buffers_used
+
+    return _Printer(any(b.base is not None for b in buffers_used(f.body))).func(f)

@@ -14,6 +14,7 @@ buffer declared by ``Alloc`` from that statement to the end of the enclosing ``S
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -118,6 +119,9 @@ class _Verifier:
                 self.fail(f"index `{i}` of `{buf.name}` has dtype {i.dtype}, not an integer type", loc)
 
     def visible(self, buf: Buffer, loc: SourceLoc | None = None) -> None:
+        if buf.base is not None:  # a view is visible where the buffer owning its memory is
+            self.view(buf, loc)
+            buf = buf.base
         if id(buf) in self.bufs:
             return
         if buf.scope == "global":
@@ -125,6 +129,15 @@ class _Verifier:
                       hint="pass it as an argument (or create it with T.empty) instead")
         self.fail(f"buffer `{buf.name}` ({buf.scope}) is used outside the scope of its allocation", loc,
                   hint="a T.alloc_* buffer exists from its allocation to the end of the enclosing block")
+
+    def view(self, v: Buffer, loc: SourceLoc | None) -> None:
+        base = v.base
+        assert base is not None
+        sizes = v.static_shape(), base.static_shape()
+        if sizes[0] is not None and sizes[1] is not None and \
+                math.prod(sizes[0]) * v.dtype.bytes != math.prod(sizes[1]) * base.dtype.bytes:
+            self.fail(f"view `{v.name}` ({list(sizes[0])} x {v.dtype}) does not cover the bytes of `{base.name}` "
+                      f"({list(sizes[1])} x {base.dtype})", loc)
 
     def region(self, r: Region, what: str) -> None:
         buf = r.buffer

@@ -84,3 +84,12 @@ def buffers_used(node: Node) -> list[Buffer]:
             if isinstance(value, Buffer):
                 seen.setdefault(id(value), value)
     return list(seen.values())
+
+
+def views_of(node: Node) -> dict[Buffer, list[Buffer]]:
+    """The views (``T.view``, ``T.reshape``) a tree uses, by the buffer that owns their memory."""
+    out: dict[Buffer, list[Buffer]] = {}
+    for b in buffers_used(node):
+        if b.base is not None:
+            out.setdefault(b.base, []).append(b)
+    return out

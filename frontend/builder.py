@@ -163,9 +163,10 @@ class Builder:
 
     # ---- naming -----------------------------------------------------------------------------
     def new_buffer(self, name: str, shape: tuple[Any, ...], dtype: Any, scope: str,
-                   loc: SourceLoc | None) -> Buffer:
-        """A buffer that takes the name of the variable it is first assigned to."""
-        buf = Buffer(name, shape, dtype, scope, loc)
+                   loc: SourceLoc | None, base: Buffer | None = None) -> Buffer:
+        """A buffer that takes the name of the variable it is first assigned to (a view of
+        ``base`` when given)."""
+        buf = Buffer(name, shape, dtype, scope, loc, base=base)
         self.auto_named.add(id(buf))
         return buf
 

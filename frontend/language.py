@@ -99,6 +99,7 @@ from .surface import (
     use_swizzle,
     vectorized,
 )
+from .view import reshape, view
 
 Kernel = _KernelFrame
 Buffer = _surface.Buffer_
@@ -150,7 +151,7 @@ __all__ = [
     "prim_func", "macro", "Kernel", "Tensor", "Buffer", "StridedTensor", "SharedBuffer", "FragmentBuffer",
     "LocalBuffer", "const", "dynamic", "symbolic", "empty",
     # allocation
-    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer",
+    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "view", "reshape",
     # loops
     "Parallel", "Pipelined", "Persistent", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     "loop_break",

@@ -20,7 +20,7 @@ from ...core_ir.dtypes import DType
 from ...core_ir.errors import BackendNotImplementedError
 from ...core_ir.stmt import Alloc, Annotate, For, If, Jump, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
 from ...core_ir.tile_order import panel_order
-from ...core_ir.visit import walk
+from ...core_ir.visit import views_of, walk
 from .analysis import block_ranges, bounds, nonneg
 from .cluster import launch_dims
 from .hopper.stream_k import uses_workspace
@@ -130,6 +130,7 @@ class _Gen:
         self.prologue: list[str] = []  # C statements at the top of the kernel body
         self.prologue_vars: list[E.Var] = []
         self.in_parallel = 0  # depth of lowered T.Parallel loops around the statement being emitted
+        self.views: dict[Buffer, list[Buffer]] = {}  # T.view / T.reshape buffers by the buffer owning their memory
 
     # ---- naming -------------------------------------------------------------------------------
     def name(self, obj: Any, base: str) -> str:
@@ -155,6 +156,7 @@ class _Gen:
         if kernel is None:
             raise BackendNotImplementedError("no T.Kernel in the function", loc=func.loc)
         self.names[id(THREAD)] = "tx"
+        self.views = views_of(kernel.body)
         self._scan_writes(kernel)
         params, specs = self._params()
         self._plan_smem(kernel)
@@ -201,9 +203,9 @@ class _Gen:
         maps = {id(s.var): s.arg for s in self.ctx.data.get("cuda.tmaps", ())}
         for n in walk(kernel.body):
             if isinstance(n, (Store, AtomicStore)):
-                self.written.add(id(n.buffer))
+                self.written.add(id(n.buffer.storage))
             elif isinstance(n, (PtrTo, SmemAddr)) and n.mode != "r":
-                self.written.add(id(n.buffer))
+                self.written.add(id(n.buffer.storage))
             elif isinstance(n, Intrin) and n.fn.startswith("tlx_tma_store_") and n.args and id(n.args[0]) in maps:
                 self.written.add(id(self.func.params[maps[id(n.args[0])]]))  # the tensor a TMA store writes
             if isinstance(n, Intrin):
@@ -218,7 +220,8 @@ class _Gen:
         for a in n.args:
             if isinstance(a, PtrTo) and a.buffer.scope == "global":
                 width = int(m.group(2)) * (a.buffer.dtype.bytes if m.group(1) == "st" else 1)
-                self.align[id(a.buffer)] = max(self.align.get(id(a.buffer), 1), width)
+                key = id(a.buffer.storage)
+                self.align[key] = max(self.align.get(key, 1), width)
 
     def _params(self) -> tuple[list[str], list[ParamSpec]]:
         out, specs = [], []
@@ -229,7 +232,9 @@ class _Gen:
                 ro = id(p) not in self.written
                 ct = ctype(p.dtype)
                 out.append(f"{'const ' if ro else ''}{ct}* __restrict__ {nm}")
-                specs.append(ParamSpec(nm, "buffer", idx, p.dtype.name, ct + "*", ro, self.align.get(id(p), 1)))
+                align = max([self.align.get(id(p), 1)] + [v.dtype.bytes for v in self.views.get(p, ())])
+                specs.append(ParamSpec(nm, "buffer", idx, p.dtype.name, ct + "*", ro, align))
+                self.prologue += self._view_decls(p, nm, "const " if ro else "")
                 for e in tuple(p.shape) + tuple(p.strides or ()):
                     for v in E.free_vars(e):
                         if id(v) not in seen_dims and v not in self.func.params:
@@ -459,16 +464,33 @@ class _Gen:
         ct = "tlx_u32" if b.dtype.name == "uint32" and b.scope == "local" else ctype(b.dtype)
         if b.scope == "shared":
             off = self.smem[b]
-            self.emit(d, f"{ct}* {nm} = ({ct}*)(tlx_smem + {off});")
-            self.emit(d, f"const tlx_u32 {nm}_s = tlx_smem_base + {off};")
-        elif b.scope == "var":
+            tiles = [(nm, ct)] + [(self.name(v, v.name), ctype(v.dtype)) for v in self.views.get(b, ())]
+            for name, c in tiles:  # a view is declared as one more tile at the same offset
+                self.emit(d, f"{c}* {name} = ({c}*)(tlx_smem + {off});")
+                self.emit(d, f"const tlx_u32 {name}_s = tlx_smem_base + {off};")
+            return
+        if b.scope == "var":
             init = "" if s.init is None else f" = {self.to_storage(s.init, b.dtype)}"
             self.emit(d, f"{ct} {nm}{init};")
+            ptr = f"&{nm}"
         else:
             shape = b.static_shape()
             if shape is None:
                 raise BackendNotImplementedError(f"local buffer `{b.name}` needs a constant shape", loc=b.loc)
-            self.emit(d, f"{ct} {nm}[{math.prod(shape)}];")
+            wider = max([b.dtype.bytes] + [v.dtype.bytes for v in self.views.get(b, ())])
+            align = f"__align__({wider}) " if wider > b.dtype.bytes else ""  # a view reads wider words
+            self.emit(d, f"{align}{ct} {nm}[{math.prod(shape)}];")
+            ptr = nm
+        for line in self._view_decls(b, ptr, ""):
+            self.emit(d, line)
+
+    def _view_decls(self, b: Buffer, ptr: str, const: str) -> list[str]:
+        """Pointers for the views of ``b`` (a global or register buffer at address ``ptr``)."""
+        out = []
+        for v in self.views.get(b, ()):
+            ct = const + ctype(v.dtype)
+            out.append(f"{ct}* {self.name(v, v.name)} = ({ct}*)({ptr});")
+        return out
 
     def _atomic(self, s: AtomicStore, d: int) -> None:
         dt = s.buffer.dtype
@@ -530,7 +552,7 @@ class _Gen:
 
     def ref(self, b: Buffer, idx: tuple[E.Expr, ...]) -> str:
         nm = self.name(b, b.name)
-        if b.scope == "var":
+        if b.scope == "var" and b.base is None:  # a view of a var is a pointer to it
             return nm
         return f"{nm}[{self.offset(b, idx)}]"
 

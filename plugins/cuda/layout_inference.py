@@ -23,7 +23,7 @@ from ...core_ir.buffer import Buffer
 from ...core_ir.errors import BackendNotImplementedError, LayoutError
 from ...core_ir.stmt import Annotate, For, Kernel, PrimFunc, Stmt
 from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce
-from ...core_ir.visit import walk
+from ...core_ir.visit import views_of, walk
 from .layout import (
     Fragment,
     SharedLayout,
@@ -90,8 +90,9 @@ def uses_copy_nest(op: Copy) -> bool:
 
 
 class _State:
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, views: dict[Buffer, list[Buffer]] | None = None) -> None:
         self.threads = threads
+        self.views = views or {}  # T.view buffers by the tile owning their memory
         self.layouts: dict[Buffer, Any] = {}
         self.origin: dict[Buffer, str] = {}
         self.loops: dict[int, tuple[Fragment, For]] = {}
@@ -119,6 +120,11 @@ class _State:
             hint="use the same warp policy (e.g. policy=T.GemmWarpPolicy.FullRow) for gemms that share "
             "rows, or copy into a separate fragment",
         )
+
+    def viewed(self, buf: Buffer) -> bool:
+        """Whether ``buf``'s memory is also accessed through another shape or dtype (``T.view``):
+        then its elements must stay row-major (no swizzle)."""
+        return buf.base is not None or buf in self.views
 
     # ---- strict rules ----------------------------------------------------------------------
     def gemm_rule(self, op: Gemm) -> None:
@@ -159,7 +165,8 @@ class _State:
                 shape = buf.static_shape()
                 if shape is None:
                     raise LayoutError(f"shared tile `{buf.name}` needs a constant shape", loc=op.loc)
-                lay = SharedLayout(shape, buf.dtype.bytes, choose_swizzle(shape, buf.dtype.bytes))
+                swizzle = "none" if self.viewed(buf) else choose_swizzle(shape, buf.dtype.bytes)
+                lay = SharedLayout(shape, buf.dtype.bytes, swizzle)
                 old = self.layouts.get(buf)
                 if old is None:
                     self.layouts[buf] = lay
@@ -323,7 +330,9 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if kernel is None:
         raise LayoutError("no T.Kernel in the function", loc=func.loc)
     check_kernel_options(kernel)
-    st = _State(kernel.num_threads)
+    views = views_of(kernel.body)
+    check_fragment_views(views)
+    st = _State(kernel.num_threads, views)
     gemm_rule = ctx.data.get("cuda.gemm_rule")  # the Hopper path's wgmma rule (wgmma_rule.py)
     for buf, lay in ctx.data.get("cuda.preset_layouts", {}).items():  # TMA destinations
         st.set(buf, lay, "its TMA copy", buf.loc)
@@ -390,11 +399,39 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             if shape is None:
                 raise LayoutError(f"shared tile `{buf.name}` needs a constant shape", loc=buf.loc)
             st.layouts[buf] = SharedLayout(shape, buf.dtype.bytes, "none")
+    check_viewed_tiles(st)
     ctx.data["cuda.layouts"] = st.layouts
     ctx.data["cuda.loops"] = st.loops
     ctx.data["cuda.gemm"] = st.gemm
     ctx.data["cuda.threads"] = st.threads
     return func
+
+
+def check_fragment_views(views: dict[Buffer, list[Buffer]]) -> None:
+    """A fragment's elements are spread over the threads by the layout chosen here, so another
+    shape or dtype over the same registers has no meaning the kernel could rely on."""
+    for base, vs in views.items():
+        if base.scope == "fragment":
+            v = vs[0]
+            raise BackendNotImplementedError(
+                f"`{v.name}` is a view of fragment `{base.name}`: on CUDA a fragment's elements are spread over the "
+                "threads by a layout the backend chooses, so the CUDA backend does not view fragments", loc=v.loc,
+                hint=f"T.copy `{base.name}` into a T.alloc_shared tile and view that, or view a T.alloc_local "
+                "array inside the T.Parallel loop")
+
+
+def check_viewed_tiles(st: _State) -> None:
+    """A shared tile read through a view must keep the row-major placement the view assumes."""
+    for base, vs in st.views.items():
+        for buf in (base, *vs):
+            lay = st.layouts.get(buf)
+            if lay is None or (isinstance(lay, SharedLayout) and lay.swizzle == "none"):
+                continue
+            raise LayoutError(
+                f"`{base.name}` is viewed as `{vs[0].name}` (at {where(vs[0].loc)}), which needs its elements "
+                f"row-major, but {st.origin.get(buf, 'a rule')} gives `{buf.name}` the layout {lay}", loc=vs[0].loc,
+                hint=f"drop the layout annotation of `{buf.name}`, or T.copy the tile into a separate T.alloc_shared "
+                "buffer and view that one")
 
 
 _SHARED_LAYOUTS_TEXT = ("row-major (tilelang.layout.make_linear_layout) and the 16-byte-chunk XOR swizzles of "

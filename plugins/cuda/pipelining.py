@@ -29,16 +29,18 @@ from typing import Any
 
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer, Region
-from ...core_ir.stmt import Alloc, For, If, PrimFunc, Seq, Stmt, While
+from ...core_ir.stmt import Alloc, For, If, PrimFunc, Seq, Stmt, Store, While
 from ...core_ir.tileops import Copy, Fill, Gemm
 from ...core_ir.visit import rewrite, substitute, walk
 from .lir import AsyncCommit, AsyncWait, Barrier
 from .perf_options import perf_options
 
 
-def _is_producer(s: Stmt) -> bool:
+def is_producer(s: Stmt) -> bool:
+    """A global → shared copy of the loop body that the pipeline issues ahead (not one into a view:
+    the stages are made for the tile that owns the memory)."""
     return (isinstance(s, Copy) and s.src.buffer.scope == "global" and s.dst.buffer.scope == "shared"
-            and s.src.buffer.dtype == s.dst.buffer.dtype)
+            and s.src.buffer.dtype == s.dst.buffer.dtype and s.dst.buffer.base is None)
 
 
 def pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
@@ -113,16 +115,28 @@ def _rewrite_loops(s: Stmt, multi: dict[Buffer, Buffer], prefetch: bool = False)
 
 
 def staged(stmt: Stmt, multi: dict[Buffer, Buffer], stage: E.Expr) -> Stmt:
-    """``stmt`` with each tile of ``multi`` replaced by stage ``stage`` of its multi-buffered form."""
+    """``stmt`` with each tile of ``multi`` replaced by stage ``stage`` of its multi-buffered form
+    (and a view of such a tile by the same view of the stages, with a leading stage dimension:
+    stage ``s`` of the view is the bytes of stage ``s`` of the tile)."""
 
     def fn(x: Any) -> Any:
+        if isinstance(x, (Region, E.Load)) and x.buffer.storage in multi and x.buffer not in multi:
+            v = x.buffer
+            multi[v] = Buffer(v.name, (E.const(num_stages_of(multi[v.storage])),) + v.shape, v.dtype, v.scope, v.loc,
+                              base=multi[v.storage])
         if isinstance(x, Region) and x.buffer in multi:
             return Region(multi[x.buffer], (stage,) + x.starts, (E.const(1),) + x.extents)
         if isinstance(x, E.Load) and x.buffer in multi:
             return E.Load(multi[x.buffer], (stage,) + x.indices, x.loc)
+        if isinstance(x, Store) and x.buffer in multi:
+            return Store(multi[x.buffer], (stage,) + x.indices, x.value, x.loc)
         return None
 
     return rewrite(stmt, fn)
+
+
+def num_stages_of(multi_buffer: Buffer) -> int:
+    return E.as_int(multi_buffer.shape[0]) or 1
 
 
 def num_stages(loop: For) -> int:
@@ -134,7 +148,7 @@ def _pipeline(loop: For, multi: dict[Buffer, Buffer], prefetch: bool = False) ->
     ann = loop.ann()
     stages = num_stages(loop)
     body = list(loop.body.stmts) if isinstance(loop.body, Seq) else [loop.body]
-    producers = [s for s in body if _is_producer(s)]
+    producers = [s for s in body if is_producer(s)]
     serial = For(loop.var, loop.extent, "serial", loop.body, loop.start, (), loop.loc)
     if stages < 2 or not producers:
         return serial

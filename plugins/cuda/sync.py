@@ -6,6 +6,7 @@ after them, never inside (they order their own internal accesses). Workspaces on
 warps touch (``LowerCtx.warp_private``: the staged epilogue's slots) are not tracked. Loops are
 walked twice so that hazards carried from the end of one iteration to the start of the next are
 seen. cp.async writes are ordered by the pipeline's own wait + barrier and are not tracked here.
+Buffers are tracked by ``storage``: an access through a view (``T.view``) is one to its base.
 """
 
 from __future__ import annotations
@@ -33,18 +34,19 @@ def accesses(s: Stmt, private: frozenset[int] = frozenset()) -> tuple[set[int], 
         if isinstance(n, Barrier):
             barrier = True
         buf = getattr(n, "buffer", None)
-        if not isinstance(buf, Buffer) or buf.scope != "shared" or id(buf) in private:
+        if not isinstance(buf, Buffer) or buf.scope != "shared" or id(buf.storage) in private:
             continue
+        key = id(buf.storage)  # an access through a view is one to the tile owning its memory
         if isinstance(n, (Store, AtomicStore)):
-            w.add(id(buf))
+            w.add(key)
         elif isinstance(n, (Load, AtomicLoad)):
-            r.add(id(buf))
+            r.add(key)
         elif isinstance(n, (SmemAddr, PtrTo)):
             if n.mode == "async":
                 continue
-            (r if n.mode == "r" else w).add(id(buf))
+            (r if n.mode == "r" else w).add(key)
             if n.mode == "rw":
-                r.add(id(buf))
+                r.add(key)
     return w, r, barrier
 
 

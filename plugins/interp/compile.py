@@ -46,13 +46,14 @@ from tilelang_x.core_ir.stmt import (
     While,
 )
 from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce, TileOp
-from tilelang_x.core_ir.visit import buffers_used, walk
+from tilelang_x.core_ir.visit import buffers_used, views_of, walk
 
 from . import numerics
 from .compile_expr import ExprCompiler, Fn
 from .lanes import lane_varying_loop, out_of_bounds, vec_store
 from .lower import Executor, LowerContext
 from .runtime import FRAME, MASK, UNBOUND, Program, is_vec
+from .views import view_binder
 
 
 class Par(NamedTuple):
@@ -101,20 +102,26 @@ class Compiler(ExprCompiler):
     def __init__(self, func: PrimFunc, lower_op: LowerOp) -> None:
         super().__init__(func)
         self.lower_op = lower_op
+        self.views = views_of(func.body)
 
     def written_params(self) -> set[int]:
-        """Indices of the buffer parameters the kernel may write."""
+        """Indices of the buffer parameters the kernel may write (through a view too)."""
         written: set[int] = set()
         for node in walk(self.func.body):
             if isinstance(node, Store):
-                written.add(id(node.buffer))
+                written.add(id(node.buffer.storage))
             elif isinstance(node, (Copy, Fill, Reduce, CumSum, Atomic)):
-                written.add(id(node.dst.buffer))
+                written.add(id(node.dst.buffer.storage))
             elif isinstance(node, Gemm):
-                written.add(id(node.C.buffer))
+                written.add(id(node.C.buffer.storage))
             elif isinstance(node, TileOp):
-                written.update(id(r.buffer) for r in node.regions())
+                written.update(id(r.buffer.storage) for r in node.regions())
         return {i for i, p in enumerate(self.func.params) if id(p) in written}
+
+    def param_views(self) -> list[Fn]:
+        """Binders of the views of buffer parameters (run once the arguments are bound)."""
+        binders = (view_binder(self, p, 0) for p in self.func.params if isinstance(p, Buffer))
+        return [b for b in binders if b is not None]
 
     # ---- statements -----------------------------------------------------------------------------
     def stmt(self, s: Stmt, par: Par | None = None) -> Fn | None:
@@ -382,12 +389,15 @@ class Compiler(ExprCompiler):
         finit = None if s.init is None else self.expr(self.coerce(s.init, buf.dtype), s.loc)
         if par is not None:
             return self._private_alloc(s, par, bk, fshape, sdt, finit)
+        bind_views = view_binder(self, buf, 0)
 
         def alloc(env: list) -> None:
             arr = np.zeros(tuple(int(f(env)) for f in fshape), dtype=sdt)
             if finit is not None:
                 arr[...] = finit(env)
             env[bk] = arr
+            if bind_views is not None:
+                bind_views(env)
 
         return alloc
 
@@ -400,6 +410,9 @@ class Compiler(ExprCompiler):
         self.private[id(s.buffer)] = lane_slot
         depth, ndim, loop_slots = par
         ndim_buf = s.buffer.ndim
+        for v in self.views.get(s.buffer, ()):
+            self.private[id(v)] = lane_slot
+        bind_views = view_binder(self, s.buffer, ndim)
 
         def alloc(env: list) -> None:
             lane_shape = [1] * ndim
@@ -414,6 +427,8 @@ class Compiler(ExprCompiler):
             arr = np.zeros(tuple(lane_shape) + tuple(int(f(env)) for f in fshape), dtype=sdt)
             env[bk] = arr
             env[lane_slot] = tuple(lanes)
+            if bind_views is not None:
+                bind_views(env)
             if finit is not None:
                 vec_store(env, arr, tuple(lanes) + (0,) * ndim_buf, finit(env), s.buffer.name, s.loc, ndim)
 

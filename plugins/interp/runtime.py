@@ -190,6 +190,7 @@ class Program:
         self.compiler = compiler
         self.body = body
         self.written = compiler.written_params()
+        self.bind_views = compiler.param_views()
         self._by_name = {var.name: slot for var, slot in compiler.shape_var_slots()}
 
     def run(self, args: Sequence[Any], dims: dict[Any, int] | None = None) -> None:
@@ -223,6 +224,8 @@ class Program:
         for p, a in zip(func.params, args):
             if isinstance(p, Buffer):
                 _check_shape(p, a, frame)
+        for bind in self.bind_views:
+            bind(env)
         with np.errstate(all="ignore"), _single_threaded_blas():
             self.body(env)
 

@@ -7,13 +7,17 @@ __all__ = ["matmul", "matmul_dynamic_m", "matmul_persistent", "matmul_relu"]
 
 @tilelang.jit(out_idx=[-1])
 def matmul(M, N, K, block_M=128, block_N=128, block_K=32, in_dtype=T.float16, out_dtype=T.float16,
-           accum_dtype=T.float32, trans_B=False, relu=False, num_stages=3, threads=128, cluster=None, swizzle=None):
+           accum_dtype=T.float32, trans_B=False, relu=False, num_stages=3, threads=128, cluster=None, swizzle=None,
+           flat_A=False):
+    """``C = A @ B``; with ``flat_A``, ``A`` is passed flat (``M * K`` elements) and reshaped in the kernel."""
+    A_shape = (M * K,) if flat_A else (M, K)
     B_shape = (N, K) if trans_B else (K, N)
     B_shared_shape = (block_N, block_K) if trans_B else (block_K, block_N)
 
     @T.prim_func
-    def main(A: T.Tensor((M, K), in_dtype), B: T.Tensor(B_shape, in_dtype), C: T.Tensor((M, N), out_dtype)):
+    def main(A: T.Tensor(A_shape, in_dtype), B: T.Tensor(B_shape, in_dtype), C: T.Tensor((M, N), out_dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, cluster_dims=cluster) as (bx, by):
+            A_rows = T.reshape(A, (M, K)) if flat_A else A
             if swizzle is not None:
                 T.use_swizzle(*swizzle)
             A_shared = T.alloc_shared((block_M, block_K), in_dtype)
@@ -21,7 +25,7 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, in_dtype=T.float16, ou
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
             T.clear(C_local)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, ko * block_K], A_shared)
+                T.copy(A_rows[by * block_M, ko * block_K], A_shared)
                 if trans_B:
                     T.copy(B[bx * block_N, ko * block_K], B_shared)
                 else:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import attention, control_flow, elementwise, gemm, reductions
+from . import attention, control_flow, elementwise, gemm, reductions, views
 
 
 @dataclass(frozen=True)
@@ -232,6 +232,51 @@ def _attention(causal: bool) -> Callable:
     return run
 
 
+
+def _ints(*shape: int, dtype: torch.dtype, device: str, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-128, 128, shape, generator=g, dtype=dtype).to(device)
+
+
+def _flat_affine(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(37, 24, dtype=torch.float32, device=device, seed=21)
+    return views.flat_affine(37, 24)(a), a * 2 + 1
+
+
+def _swap_pairs(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(40, 32, dtype=torch.float16, device=device, seed=22)
+    return views.swap_pairs(40, 32)(a), (a.reshape(-1, 2).flip(-1) * 2).reshape(40, 32)
+
+
+def _dequant_int8_words(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    q = _ints(40, 64, dtype=torch.int8, device=device, seed=23)
+    return views.dequant_int8_words(40, 64)(q), q.float() * 0.5
+
+
+def _dequant_row_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    q = _ints(96, 256, dtype=torch.int8, device=device, seed=24)
+    return views.dequant_row_sum(96, 256)(q), (q.float() * 0.25).sum(1)
+
+
+def _negate_fp16_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    h = _randn(70, 32, dtype=torch.float16, device=device, seed=25)
+    return views.negate_fp16_bits(70, 32)(h), -h
+
+
+def _matmul_flat_a(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(128 * 96, dtype=torch.float16, device=device, seed=28)
+    b = _randn(96, 128, dtype=torch.float16, device=device, seed=29)
+    kernel = gemm.matmul(128, 128, 96, block_M=64, block_N=64, num_stages=2, flat_A=True)
+    return kernel(a, b), (a.reshape(128, 96).float() @ b.float()).half()
+
+
+def _register_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    b = _ints(100, 4, dtype=torch.int8, device=device, seed=26)
+    x = _randn(100, dtype=torch.float32, device=device, seed=27)
+    words, bits = views.register_bits(100)(b, x)
+    return torch.cat([words, bits]), torch.cat([b.view(torch.int32).reshape(-1), x.view(torch.int32)])
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -271,4 +316,11 @@ CASES: list[Case] = [
     Case("atomic_spin_wait", _chained_prefix, atol=1e-4, rtol=1e-4),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
+    Case("view_reshape_global", _flat_affine, atol=0, rtol=0),
+    Case("view_reshape_shared_pairs", _swap_pairs, atol=0, rtol=0),
+    Case("view_int8_as_uint32_dequant", _dequant_int8_words, atol=0, rtol=0),
+    Case("view_pipelined_dequant_row_sum", _dequant_row_sum, atol=1e-3, rtol=1e-5),
+    Case("view_fp16_pairs_as_uint32", _negate_fp16_bits, atol=0, rtol=0),
+    Case("view_local_and_var_bits", _register_bits, atol=0, rtol=0),
+    Case("view_reshape_global_gemm", _matmul_flat_a),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.kernels import attention, control_flow, elementwise, gemm, reductions
+from tests.kernels import attention, control_flow, elementwise, gemm, reductions, views
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir.stmt import PrimFunc
 
@@ -50,4 +50,11 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "flash_attention": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, False),
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),
+        "view_reshape_global": lambda: views.flat_affine.get_ir(37, 24),
+        "view_reshape_shared_pairs": lambda: views.swap_pairs.get_ir(40, 32),
+        "view_int8_as_uint32_dequant": lambda: views.dequant_int8_words.get_ir(40, 64),
+        "view_pipelined_dequant_row_sum": lambda: views.dequant_row_sum.get_ir(96, 256),
+        "view_fp16_pairs_as_uint32": lambda: views.negate_fp16_bits.get_ir(70, 32),
+        "view_local_and_var_bits": lambda: views.register_bits.get_ir(100),
+        "view_reshape_global_gemm": mm(128, 128, 96, block_M=64, block_N=64, num_stages=2, flat_A=True),
     }

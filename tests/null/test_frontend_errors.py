@@ -17,6 +17,7 @@ import tilelang_x as tilelang
 import tilelang_x.language as T
 from tilelang_x.core_ir.errors import (
     ArgumentError,
+    NotSupportedError,
     ShapeMismatchError,
     TileLangError,
     TileLangSyntaxError,
@@ -261,6 +262,63 @@ def test_pipelined_order_stage_mismatch():
                     A[k] = 0.0
 
     raises(TileLangSyntaxError, "pipe", build, "order= has 2 entries but stage= has 1")
+
+
+# ---- views (T.view, T.reshape) -----------------------------------------------------------------
+
+def _view_kernel(make_view):
+    """A kernel whose only job is to call ``make_view(A, tile, var)`` on an int8 [16, 64] tensor, an
+    [8, 32] fp16 shared tile and a float32 variable."""
+
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((16, 64), T.int8)):
+            with T.Kernel(1) as bx:
+                tile = T.alloc_shared((8, 32), T.float16)
+                var = T.alloc_var(T.float32)
+                make_view(A, tile, var)
+
+    return build
+
+
+def test_view_element_and_byte_counts_must_match():
+    raises(ShapeMismatchError, "reshape_count", _view_kernel(lambda A, s, v: T.reshape(A, (16, 32))),  # E:reshape_count
+           "T.reshape", "[16, 32] x int8 is 512 bytes but `A` ([16, 64] x int8) is 1024")
+    raises(ShapeMismatchError, "view_bytes", _view_kernel(lambda A, s, v: T.view(s, (8, 32), T.uint32)),  # E:view_bytes
+           "T.view", "`tile`", "same byte count")
+    raises(ShapeMismatchError, "view_last", _view_kernel(lambda A, s, v: T.view(v, dtype=T.float64)),  # E:view_last
+           "not a whole number of float64 elements", "shape=")
+
+
+def test_view_sizes_must_be_provably_equal():
+    def build():
+        n = T.dynamic("n")
+
+        @T.prim_func
+        def main(A: T.Tensor((n, 64), T.int8)):
+            with T.Kernel(1) as bx:
+                words = T.view(A, (n // 4, 16 * 4), T.int32)  # E:view_symbolic
+
+    raises(ShapeMismatchError, "view_symbolic", build, "cannot prove", "same sizes as the buffer's")
+
+
+def test_view_takes_a_whole_contiguous_buffer():
+    raises(TileLangTypeError, "view_region", _view_kernel(lambda A, s, v: T.reshape(A[0:8], (512,))),  # E:view_region
+           "T.reshape takes a buffer, got Region", "not a slice")
+    raises(TileLangTypeError, "view_scalar", _view_kernel(lambda A, s, v: T.view(3, (1,))),  # E:view_scalar
+           "T.view takes a buffer, got int")
+    raises(NotSupportedError, "view_strides", _view_kernel(lambda A, s, v: T.view(A, strides=(1,))),  # E:view_strides
+           "strides=", "row-major")
+    raises(TileLangTypeError, "view_bool", _view_kernel(lambda A, s, v: T.view(A, dtype=T.bool)),  # E:view_bool
+           "cannot reinterpret int8 `A` as bool")
+
+    def strided():
+        @T.prim_func
+        def main(A: T.StridedTensor((16, 64), (128, 1), T.int8)):
+            with T.Kernel(1) as bx:
+                flat = T.reshape(A, (1024,))  # E:view_strided
+
+    raises(NotSupportedError, "view_strided", strided, "explicit strides", "contiguous")
 
 
 # ---- where T.* may be used --------------------------------------------------------------------

@@ -39,10 +39,11 @@ def _uses(body: Stmt) -> dict[Buffer, int]:
 
 
 def _named(n: Any) -> list[Buffer]:
+    """The buffers ``n`` names (a view counts as its base: a use of the same memory)."""
     if isinstance(n, (Region, E.Load, Alloc, Store)):
-        return [n.buffer]
+        return [n.buffer.storage]
     if isinstance(n, Annotate):
-        return [b for b, _ in n.data] if n.kind == "layout" else []
+        return [b.storage for b, _ in n.data] if n.kind == "layout" else []
     return []
 
 

@@ -44,12 +44,12 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Store
 from ....core_ir.tileops import Copy, Gemm
-from ....core_ir.visit import rewrite, substitute, walk
+from ....core_ir.visit import rewrite, substitute, views_of, walk
 from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
-from ..pipelining import _pipeline, after_previous_run, num_stages, pipeline_stage, rerun_pipelines, staged
+from ..pipelining import _pipeline, after_previous_run, is_producer, num_stages, pipeline_stage, rerun_pipelines, staged
 from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
@@ -72,11 +72,6 @@ def _call(fn: str, *args: Any) -> Evaluate:
 
 def _body(loop: For) -> list[Stmt]:
     return list(loop.body.stmts) if isinstance(loop.body, Seq) else [loop.body]
-
-
-def _is_producer(s: Stmt) -> bool:
-    return isinstance(s, Copy) and s.src.buffer.scope == "global" and s.dst.buffer.scope == "shared" \
-        and s.src.buffer.dtype == s.dst.buffer.dtype
 
 
 def _computes(work: list[Stmt]) -> bool:
@@ -103,21 +98,23 @@ class _Ctx:
         self.preset: dict[Buffer, Any] = {}
         self.annotated = {id(b) for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "layout"
                           for b, _ in n.data}
+        self.viewed = {id(b) for b in views_of(kernel.body)}  # tiles read or written through T.view too
 
     def plan_copies(self, copies: list[Copy]) -> list[TmaCopy] | None:
         """The TMA form of every copy (their tensor maps added to ``specs``), or ``None`` when one
-        does not qualify, two share a destination or a destination has an annotated layout."""
+        does not qualify, two share a destination or a destination has an annotated layout or views
+        (TMA tiles are swizzled, their views are not)."""
         trial = dict(self.specs)
         plans = [plan_tma(p, self.params, trial) for p in copies]
         dsts = [p.dst.buffer for p in copies]
         if any(p is None for p in plans) or len({id(b) for b in dsts}) != len(dsts) or \
-                any(id(b) in self.annotated for b in dsts):
+                any(id(b) in self.annotated or id(b) in self.viewed for b in dsts):
             return None
         self.specs.update(trial)
         return plans  # type: ignore[return-value]
 
     def plan(self, loop: For) -> list[TmaCopy] | None:
-        producers = [s for s in _body(loop) if _is_producer(s)]
+        producers = [s for s in _body(loop) if is_producer(s)]
         if not producers:
             return None
         plans = self.plan_copies(producers)
@@ -180,7 +177,7 @@ def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
         out.append(If(E.binary("<", E.const(s), n), issue(E.const(s), E.const(s)), None, loop.loc))
     nxt = it + (stages - 1)
     rest = [staged(substitute(s, {k: start + it}), cx.multi, it % stages) for s in _body(loop)
-            if not _is_producer(s)]
+            if not is_producer(s)]
     body = [Barrier(), If(E.binary("<", nxt, n), issue(nxt, nxt % stages), None, loop.loc),
             _wait_full(full, it, stages), *rest]
     out.append(For(it, n, "serial", Seq(tuple(body)), None, (("pipelined", stages),), loop.loc))
@@ -222,7 +219,7 @@ def _owns_sm(kernel: Kernel, loop: For) -> bool:
     overlap one block's softmax with the other's gemms; still 6-11 % slower with the rotation and
     the prologue loads, 2026-11-30, ``…-session4-variants-attention-d64-ws.json``)."""
     stages = num_stages(loop)
-    staged = {id(s.dst.buffer) for s in _body(loop) if _is_producer(s)}
+    staged = {id(s.dst.buffer) for s in _body(loop) if is_producer(s)}
     total = 0
     for a in walk(kernel.body):
         if isinstance(a, Alloc) and a.buffer.scope == "shared":
@@ -246,11 +243,11 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt],
     allowed = cx.host_vars | {id(loop.var)}
     exprs = [loop.extent] + ([loop.start] if loop.start is not None else [])
     for s in _body(loop):
-        if _is_producer(s):
+        if is_producer(s):
             exprs.extend(s.src.starts)
     if not _host_only(exprs, allowed):
         return None
-    compute = _computes([s for s in _body(loop) if not _is_producer(s)])
+    compute = _computes([s for s in _body(loop) if not is_producer(s)])
     if compute and not (_owns_sm(kernel, loop) if cx.ws_compute is None else cx.ws_compute):
         log.debug("T.Pipelined at line %s computes more than gemms and two blocks fit on an SM: plain TMA "
                   "pipeline", getattr(loop.loc, "line", "?"))
@@ -288,7 +285,7 @@ def _prologue_loads(kernel: Kernel, top: list[Stmt], at: int, cx: _Ctx) -> dict[
     coordinates, into a buffer nothing else writes, so one load and one wait serve the whole block."""
     out: dict[int, TmaCopy] = {}
     for i, s in enumerate(top[:at]):
-        if not _is_producer(s) or not _host_only(list(s.src.starts), cx.host_vars) or \
+        if not is_producer(s) or not _host_only(list(s.src.starts), cx.host_vars) or \
                 _written(s.dst.buffer, kernel.body, s):
             continue
         plans = cx.plan_copies([s])
@@ -405,7 +402,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     start = loop.start if loop.start is not None else E.const(0)
     cshape = launch_dims(kernel, ctx.target.arch)
     csize = math.prod(cshape or (1,))
-    work = [s for s in _body(loop) if not _is_producer(s)]
+    work = [s for s in _body(loop) if not is_producer(s)]
     wanted = cx.persistent if cx.persistent is not None else not _computes(work)
     acc = accumulator([s for s in top[:at]], work, cx.overlap) if cx.stream_k is not False and csize == 1 else None
     pers = plan_persistent(kernel, n, start, DEFAULT_SMS, block_remap(kernel, ctx), cshape,

@@ -80,6 +80,8 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
     for r in (op.A, op.B):
         if r.buffer.scope != "shared":
             continue
+        if st.viewed(r.buffer):  # wgmma reads swizzled panels; a view needs the tile row-major
+            return False
         shape = r.buffer.static_shape()
         lay = panel_layout(tuple(shape), r.buffer.dtype.bytes) if shape else None
         if lay is None or not full_tile(r) or not _compatible(st.layouts.get(r.buffer), lay):

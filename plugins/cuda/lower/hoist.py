@@ -55,8 +55,9 @@ def hoist_fragments(loop: For, lc: Any) -> list[Stmt]:
 
 
 def _only_gemm_a(loop: For, buf: Buffer, a_uses: set[int]) -> bool:
-    """Every reference to ``buf`` inside the loop is a T.gemm's A operand."""
+    """Every reference to ``buf`` (or a view of it) inside the loop is a T.gemm's A operand."""
     for n in walk(loop.body):
-        if getattr(n, "buffer", None) is buf and not (isinstance(n, Region) and id(n) in a_uses):
+        ref = getattr(n, "buffer", None)
+        if isinstance(ref, Buffer) and ref.storage is buf and not (isinstance(n, Region) and id(n) in a_uses):
             return False
     return True

@@ -82,7 +82,7 @@ def check_private_writes(nest: For) -> None:
     for n in walk(nest):
         buf = getattr(n, "buffer", None)
         if isinstance(n, Store) and isinstance(buf, Buffer) and buf.scope in PRIVATE_SCOPES \
-                and id(buf) not in inside:
+                and id(buf.storage) not in inside:
             what = "T.alloc_local buffer" if buf.scope == "local" else "variable"
             raise BackendNotImplementedError(
                 f"the T.Parallel loop at line {nest.loc.line if nest.loc else '?'} writes `{buf.name}`, a {what} "

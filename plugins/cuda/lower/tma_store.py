@@ -55,9 +55,11 @@ class TmaStore:
 
 
 def store_only_params(func: PrimFunc) -> frozenset[int]:
-    """Ids of the buffer parameters ``func`` uses only as destinations of fragment copies."""
-    epilogue = {id(n.dst) for n in walk(func.body) if isinstance(n, Copy) and n.src.buffer.scope == "fragment"}
-    other = {id(n.buffer) for n in walk(func.body)
+    """Ids of the buffer parameters ``func`` uses only as destinations of fragment copies (not
+    through views)."""
+    epilogue = {id(n.dst) for n in walk(func.body) if isinstance(n, Copy) and n.src.buffer.scope == "fragment"
+                and n.dst.buffer.base is None}
+    other = {id(n.buffer.storage) for n in walk(func.body)
              if isinstance(getattr(n, "buffer", None), Buffer) and id(n) not in epilogue}
     return frozenset(id(p) for p in func.params if isinstance(p, Buffer) and id(p) not in other)
 
