@@ -32,8 +32,9 @@ from typing import Any
 from . import knobs, registry
 from .args import normalize_out_idx
 from .core_ir.errors import BackendNotImplementedError, TileLangError
+from .core_ir.kernel_parts import kernel_parts
 from .core_ir.stages import StageContext, dump_path, run_stages
-from .core_ir.stmt import PrimFunc
+from .core_ir.stmt import PrimFunc, Seq
 from .kernel import JITKernel
 from .target import Target
 
@@ -250,14 +251,10 @@ def build(
     return Build(lowered, source, binary, ctx)
 
 
-def _compile(
-    func: PrimFunc, tgt: Target, outs: tuple[int, ...], opts: dict[str, Any], dump: list[str], dump_dir: str
-) -> JITKernel:
-    built = build(func, tgt, opts, dump, dump_dir)
-    lowered, times = built.lowered, built.ctx.timings
+def _load(func: PrimFunc, tgt: Target, built: Build) -> Any:
     try:
-        launcher = _timed(times, "load", registry.hook().tlx_load, target=tgt, func=lowered, binary=built.binary,
-                          ctx=built.ctx)
+        launcher = _timed(built.ctx.timings, "load", registry.hook().tlx_load, target=tgt, func=built.lowered,
+                          binary=built.binary, ctx=built.ctx)
     except TileLangError as err:
         raise err.with_loc(func.loc) from None
     if launcher is None:
@@ -266,8 +263,48 @@ def _compile(
             loc=func.loc,
             hint="see `python -m tilelang_x info` for the plugins and targets available here",
         )
-    source = built.source if built.source is not None else lowered.script()
-    return JITKernel(func, tgt, source, launcher, outs, lowered_func=lowered, stage_times=times)
+    return launcher
+
+
+def _compile(
+    func: PrimFunc, tgt: Target, outs: tuple[int, ...], opts: dict[str, Any], dump: list[str], dump_dir: str
+) -> JITKernel:
+    builds = [build(part, tgt, opts, dump, dump_dir) for part in kernel_parts(func)]
+    launchers = [_load(func, tgt, b) for b in builds]
+    sources = [b.source if b.source is not None else b.lowered.script() for b in builds]
+    if len(builds) == 1:
+        lowered, launcher = builds[0].lowered, launchers[0]
+    else:  # one function per T.Kernel block (core_ir/kernel_parts.py), launched in order
+        lowered = dataclasses.replace(func, params=builds[0].lowered.params,
+                                      body=Seq(tuple(b.lowered.body for b in builds), func.body.loc))
+        launcher = _InOrder(launchers)
+    times: dict[str, float] = {}
+    for b in builds:
+        for stage, seconds in b.ctx.timings.items():
+            times[stage] = times.get(stage, 0.0) + seconds
+    return JITKernel(func, tgt, "\n".join(sources), launcher, outs, lowered_func=lowered, stage_times=times)
+
+
+class _InOrder:
+    """One launcher that runs ``launchers`` one after the other with the same arguments. It offers
+    the parts' fast entry (``dim_names``, ``launch_on``: see ``args_fast``) when they all do, with
+    the same dims."""
+
+    def __init__(self, launchers: list[Any]) -> None:
+        self.launchers = launchers
+        names = {getattr(launch, "dim_names", None) for launch in launchers}
+        if len(names) == 1 and None not in names and all(callable(getattr(launch, "launch_on", None))
+                                                         for launch in launchers):
+            self.dim_names = names.pop()
+            self.launch_on = self._launch_on
+
+    def __call__(self, values: Any, dims: Any = ()) -> None:
+        for launch in self.launchers:
+            launch(values, dims)
+
+    def _launch_on(self, device: int, args: Any, dims: tuple[int, ...]) -> None:
+        for launch in self.launchers:
+            launch.launch_on(device, args, dims)
 
 
 # ---- isolating a crashing third-party plugin -------------------------------------------------

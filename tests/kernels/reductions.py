@@ -186,3 +186,28 @@ def chained_prefix(B, N):
             T.atomic_store(F[b], 1, memory_order="release")
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def split_row_sum(M, N, splits=4, block_M=32):
+    """``Out[r] = sum(A[r, :])`` in two kernels of one function, as split-KV decoding is written:
+    the first sums each of ``splits`` column slices into ``Partial``, the second adds the slices."""
+    part = N // splits
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), T.float32), Partial: T.Tensor((splits, M), T.float32),
+             Out: T.Tensor((M,), T.float32)):
+        with T.Kernel(M // block_M, splits, threads=128) as (bx, by):
+            tile = T.alloc_fragment((block_M, part), T.float32)
+            sums = T.alloc_fragment((block_M,), T.float32)
+            T.copy(A[bx * block_M, by * part], tile)
+            T.reduce_sum(tile, sums, dim=1)
+            T.copy(sums, Partial[by, bx * block_M])
+        with T.Kernel(M // block_M, threads=128) as bx:
+            for i in T.Parallel(block_M):
+                total = Partial[0, bx * block_M + i]
+                for k in list(range(1, splits)):  # a Python loop: unrolled when traced
+                    total = total + Partial[k, bx * block_M + i]
+                Out[bx * block_M + i] = total
+
+    return main

@@ -130,6 +130,12 @@ def _column_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return s, x.sum(0)
 
 
+def _split_row_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(96, 256, dtype=torch.float32, device=device, seed=19)
+    partial = torch.zeros(4, 96, dtype=torch.float32, device=device)
+    return reductions.split_row_sum(96, 256)(x, partial), x.sum(1)
+
+
 def _packed_atomic_sum(lanes: int, dtype: torch.dtype) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         from tilelang_x.core_ir.dtypes import as_dtype
@@ -303,6 +309,7 @@ CASES: list[Case] = [
     Case("row_bitxor", _row_bits("bitxor"), atol=0, rtol=0),
     Case("cummax_fp16_reverse", _cummax(True), atol=0, rtol=0),
     Case("column_sum_atomic_add", _column_sum, atol=1e-4, rtol=1e-4),
+    Case("split_row_sum_two_kernels", _split_row_sum, atol=1e-4, rtol=1e-4),
     Case("atomic_addx2_fp16", _packed_atomic_sum(2, torch.float16)),
     Case("atomic_addx4_fp32", _packed_atomic_sum(4, torch.float32), atol=1e-4, rtol=1e-4),
     Case("block_sparse_row_sum_continue_break", _block_sparse_row_sum, atol=1e-4, rtol=1e-4),
