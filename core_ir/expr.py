@@ -469,6 +469,8 @@ def unary(op: str, a: Any) -> Expr:
     ea = convert(a)
     if op == "not":
         ea = cast(ea, dtypes.bool_)
+    elif op == "~" and not ea.dtype.is_int:
+        raise TileLangTypeError(f"bitwise `~` needs an integer operand, got {ea.dtype}", loc=caller_loc())
     if isinstance(ea, Const):
         if op == "neg":
             return Const(-ea.value, ea.dtype)

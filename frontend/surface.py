@@ -742,6 +742,44 @@ def truncdiv(a: Any, b: Any) -> Any:
     return E.binary("/", a, b)
 
 
+def truncmod(a: Any, b: Any) -> Any:
+    """C ``%``: the remainder of ``T.truncdiv``, with the dividend's sign (``T.fmod`` on floats)."""
+    ea, eb = E.convert(a), E.convert(b)
+    if ea.dtype.is_float or eb.dtype.is_float:
+        return E.call("fmod", a, b)
+    return E.binary("-", a, E.binary("*", E.binary("/", a, b), b))
+
+
+def shift_left(a: Any, b: Any) -> E.Expr:
+    """``a << b`` on integers (TVM's name)."""
+    return E.binary("<<", a, b)
+
+
+def shift_right(a: Any, b: Any) -> E.Expr:
+    """``a >> b`` on integers (TVM's name): arithmetic for signed, logical for unsigned, as C."""
+    return E.binary(">>", a, b)
+
+
+def bitwise_and(a: Any, b: Any) -> E.Expr:
+    """``a & b`` on integers (TVM's name)."""
+    return E.binary("&", a, b)
+
+
+def bitwise_or(a: Any, b: Any) -> E.Expr:
+    """``a | b`` on integers (TVM's name)."""
+    return E.binary("|", a, b)
+
+
+def bitwise_xor(a: Any, b: Any) -> E.Expr:
+    """``a ^ b`` on integers (TVM's name)."""
+    return E.binary("^", a, b)
+
+
+def bitwise_not(a: Any) -> E.Expr:
+    """``~a`` on integers (TVM's name)."""
+    return ~E.convert(a)
+
+
 def _minmax(op: str, args: tuple[Any, ...]) -> Any:
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         args = tuple(args[0])

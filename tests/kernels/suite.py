@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import attention, control_flow, elementwise, gemm, reductions
+from . import attention, control_flow, elementwise, gemm, reductions, scalar_intrinsics
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,15 @@ def _attention(causal: bool) -> Callable:
     return run
 
 
+def _unpack_int4(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(30)
+    p = torch.randint(0, 256, (48, 32), generator=g, dtype=torch.uint8)
+    nib = torch.stack([p & 0xF, p >> 4], dim=-1).reshape(48, 64).int()
+    v = (nib ^ 8) - 8
+    ref = ((v << 4) | (~nib & 0xF)) + ((v * 64) >> 3)
+    return scalar_intrinsics.unpack_int4(48, 64)(p.to(device)), ref.to(device)
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -218,4 +227,5 @@ CASES: list[Case] = [
     Case("block_sparse_matmul_persistent_continue", _block_sparse_matmul),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
+    Case("unpack_int4_bit_ops", _unpack_int4, atol=0, rtol=0),
 ]

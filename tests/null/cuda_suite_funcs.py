@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.kernels import attention, control_flow, elementwise, gemm, reductions
+from tests.kernels import attention, control_flow, elementwise, gemm, reductions, scalar_intrinsics
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir.stmt import PrimFunc
 
@@ -44,4 +44,5 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "flash_attention": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, False),
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),
+        "unpack_int4_bit_ops": lambda: scalar_intrinsics.unpack_int4.get_ir(48, 64),
     }
