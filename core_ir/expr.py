@@ -11,6 +11,7 @@ Variables compare by identity; all other nodes structurally (``structural_key``)
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -286,7 +287,8 @@ class Cast(Expr):
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
 class Call(Expr):
-    """A math intrinsic by name (``MATH_FUNCS``)."""
+    """An intrinsic by name: a math function (``MATH_FUNCS``) or ``reinterpret`` (the bits of its
+    argument read as ``dtype``)."""
 
     name: str
     args: tuple[Expr, ...]
@@ -505,6 +507,49 @@ _CONST_MATH = {
     "exp": math.exp, "exp2": lambda x: 2.0**x, "log": math.log, "log2": math.log2,
     "sqrt": math.sqrt, "abs": abs, "floor": math.floor, "ceil": math.ceil,
 }
+
+
+def reinterpret(dtype: DType | str, value: Any) -> Expr:
+    """``T.reinterpret(dtype, value)``: the bits of ``value`` read as ``dtype`` of the same width."""
+    dt = dtypes.as_dtype(dtype)
+    e = convert(value)
+    if e.dtype.bits != dt.bits or dt.is_bool or e.dtype.is_bool:
+        raise TileLangTypeError(
+            f"T.reinterpret of a {e.dtype} value as {dt}: the widths differ ({e.dtype.bits} and {dt.bits} bits)",
+            loc=caller_loc(),
+            hint="reinterpret between dtypes of the same width (e.g. uint16 and float16); T.cast converts values",
+        )
+    if e.dtype == dt:
+        return e
+    if isinstance(e, Const):
+        bits = _bits_of(e.value, e.dtype)
+        if bits is not None:
+            folded = _from_bits(bits, dt)
+            if folded is not None:
+                return Const(folded, dt)
+    return Call("reinterpret", (e,), dt)
+
+
+_STRUCT_FLOATS = {"float16": "e", "float32": "f", "float64": "d"}
+
+
+def _bits_of(value: int | float | bool, dt: DType) -> int | None:
+    """The bit pattern of a constant, or ``None`` for formats folding leaves to the backends."""
+    if dt.is_int:
+        return int(value) & ((1 << dt.bits) - 1)
+    fmt = _STRUCT_FLOATS.get(dt.name)
+    if fmt is None:
+        return None
+    return int.from_bytes(struct.pack("<" + fmt, float(value)), "little")
+
+
+def _from_bits(bits: int, dt: DType) -> int | float | None:
+    if dt.is_int:
+        return bits - (1 << dt.bits) if dt.kind == "int" and bits >> (dt.bits - 1) else bits
+    fmt = _STRUCT_FLOATS.get(dt.name)
+    if fmt is None:
+        return None
+    return struct.unpack("<" + fmt, bits.to_bytes(dt.bytes, "little"))[0]
 
 
 def select(cond: Any, t: Any, f: Any) -> Expr:

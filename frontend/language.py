@@ -87,6 +87,7 @@ from .surface import (
     reduce_max,
     reduce_min,
     reduce_sum,
+    reinterpret,
     serial,
     shift_left,
     shift_right,
@@ -163,7 +164,7 @@ __all__ = [
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-    "cast", *_MATH,
+    "cast", "reinterpret", *_MATH,
     # dtypes
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",

@@ -847,6 +847,14 @@ def cast(value: Any, dtype: Any) -> E.Expr:
     return E.cast(value, dtype_of(dtype))
 
 
+def reinterpret(dtype: Any, value: Any) -> E.Expr:
+    """The bits of ``value`` read as ``dtype``, of the same width (TVM's argument order)."""
+    if isinstance(dtype, E.Expr) or hasattr(dtype, "as_expr"):
+        raise TileLangTypeError("T.reinterpret takes the dtype first: T.reinterpret(dtype, value)",
+                                loc=caller_loc())
+    return E.reinterpret(dtype_of(dtype), value)
+
+
 def _math(name: str) -> Any:
     arity = E.MATH_FUNCS[name]
     if arity == 1:

@@ -620,6 +620,8 @@ class _Gen:
     def _call(self, e: E.Call) -> str:
         args = [self.expr(a, True) for a in e.args]
         dt = e.args[0].dtype
+        if e.name == "reinterpret":
+            return _from_bits(_bits_of(args[0], dt), e.dtype)
         if e.name == "abs" and dt.is_int:
             return f"abs({args[0]})" if dt.bits <= 32 else f"llabs({args[0]})"
         if e.name == "sigmoid":
@@ -632,6 +634,31 @@ class _Gen:
         if dt.bits == 64 and fn.endswith("f") and fn not in ("isinf",):
             fn = fn[:-1]
         return f"{fn}({', '.join(args)})"
+
+
+_UNSIGNED = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
+
+
+def _bits_of(value: str, dt: DType) -> str:
+    """The bit pattern of a value of ``dt`` (as computed: narrow floats in float)."""
+    if dt.name in NARROW:
+        return f"{NARROW[dt.name][1]}({value}).x"
+    if dt == dtypes.float32:
+        return f"__float_as_uint({value})"
+    if dt == dtypes.float64:
+        return f"__double_as_longlong({value})"
+    return f"({_UNSIGNED[dt.bits]})({value})"
+
+
+def _from_bits(bits: str, dt: DType) -> str:
+    """The value of ``dt`` with bit pattern ``bits``, as computed (narrow floats in float)."""
+    if dt.name in NARROW:
+        return f"{NARROW[dt.name][0]}({ctype(dt)}{{({_UNSIGNED[dt.bits]})({bits})}})"
+    if dt == dtypes.float32:
+        return f"__uint_as_float({bits})"
+    if dt == dtypes.float64:
+        return f"__longlong_as_double((long long)({bits}))"
+    return f"(({eval_ctype(dt)})({bits}))"
 
 
 def _nonneg_divmod(a: str, b: str, rhs: E.Expr, dt: DType, op: str) -> str:

@@ -259,6 +259,8 @@ class ExprCompiler:
         return lambda env: conv(fa(env), dt, src)
 
     def _call(self, e: E.Call, loc: SourceLoc | None) -> Fn:
+        if e.name == "reinterpret":
+            return self._reinterpret(e, loc)
         f = _MATH.get(e.name)
         if f is None:
             raise BackendNotImplementedError(f"the interpreter has no math function `{e.name}`", loc=loc)
@@ -283,6 +285,12 @@ class ExprCompiler:
                 return lambda env: _scalarize(f(np.asarray(fa(env))))
             return lambda env: f(fa(env))
         return lambda env: f(*[g(env) for g in fargs])
+
+    def _reinterpret(self, e: E.Call, loc: SourceLoc | None) -> Fn:
+        fa = self.expr(e.args[0], loc)
+        src, dt = e.args[0].dtype, e.dtype
+        to_bits, from_bits = numerics.to_bits, numerics.from_bits
+        return lambda env: from_bits(to_bits(fa(env), src), dt)
 
     def _load(self, e: E.Load, loc: SourceLoc | None) -> Fn:
         buf = e.buffer

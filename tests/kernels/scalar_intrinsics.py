@@ -23,3 +23,42 @@ def unpack_int4(M, N, block_M=32):
                     Q[row, j] = T.bitwise_or(T.shift_left(v, 4), low) + T.shift_right(v * 64, 3)
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def dequant_int4_fp16(M, N, block_M=32):
+    """``W[i, j] = (q - 8) * S[i]`` for the unsigned int4 ``q`` packed two per uint8 (low nibble
+    first); the fp16 value of ``q`` is built from bits: 0x6400 | q is the float16 1024 + q."""
+
+    @T.prim_func
+    def main(P: T.Tensor((M, N // 2), T.uint8), S: T.Tensor((M,), T.float16), W: T.Tensor((M, N), T.float16)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            for i, j in T.Parallel(block_M, N):
+                row = bx * block_M + i
+                if row < M:
+                    q = T.bitwise_and(T.shift_right(P[row, j // 2], (j % 2) * 4), 0xF)
+                    h = T.reinterpret(T.float16, T.bitwise_or(T.cast(q, T.uint16), 0x6400))
+                    W[row, j] = (h - T.float16(1032)) * S[row]
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def bit_casts(n, block=64):
+    """Four reinterpretations per element: ``-x`` by flipping float32's sign bit as uint32, bfloat16
+    and float8_e4m3 values from their bits, and the float16 bits of ``x`` as an int16."""
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), T.float32), H: T.Tensor((n,), T.int16), F8: T.Tensor((n,), T.uint8),
+             Y: T.Tensor((n, 4), T.float32)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                k = bx * block + i
+                if k < n:
+                    sign = T.reinterpret(T.uint32, T.int32(-(2**31)))
+                    Y[k, 0] = T.reinterpret(T.float32, T.bitwise_xor(T.reinterpret(T.uint32, X[k]), sign))
+                    Y[k, 1] = T.reinterpret(T.bfloat16, H[k])
+                    Y[k, 2] = T.reinterpret(T.float8_e4m3fn, F8[k])
+                    Y[k, 3] = T.reinterpret(T.int16, T.cast(X[k], T.float16))
+
+    return main

@@ -194,6 +194,27 @@ def _unpack_int4(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return scalar_intrinsics.unpack_int4(48, 64)(p.to(device)), ref.to(device)
 
 
+def _dequant_int4(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(31)
+    p = torch.randint(0, 256, (80, 64), generator=g, dtype=torch.uint8)
+    s = (torch.rand(80, generator=g) + 0.5).half()
+    q = torch.stack([p & 0xF, p >> 4], dim=-1).reshape(80, 128)
+    ref = (q.half() - 8) * s[:, None]
+    return scalar_intrinsics.dequant_int4_fp16(80, 128)(p.to(device), s.to(device)), ref.to(device)
+
+
+def _bit_casts(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(200, dtype=torch.float32, device="cpu", seed=32) * 100
+    h = _randn(200, dtype=torch.bfloat16, device="cpu", seed=33).view(torch.int16)
+    g = torch.Generator().manual_seed(34)
+    f8 = torch.randint(0, 256, (200,), generator=g, dtype=torch.int32)
+    f8 = torch.where((f8 & 0x7F) == 0x7F, 0, f8).to(torch.uint8)  # no NaN codes
+    ref = torch.stack([-x, h.view(torch.bfloat16).float(), f8.view(torch.float8_e4m3fn).float(),
+                       x.half().view(torch.int16).float()], dim=1)
+    out = scalar_intrinsics.bit_casts(200)(x.to(device), h.to(device), f8.to(device))
+    return out, ref.to(device)
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -228,4 +249,6 @@ CASES: list[Case] = [
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
     Case("unpack_int4_bit_ops", _unpack_int4, atol=0, rtol=0),
+    Case("dequant_int4_fp16_reinterpret", _dequant_int4, atol=0, rtol=0),
+    Case("bit_casts_reinterpret", _bit_casts, atol=0, rtol=0),
 ]

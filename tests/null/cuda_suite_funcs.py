@@ -45,4 +45,6 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),
         "unpack_int4_bit_ops": lambda: scalar_intrinsics.unpack_int4.get_ir(48, 64),
+        "dequant_int4_fp16_reinterpret": lambda: scalar_intrinsics.dequant_int4_fp16.get_ir(80, 128),
+        "bit_casts_reinterpret": lambda: scalar_intrinsics.bit_casts.get_ir(200),
     }

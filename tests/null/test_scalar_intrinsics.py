@@ -119,3 +119,101 @@ def test_bit_ops_emit_c_operators():
     func = elementwise(lambda a: T.bitwise_xor(T.shift_right(a, 3), T.shift_left(a, 1)), T.uint32, T.uint32)
     source, _ = cuda_source(func)
     assert ">> 3u" in source and "<< 1u" in source and " ^ " in source
+
+
+# ---- T.reinterpret -----------------------------------------------------------------------------
+
+BIT_CASTS = [  # (source dtype, destination dtype, numpy source values)
+    (T.uint16, T.float16, np.array([0x3C00, 0xC000, 0x7BFF, 0x0001], dtype=np.uint16)),
+    (T.float16, T.int16, np.array([1.0, -2.0, 65504.0, 6e-8], dtype=np.float16)),
+    (T.uint32, T.float32, np.array([0x3F800000, 0xBF800000, 0x7F7FFFFF, 1], dtype=np.uint32)),
+    (T.int32, T.float32, np.array([0x40490FDB, -1082130432, 0, 1], dtype=np.int32)),
+    (T.float32, T.int32, np.array([1.0, -1.0, 3.5, -0.0], dtype=np.float32)),
+    (T.float64, T.int64, np.array([1.0, -2.5, 1e300, -0.0], dtype=np.float64)),
+    (T.int8, T.uint8, np.array([-1, -128, 127, 0], dtype=np.int8)),
+]
+
+
+@pytest.mark.parametrize("src,dst,values", BIT_CASTS, ids=[f"{s}-{d}" for s, d, _ in BIT_CASTS])
+def test_reinterpret_is_numpy_view(src, dst, values):
+    values = np.tile(values, 16)
+    out_dtype = getattr(torch, dst.name)
+    out = run_interp(elementwise(lambda a: T.reinterpret(dst, a), src, dst), values, out_dtype=out_dtype)
+    expected = values.view(np.dtype(dst.name))
+    assert out.numpy().view(np.uint8).tobytes() == expected.view(np.uint8).tobytes()
+
+
+@pytest.mark.parametrize("dst,torch_dtype", [(T.bfloat16, torch.bfloat16), (T.float8_e4m3fn, torch.float8_e4m3fn),
+                                              (T.float8_e5m2, torch.float8_e5m2)])
+def test_reinterpret_narrow_floats_match_torch_view(dst, torch_dtype):
+    if dst.bits == 16:
+        bits = (torch.randn(64, generator=torch.Generator().manual_seed(3)) * 1e3).to(torch_dtype).view(torch.int16)
+        src = T.int16
+    else:
+        bits = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+        keep = ~bits.view(torch_dtype).float().isnan()
+        bits = bits[keep][:64].contiguous()
+        src = T.uint8
+    n = bits.numel()
+    values = run_interp(elementwise(lambda a: T.reinterpret(dst, a), src, dst, n), bits.numpy(), out_dtype=torch_dtype)
+    assert torch.equal(values.view(bits.dtype), bits)
+    round_trip = elementwise(lambda a: T.reinterpret(src, T.reinterpret(dst, a)), src, src, n)
+    assert torch.equal(run_interp(round_trip, bits.numpy(), out_dtype=bits.dtype), bits)
+
+
+def test_reinterpret_folds_constants_and_prints_the_dtype():
+    assert float(T.reinterpret(T.float32, 0x3F800000)) == 1.0
+    assert int(T.reinterpret(T.int32, T.float32(-0.0))) == -(2**31)
+    assert float(T.reinterpret(T.float16, T.uint16(0x3C00))) == 1.0
+    assert int(T.reinterpret(T.uint8, T.int8(-1))) == 255
+    x = E.Var("x", T.uint16)
+    e = T.reinterpret(T.bfloat16, x)
+    assert isinstance(e, E.Call) and e.dtype == T.bfloat16
+    assert str(e) == "T.reinterpret(bfloat16, x)"
+    assert T.reinterpret(T.uint16, x) is x
+
+
+def test_reinterpret_width_mismatch_names_the_line():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.uint8), B: T.Tensor((64,), T.float16)):
+            with T.Kernel(1) as bx:
+                for i in T.Parallel(64):
+                    B[i] = T.reinterpret(T.float16, A[i])  # E:reinterpret-width
+
+    raises(TileLangTypeError, "reinterpret-width", build, "uint8", "float16", "8 and 16 bits")
+
+
+def test_reinterpret_value_first_names_the_line():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.uint16), B: T.Tensor((64,), T.float16)):
+            with T.Kernel(1) as bx:
+                for i in T.Parallel(64):
+                    B[i] = T.reinterpret(A[i], T.float16)  # E:reinterpret-order
+
+    raises(TileLangTypeError, "reinterpret-order", build, "T.reinterpret(dtype, value)")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_reinterpret_emits_bit_casts_that_compile(arch):
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float64), C: T.Tensor((64,), T.uint8),
+             D: T.Tensor((64,), T.float16), Y: T.Tensor((64, 4), T.int32), Z: T.Tensor((64,), T.float64)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                Y[i, 0] = T.reinterpret(T.int32, A[i])
+                Y[i, 1] = T.cast(T.reinterpret(T.float8_e5m2, C[i]), T.int32)
+                Y[i, 2] = T.reinterpret(T.uint16, D[i])
+                Y[i, 3] = T.cast(T.reinterpret(T.float32, T.reinterpret(T.uint32, Y[i, 0])), T.int32)
+                Z[i] = T.reinterpret(T.float64, T.reinterpret(T.int64, B[i]) + 1)
+
+    source, ctx = cuda_source(main, arch)
+    for fn in ("__float_as_uint(", "__uint_as_float(", "__double_as_longlong(", "__longlong_as_double(",
+               "tlx_e5m22f(tlx_e5m2{", "tlx_f2h("):
+        assert fn in source, fn
+    if find_nvrtc() is None and find_nvcc() is None:
+        pytest.skip("no CUDA compiler here")
+    assert len(compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0
