@@ -36,9 +36,12 @@ MATH_FUNCS: dict[str, int] = {
     "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "abs": 1, "sin": 1, "cos": 1, "tan": 1,
     "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "erf": 1, "floor": 1, "ceil": 1,
     "round": 1, "trunc": 1, "isnan": 1, "isinf": 1, "isfinite": 1, "pow": 2, "fmod": 2,
-    "atan2": 2,
+    "atan2": 2, "nearbyint": 1,
 }
 BOOL_RESULT_FUNCS = ("isnan", "isinf", "isfinite")
+#: Integer intrinsics a ``Call`` may name: one integer argument; ``popcount`` keeps its dtype,
+#: ``clz`` (leading zero bits, the width for 0) is an int32, as in TVM.
+INT_FUNCS = ("popcount", "clz")
 
 
 class Expr:
@@ -287,8 +290,8 @@ class Cast(Expr):
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
 class Call(Expr):
-    """An intrinsic by name: a math function (``MATH_FUNCS``) or ``reinterpret`` (the bits of its
-    argument read as ``dtype``)."""
+    """An intrinsic by name: a math function (``MATH_FUNCS``), an integer function
+    (``INT_FUNCS``) or ``reinterpret`` (the bits of its argument read as ``dtype``)."""
 
     name: str
     args: tuple[Expr, ...]
@@ -506,7 +509,20 @@ def call(name: str, *args: Any) -> Expr:
 _CONST_MATH = {
     "exp": math.exp, "exp2": lambda x: 2.0**x, "log": math.log, "log2": math.log2,
     "sqrt": math.sqrt, "abs": abs, "floor": math.floor, "ceil": math.ceil,
+    "nearbyint": lambda x: float(round(x)) if math.isfinite(x) else x,
 }
+
+
+def int_call(name: str, x: Any) -> Expr:
+    """``T.popcount(x)`` / ``T.clz(x)`` on an integer ``x``."""
+    e = convert(x)
+    if not e.dtype.is_int:
+        raise TileLangTypeError(f"T.{name} needs an integer operand, got {e.dtype}", loc=caller_loc())
+    dt = e.dtype if name == "popcount" else dtypes.int32
+    if isinstance(e, Const):
+        bits = int(e.value) & ((1 << e.dtype.bits) - 1)
+        return Const(bin(bits).count("1") if name == "popcount" else e.dtype.bits - bits.bit_length(), dt)
+    return Call(name, (e,), dt)
 
 
 def reinterpret(dtype: DType | str, value: Any) -> Expr:

@@ -61,6 +61,7 @@ from .surface import (
     ceildiv,
     clamp,
     clear,
+    clz,
     const,
     copy,
     cummax,
@@ -78,6 +79,9 @@ from .surface import (
     infinity,
     likely,
     loop_break,
+    max_value,
+    min_value,
+    popcount,
     reduce,
     reduce_absmax,
     reduce_abssum,
@@ -104,6 +108,7 @@ from .surface import (
 Kernel = _KernelFrame
 Buffer = _surface.Buffer_
 Select = if_then_else
+Cast = _surface.tvm_cast
 Serial, Unroll, Vectorized = serial, unroll, vectorized
 min = _surface.min_  # noqa: A001
 max = _surface.max_  # noqa: A001
@@ -145,6 +150,7 @@ isfinite = _MATH["isfinite"]
 pow = _MATH["pow"]  # noqa: A001
 fmod = _MATH["fmod"]
 atan2 = _MATH["atan2"]
+nearbyint = _MATH["nearbyint"]
 
 __all__ = [
     # program structure
@@ -164,7 +170,7 @@ __all__ = [
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-    "cast", "reinterpret", *_MATH,
+    "cast", "Cast", "reinterpret", "max_value", "min_value", "popcount", "clz", *_MATH,
     # dtypes
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",

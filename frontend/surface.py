@@ -847,6 +847,53 @@ def cast(value: Any, dtype: Any) -> E.Expr:
     return E.cast(value, dtype_of(dtype))
 
 
+def tvm_cast(dtype: Any, value: Any) -> E.Expr:
+    """``T.Cast(dtype, value)``: TVM's spelling of ``T.cast(value, dtype)``."""
+    if isinstance(dtype, E.Expr) or hasattr(dtype, "as_expr"):
+        raise TileLangTypeError("T.Cast takes the dtype first: T.Cast(dtype, value)", loc=caller_loc(),
+                                hint="or write T.cast(value, dtype)")
+    return E.cast(value, dtype_of(dtype))
+
+
+_FLOAT_MAX = {
+    "float16": 65504.0, "bfloat16": float.fromhex("0x1.fep127"), "float32": float.fromhex("0x1.fffffep127"),
+    "float64": float.fromhex("0x1.fffffffffffffp1023"), "float8_e4m3": 448.0, "float8_e5m2": 57344.0,
+}
+
+
+def _limit(dtype: Any, largest: bool, what: str) -> E.Const:
+    dt = dtype_of(dtype)
+    if dt.is_float:
+        top = _FLOAT_MAX[dt.name]
+        return E.Const(top if largest else -top, dt)
+    if dt.is_bool:
+        raise TileLangTypeError(f"{what}({dt}): bool has no range", loc=caller_loc())
+    from ..core_ir.arith import dtype_range  # imports numpy: not at import time
+
+    lo, hi = dtype_range(dt)
+    return E.Const(hi if largest else lo, dt)
+
+
+def max_value(dtype: Any) -> E.Const:
+    """The largest finite value of ``dtype``, as a constant of that dtype."""
+    return _limit(dtype, True, "T.max_value")
+
+
+def min_value(dtype: Any) -> E.Const:
+    """The lowest finite value of ``dtype`` (``-T.max_value`` for floats), as a constant."""
+    return _limit(dtype, False, "T.min_value")
+
+
+def popcount(x: Any) -> E.Expr:
+    """The number of one bits of an integer (in its dtype's width)."""
+    return E.int_call("popcount", x)
+
+
+def clz(x: Any) -> E.Expr:
+    """The number of leading zero bits of an integer in its dtype's width (the width for 0); int32."""
+    return E.int_call("clz", x)
+
+
 def reinterpret(dtype: Any, value: Any) -> E.Expr:
     """The bits of ``value`` read as ``dtype``, of the same width (TVM's argument order)."""
     if isinstance(dtype, E.Expr) or hasattr(dtype, "as_expr"):

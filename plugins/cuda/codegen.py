@@ -71,7 +71,7 @@ FLOAT_FUNCS = {
     "sin": "sinf", "cos": "cosf", "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf",
     "sinh": "sinhf", "cosh": "coshf", "erf": "erff", "floor": "floorf", "ceil": "ceilf", "round": "roundf",
     "trunc": "truncf", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "pow": "powf",
-    "fmod": "fmodf", "atan2": "atan2f",
+    "fmod": "fmodf", "atan2": "atan2f", "nearbyint": "rintf",
 }
 
 
@@ -622,6 +622,8 @@ class _Gen:
         dt = e.args[0].dtype
         if e.name == "reinterpret":
             return _from_bits(_bits_of(args[0], dt), e.dtype)
+        if e.name in E.INT_FUNCS:
+            return _int_func(e.name, args[0], dt)
         if e.name == "abs" and dt.is_int:
             return f"abs({args[0]})" if dt.bits <= 32 else f"llabs({args[0]})"
         if e.name == "sigmoid":
@@ -659,6 +661,17 @@ def _from_bits(bits: str, dt: DType) -> str:
     if dt == dtypes.float64:
         return f"__longlong_as_double((long long)({bits}))"
     return f"(({eval_ctype(dt)})({bits}))"
+
+
+def _int_func(name: str, x: str, dt: DType) -> str:
+    """``__popc`` / ``__clz`` (``ll`` for 64 bits) of ``x``'s bits zero-extended from ``dt``'s width;
+    ``clz`` of a narrow integer drops the leading zeros the extension adds."""
+    wide = dt.bits == 64
+    bits = f"({'unsigned long long' if wide else 'unsigned int'})({_UNSIGNED[dt.bits]})({x})"
+    if name == "popcount":
+        return f"__popc{'ll' if wide else ''}({bits})"
+    text = f"__clz{'ll' if wide else ''}(({'long long' if wide else 'int'})({bits}))"
+    return text if dt.bits >= 32 else f"({text} - {32 - dt.bits})"
 
 
 def _nonneg_divmod(a: str, b: str, rhs: E.Expr, dt: DType, op: str) -> str:

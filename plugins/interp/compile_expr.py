@@ -52,6 +52,28 @@ def _round_half_away(x: Any) -> Any:
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
+
+def _unsigned(x: Any) -> np.ndarray:
+    a = np.asarray(x)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def _popcount(x: Any) -> Any:
+    return _scalarize(np.bitwise_count(_unsigned(x)).astype(np.asarray(x).dtype))
+
+
+def _clz(x: Any) -> Any:
+    """Leading zero bits in the width of ``x``'s dtype: halve the search window while the high part
+    is nonzero."""
+    u = _unsigned(x).astype(np.uint64)
+    n = np.full(u.shape, 8 * np.asarray(x).dtype.itemsize, dtype=np.int32)
+    for shift in (32, 16, 8, 4, 2, 1):
+        high = u >> np.uint64(shift)
+        nonzero = high != 0
+        n -= np.where(nonzero, shift, 0).astype(np.int32)
+        u = np.where(nonzero, high, u)
+    return _scalarize(n - (u != 0).astype(np.int32))
+
 _MATH: dict[str, Callable[..., Any]] = {
     "exp": np.exp, "exp2": np.exp2, "exp10": lambda x: np.power(x.dtype.type(10), x), "log": np.log,
     "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
@@ -61,6 +83,7 @@ _MATH: dict[str, Callable[..., Any]] = {
     "sinh": np.sinh, "cosh": np.cosh, "erf": lambda x: _erf(x).astype(x.dtype), "floor": np.floor,
     "ceil": np.ceil, "round": _round_half_away, "trunc": np.trunc, "isnan": np.isnan,
     "isinf": np.isinf, "isfinite": np.isfinite, "pow": np.power, "fmod": np.fmod, "atan2": np.arctan2,
+    "nearbyint": np.rint, "popcount": _popcount, "clz": _clz,
 }
 
 

@@ -62,3 +62,27 @@ def bit_casts(n, block=64):
                     Y[k, 3] = T.reinterpret(T.int16, T.cast(X[k], T.float16))
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def bit_counts(n, block=64):
+    """Per element: popcount and clz of int32 / uint8 / int16 views, C remainder, round half to
+    even of a value clamped to float16's range, and clamps to int8's / int16's range."""
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), T.int32), F: T.Tensor((n,), T.float32), Y: T.Tensor((n, 8), T.int32)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                k = bx * block + i
+                if k < n:
+                    Y[k, 0] = T.popcount(X[k])
+                    Y[k, 1] = T.clz(X[k])
+                    Y[k, 2] = T.popcount(T.Cast(T.uint8, X[k]))
+                    Y[k, 3] = T.clz(T.Cast(T.int16, X[k]))
+                    Y[k, 4] = T.truncmod(X[k], 7)
+                    f = T.max(T.min(F[k], T.max_value(T.float16)), T.min_value(T.float16))
+                    Y[k, 5] = T.Cast(T.int32, T.nearbyint(f))
+                    Y[k, 6] = T.min(X[k], T.max_value(T.int8))
+                    Y[k, 7] = T.max(X[k], T.min_value(T.int16))
+
+    return main

@@ -215,6 +215,27 @@ def _bit_casts(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return out, ref.to(device)
 
 
+def _bit_counts(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(35)
+    x = torch.randint(-2**31, 2**31 - 1, (150,), generator=g, dtype=torch.int32)
+    x[:4] = torch.tensor([0, -1, 1, 2**31 - 1])
+    f = torch.round(torch.randn(150, generator=g) * 20) / 2  # halves: ties to even
+    f[:2] = torch.tensor([1e6, -1e6])
+
+    def counts(v: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+        u = v.long() & ((1 << bits) - 1)
+        ones = sum((u >> b) & 1 for b in range(bits))
+        length = sum(((u >> b) != 0).long() for b in range(bits))
+        return ones.int(), (bits - length).int()
+
+    pop32, clz32 = counts(x, 32)
+    pop8, _ = counts(x, 8)
+    _, clz16 = counts(x, 16)
+    ref = torch.stack([pop32, clz32, pop8, clz16, torch.fmod(x, 7), f.clamp(-65504, 65504).round().int(),
+                       x.clamp(max=127), x.clamp(min=-32768)], dim=1)
+    return scalar_intrinsics.bit_counts(150)(x.to(device), f.to(device)), ref.to(device)
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -251,4 +272,5 @@ CASES: list[Case] = [
     Case("unpack_int4_bit_ops", _unpack_int4, atol=0, rtol=0),
     Case("dequant_int4_fp16_reinterpret", _dequant_int4, atol=0, rtol=0),
     Case("bit_casts_reinterpret", _bit_casts, atol=0, rtol=0),
+    Case("bit_counts_limits_nearbyint", _bit_counts, atol=0, rtol=0),
 ]

@@ -47,4 +47,5 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "unpack_int4_bit_ops": lambda: scalar_intrinsics.unpack_int4.get_ir(48, 64),
         "dequant_int4_fp16_reinterpret": lambda: scalar_intrinsics.dequant_int4_fp16.get_ir(80, 128),
         "bit_casts_reinterpret": lambda: scalar_intrinsics.bit_casts.get_ir(200),
+        "bit_counts_limits_nearbyint": lambda: scalar_intrinsics.bit_counts.get_ir(150),
     }

@@ -217,3 +217,84 @@ def test_reinterpret_emits_bit_casts_that_compile(arch):
     if find_nvrtc() is None and find_nvcc() is None:
         pytest.skip("no CUDA compiler here")
     assert len(compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0
+
+
+# ---- T.Cast, T.max_value / T.min_value, T.popcount, T.clz, T.nearbyint -------------------------
+
+@pytest.mark.parametrize("dtype,lo,hi", [
+    (T.float16, -65504.0, 65504.0), (T.bfloat16, -3.3895313892515355e38, 3.3895313892515355e38),
+    (T.float32, -3.4028234663852886e38, 3.4028234663852886e38), (T.float64, -1.7976931348623157e308,
+                                                                   1.7976931348623157e308),
+    (T.float8_e4m3fn, -448.0, 448.0), (T.float8_e5m2, -57344.0, 57344.0), (T.int8, -128, 127),
+    (T.uint8, 0, 255), (T.int32, -(2**31), 2**31 - 1), (T.uint64, 0, 2**64 - 1), (T.int64, -(2**63), 2**63 - 1),
+])
+def test_max_and_min_value_are_constants_of_the_dtype(dtype, lo, hi):
+    top, bottom = T.max_value(dtype), T.min_value(dtype)
+    assert isinstance(top, E.Const) and top.dtype == dtype and top.value == hi
+    assert isinstance(bottom, E.Const) and bottom.dtype == dtype and bottom.value == lo
+    if dtype.is_float and dtype.bits >= 16 and dtype.name != "bfloat16":
+        assert top.value == float(np.finfo(np.dtype(dtype.name)).max)
+
+
+def test_cast_takes_the_dtype_first():
+    x = E.Var("x", T.float32)
+    assert T.Cast(T.int32, x).same_as(T.cast(x, T.int32))
+    assert T.Cast("float16", 2).dtype == T.float16
+
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.int32)):
+            with T.Kernel(1) as bx:
+                for i in T.Parallel(64):
+                    B[i] = T.Cast(A[i], T.int32)  # E:cast-order
+
+    raises(TileLangTypeError, "cast-order", build, "T.Cast(dtype, value)")
+
+
+def test_popcount_and_clz_fold_and_run():
+    assert int(T.popcount(T.int8(-1))) == 8 and T.popcount(T.int8(-1)).dtype == T.int8
+    assert int(T.clz(T.uint16(1))) == 15 and T.clz(T.int64(1)).dtype == T.int32
+    assert int(T.clz(0)) == 32
+    values = np.array([0, 1, -1, 2**31 - 1, -(2**31), 0x00F0F000, 12345, -12345] * 8, dtype=np.int64)
+    pop = run_interp(elementwise(T.popcount, T.int64, T.int64), values, out_dtype=torch.int64)
+    clz = run_interp(elementwise(T.clz, T.int64, T.int32), values, out_dtype=torch.int32)
+    unsigned = [int(v) & (2**64 - 1) for v in values]
+    assert pop.tolist() == [bin(u).count("1") for u in unsigned]
+    assert clz.tolist() == [64 - u.bit_length() for u in unsigned]
+
+
+def test_popcount_of_float_names_the_line():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.int32)):
+            with T.Kernel(1) as bx:
+                for i in T.Parallel(64):
+                    B[i] = T.popcount(A[i])  # E:popcount-float
+
+    raises(TileLangTypeError, "popcount-float", build, "T.popcount", "float32")
+
+
+def test_nearbyint_rounds_half_to_even():
+    values = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 2.4, -2.6, 3.5] * 8, dtype=np.float32)
+    for dtype, np_dtype, torch_dtype in ((T.float32, np.float32, torch.float32),
+                                         (T.float16, np.float16, torch.float16)):
+        out = run_interp(elementwise(T.nearbyint, dtype, dtype), values.astype(np_dtype), out_dtype=torch_dtype)
+        assert out.tolist()[:8] == [0.0, 2.0, 2.0, -0.0, -2.0, 2.0, -3.0, 4.0]
+    assert float(T.nearbyint(2.5)) == 2.0 and float(T.nearbyint(-3.5)) == -4.0
+
+
+def test_integer_intrinsics_emit_cuda_builtins():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.int64), B: T.Tensor((64,), T.uint8), F: T.Tensor((64,), T.float64),
+             Y: T.Tensor((64, 5), T.int64)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                Y[i, 0] = T.popcount(A[i])
+                Y[i, 1] = T.clz(A[i])
+                Y[i, 2] = T.clz(B[i])
+                Y[i, 3] = T.Cast(T.int64, T.nearbyint(F[i]))
+                Y[i, 4] = T.Cast(T.int64, T.nearbyint(T.cast(F[i], T.float32)))
+
+    source, _ = cuda_source(main)
+    for text in ("__popcll(", "__clzll(", "(unsigned char)", " - 24", "rint(", "rintf("):
+        assert text in source, text
