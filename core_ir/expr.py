@@ -36,8 +36,12 @@ MATH_FUNCS: dict[str, int] = {
     "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "abs": 1, "sin": 1, "cos": 1, "tan": 1,
     "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "erf": 1, "floor": 1, "ceil": 1,
     "round": 1, "trunc": 1, "isnan": 1, "isinf": 1, "isfinite": 1, "pow": 2, "fmod": 2,
-    "atan2": 2, "nearbyint": 1,
+    "atan2": 2, "nearbyint": 1, "__exp": 1, "__exp10": 1, "__log": 1, "__log2": 1, "__log10": 1,
+    "__tan": 1, "__cos": 1, "__sin": 1,
 }
+#: TileLang's fast-math functions and the accurate function each approximates (backends without a
+#: faster version compute that one).
+FAST_MATH: dict[str, str] = {name: name[2:] for name in MATH_FUNCS if name.startswith("__")}
 BOOL_RESULT_FUNCS = ("isnan", "isinf", "isfinite")
 #: Integer intrinsics a ``Call`` may name: one integer argument; ``popcount`` keeps its dtype,
 #: ``clz`` (leading zero bits, the width for 0) is an int32, as in TVM.

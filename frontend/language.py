@@ -151,6 +151,14 @@ pow = _MATH["pow"]  # noqa: A001
 fmod = _MATH["fmod"]
 atan2 = _MATH["atan2"]
 nearbyint = _MATH["nearbyint"]
+__exp = _MATH["__exp"]
+__exp10 = _MATH["__exp10"]
+__log = _MATH["__log"]
+__log2 = _MATH["__log2"]
+__log10 = _MATH["__log10"]
+__tan = _MATH["__tan"]
+__cos = _MATH["__cos"]
+__sin = _MATH["__sin"]
 
 __all__ = [
     # program structure

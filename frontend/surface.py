@@ -916,6 +916,8 @@ def _math(name: str) -> Any:
         fn = fn2
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``T.{name}``: the math intrinsic, element by element."
+    if name in E.FAST_MATH:
+        fn.__doc__ = f"``T.{name}``: ``T.{E.FAST_MATH[name]}`` by the backend's fast approximation where it has one."
     return fn
 
 

@@ -71,7 +71,9 @@ FLOAT_FUNCS = {
     "sin": "sinf", "cos": "cosf", "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf",
     "sinh": "sinhf", "cosh": "coshf", "erf": "erff", "floor": "floorf", "ceil": "ceilf", "round": "roundf",
     "trunc": "truncf", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "pow": "powf",
-    "fmod": "fmodf", "atan2": "atan2f", "nearbyint": "rintf",
+    "fmod": "fmodf", "atan2": "atan2f", "nearbyint": "rintf", "__exp": "__expf", "__exp10": "__exp10f",
+    "__log": "__logf", "__log2": "__log2f", "__log10": "__log10f", "__tan": "tanf", "__cos": "__cosf",
+    "__sin": "__sinf",
 }
 
 
@@ -632,7 +634,7 @@ class _Gen:
             return f"({one} / ({one} + {ex}(-({args[0]}))))"
         if e.name == "exp2" and dt.bits <= 32:
             return f"tlx_exp2f({args[0]})"
-        fn = FLOAT_FUNCS[e.name]
+        fn = FLOAT_FUNCS[E.FAST_MATH.get(e.name, e.name) if dt.bits == 64 else e.name]
         if dt.bits == 64 and fn.endswith("f") and fn not in ("isinf",):
             fn = fn[:-1]
         return f"{fn}({', '.join(args)})"

@@ -85,6 +85,7 @@ _MATH: dict[str, Callable[..., Any]] = {
     "isinf": np.isinf, "isfinite": np.isfinite, "pow": np.power, "fmod": np.fmod, "atan2": np.arctan2,
     "nearbyint": np.rint, "popcount": _popcount, "clz": _clz,
 }
+_MATH.update({fast: _MATH[accurate] for fast, accurate in E.FAST_MATH.items()})
 
 
 # ---- the compiler ------------------------------------------------------------------------------
@@ -304,7 +305,7 @@ class ExprCompiler:
             return call_narrow
         if len(fargs) == 1:
             (fa,) = fargs
-            if e.name in ("exp10", "sigmoid", "round", "erf"):
+            if E.FAST_MATH.get(e.name, e.name) in ("exp10", "sigmoid", "round", "erf"):
                 return lambda env: _scalarize(f(np.asarray(fa(env))))
             return lambda env: f(fa(env))
         return lambda env: f(*[g(env) for g in fargs])

@@ -86,3 +86,29 @@ def bit_counts(n, block=64):
                     Y[k, 7] = T.max(X[k], T.min_value(T.int16))
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def fast_math(n, block=64):
+    """TileLang's fast-math functions of ``x`` (CUDA: the approximate intrinsics), arguments kept
+    where they are accurate: ``__exp(x)``, ``__exp10(x / 2)``, the logs of ``|x| + 0.1``, ``__tan(x
+    / 3)``, ``__cos(x)``, ``__sin(x)``."""
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), T.float32), Y: T.Tensor((n, 8), T.float32)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                k = bx * block + i
+                if k < n:
+                    x = X[k]
+                    pos = T.abs(x) + 0.1
+                    Y[k, 0] = T.__exp(x)
+                    Y[k, 1] = T.__exp10(x * 0.5)
+                    Y[k, 2] = T.__log(pos)
+                    Y[k, 3] = T.__log2(pos)
+                    Y[k, 4] = T.__log10(pos)
+                    Y[k, 5] = T.__tan(x / 3)
+                    Y[k, 6] = T.__cos(x)
+                    Y[k, 7] = T.__sin(x)
+
+    return main

@@ -236,6 +236,14 @@ def _bit_counts(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return scalar_intrinsics.bit_counts(150)(x.to(device), f.to(device)), ref.to(device)
 
 
+def _fast_math(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(300, dtype=torch.float32, device="cpu", seed=36).clamp(-3, 3).double()
+    pos = x.abs() + 0.1
+    ref = torch.stack([x.exp(), torch.pow(10.0, x * 0.5), pos.log(), pos.log2(), pos.log10(), (x / 3).tan(),
+                       x.cos(), x.sin()], dim=1)
+    return scalar_intrinsics.fast_math(300)(x.float().to(device)), ref.float().to(device)
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -273,4 +281,6 @@ CASES: list[Case] = [
     Case("dequant_int4_fp16_reinterpret", _dequant_int4, atol=0, rtol=0),
     Case("bit_casts_reinterpret", _bit_casts, atol=0, rtol=0),
     Case("bit_counts_limits_nearbyint", _bit_counts, atol=0, rtol=0),
+    # CUDA's __expf & co. are within a few ulp here (__sinf / __cosf / __logf: 2^-21.4 absolute)
+    Case("fast_math_intrinsics", _fast_math, atol=1e-5, rtol=1e-5),
 ]

@@ -48,4 +48,5 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "dequant_int4_fp16_reinterpret": lambda: scalar_intrinsics.dequant_int4_fp16.get_ir(80, 128),
         "bit_casts_reinterpret": lambda: scalar_intrinsics.bit_casts.get_ir(200),
         "bit_counts_limits_nearbyint": lambda: scalar_intrinsics.bit_counts.get_ir(150),
+        "fast_math_intrinsics": lambda: scalar_intrinsics.fast_math.get_ir(300),
     }

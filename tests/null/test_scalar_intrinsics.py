@@ -298,3 +298,67 @@ def test_integer_intrinsics_emit_cuda_builtins():
     source, _ = cuda_source(main)
     for text in ("__popcll(", "__clzll(", "(unsigned char)", " - 24", "rint(", "rintf("):
         assert text in source, text
+
+
+# ---- fast math -----------------------------------------------------------------------------------
+
+FAST = {"__exp": "__expf(", "__exp10": "__exp10f(", "__log": "__logf(", "__log2": "__log2f(",
+        "__log10": "__log10f(", "__tan": "tanf(", "__cos": "__cosf(", "__sin": "__sinf("}
+
+
+def test_fast_math_names_are_module_attributes_and_calls():
+    x = E.Var("x", T.float16)
+    for name in FAST:
+        fn = getattr(T, name)
+        assert name in T.__all__
+        e = fn(x)
+        assert isinstance(e, E.Call) and e.name == name and e.dtype == T.float16
+        assert str(e) == f"T.{name}(x)"
+    assert T.__exp(E.Var("i", T.int32)).dtype == T.float32
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_fast_math_interprets_as_the_accurate_function(name):
+    values = np.linspace(0.2, 2.9, 64, dtype=np.float32)
+    out = run_interp(elementwise(getattr(T, name), T.float32, T.float32), values, out_dtype=torch.float32)
+    accurate = run_interp(elementwise(getattr(T, name[2:]), T.float32, T.float32), values, out_dtype=torch.float32)
+    assert torch.equal(out, accurate)
+
+
+def test_fast_math_emits_the_intrinsics_for_float32_and_narrow_floats_only():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), H: T.Tensor((64,), T.float16), D: T.Tensor((64,), T.float64),
+             Y: T.Tensor((64, 8), T.float32), Z: T.Tensor((64,), T.float16), W: T.Tensor((64,), T.float64)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                Y[i, 0] = T.__exp(A[i])
+                Y[i, 1] = T.__exp10(A[i])
+                Y[i, 2] = T.__log(A[i])
+                Y[i, 3] = T.__log2(A[i])
+                Y[i, 4] = T.__log10(A[i])
+                Y[i, 5] = T.__tan(A[i])
+                Y[i, 6] = T.__cos(A[i])
+                Y[i, 7] = T.__sin(A[i])
+                Z[i] = T.__exp(H[i])
+                W[i] = T.__exp(D[i]) + T.__sin(D[i])
+
+    source, _ = cuda_source(main)
+    for text in FAST.values():
+        assert text in source, text
+    assert "tlx_f2h(__expf(tlx_h2f(" in source
+    assert "exp(D[" in source and "sin(D[" in source and "__exp(" not in source
+
+
+def test_fast_math_inside_a_traced_kernel():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[i] = T.__exp(A[i]) * T.__log(A[i] + 1)
+            B[0] = T.__sin(B[0])
+
+    a = np.linspace(0, 1, 64, dtype=np.float32)
+    out = run_interp(main, a, out_dtype=torch.float32)
+    expected = np.exp(a) * np.log(a + 1)
+    expected[0] = np.sin(expected[0])
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
