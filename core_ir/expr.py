@@ -39,6 +39,14 @@ MATH_FUNCS: dict[str, int] = {
     "atan2": 2, "nearbyint": 1, "__exp": 1, "__exp10": 1, "__log": 1, "__log2": 1, "__log10": 1,
     "__tan": 1, "__cos": 1, "__sin": 1,
 }
+#: TileLang's IEEE-rounded arithmetic and its arity. A ``Call``'s name carries the rounding mode
+#: after a dot: ``ieee_add.rz``.
+IEEE_FUNCS: dict[str, int] = {
+    "ieee_add": 2, "ieee_sub": 2, "ieee_mul": 2, "ieee_fmaf": 3, "ieee_frcp": 1, "ieee_fsqrt": 1,
+    "ieee_frsqrt": 1, "ieee_fdiv": 2,
+}
+#: to nearest (ties to even), toward zero, up (toward +inf), down (toward -inf)
+ROUNDING_MODES = ("rn", "rz", "ru", "rd")
 #: TileLang's fast-math functions and the accurate function each approximates (backends without a
 #: faster version compute that one).
 FAST_MATH: dict[str, str] = {name: name[2:] for name in MATH_FUNCS if name.startswith("__")}
@@ -295,7 +303,8 @@ class Cast(Expr):
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
 class Call(Expr):
     """An intrinsic by name: a math function (``MATH_FUNCS``), an integer function
-    (``INT_FUNCS``) or ``reinterpret`` (the bits of its argument read as ``dtype``)."""
+    (``INT_FUNCS``), IEEE-rounded arithmetic (``IEEE_FUNCS``, the mode in the name:
+    ``ieee_add.rz``) or ``reinterpret`` (the bits of its argument read as ``dtype``)."""
 
     name: str
     args: tuple[Expr, ...]
@@ -515,6 +524,32 @@ _CONST_MATH = {
     "sqrt": math.sqrt, "abs": abs, "floor": math.floor, "ceil": math.ceil,
     "nearbyint": lambda x: float(round(x)) if math.isfinite(x) else x,
 }
+
+
+def ieee_call(name: str, args: tuple[Any, ...], mode: Any) -> Expr:
+    """``T.ieee_add(x, y, rounding_mode)`` and the other ``IEEE_FUNCS``: float32 or float64
+    operands (integers become float32), correctly rounded in ``mode``."""
+    if mode not in ROUNDING_MODES:
+        raise TileLangSyntaxError(f"T.{name} rounding_mode={mode!r}", loc=caller_loc(),
+                                  hint=f"use one of {', '.join(repr(m) for m in ROUNDING_MODES)}")
+    exprs = [convert(a) for a in args if isinstance(a, Expr) or hasattr(a, "as_expr")]
+    common = exprs[0].dtype if exprs else dtypes.float32
+    for e in exprs[1:]:
+        common = promote(common, e.dtype)
+    if common.is_int or common.is_bool:
+        common = dtypes.float32
+    allowed = ("float32",) if name == "ieee_frsqrt" else ("float32", "float64")
+    if common.name not in allowed:
+        raise TileLangTypeError(f"T.{name} computes in {' or '.join(allowed)}, got {common}", loc=caller_loc(),
+                                hint="cast the operands with T.cast(x, T.float32)")
+    operands = tuple(cast(convert(a, common), common) for a in args)
+    return Call(f"{name}.{mode}", operands, common)
+
+
+def ieee_parts(name: str) -> tuple[str, str] | None:
+    """``(function, rounding mode)`` of an IEEE-rounded ``Call`` name, else ``None``."""
+    base, _, mode = name.partition(".")
+    return (base, mode) if base in IEEE_FUNCS else None
 
 
 def int_call(name: str, x: Any) -> Expr:

@@ -902,6 +902,46 @@ def reinterpret(dtype: Any, value: Any) -> E.Expr:
     return E.reinterpret(dtype_of(dtype), value)
 
 
+def ieee_add(x: Any, y: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x + y`` rounded in ``rounding_mode`` (``rn`` nearest even, ``rz``, ``ru``, ``rd``)."""
+    return E.ieee_call("ieee_add", (x, y), rounding_mode)
+
+
+def ieee_sub(x: Any, y: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x - y`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_sub", (x, y), rounding_mode)
+
+
+def ieee_mul(x: Any, y: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x * y`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_mul", (x, y), rounding_mode)
+
+
+def ieee_fmaf(x: Any, y: Any, z: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x * y + z`` rounded once, in ``rounding_mode``."""
+    return E.ieee_call("ieee_fmaf", (x, y, z), rounding_mode)
+
+
+def ieee_frcp(x: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``1 / x`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_frcp", (x,), rounding_mode)
+
+
+def ieee_fsqrt(x: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``sqrt(x)`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_fsqrt", (x,), rounding_mode)
+
+
+def ieee_frsqrt(x: Any) -> E.Expr:
+    """``1 / sqrt(x)`` rounded to nearest (float32 only, as CUDA's ``__frsqrt_rn``)."""
+    return E.ieee_call("ieee_frsqrt", (x,), "rn")
+
+
+def ieee_fdiv(x: Any, y: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x / y`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_fdiv", (x, y), rounding_mode)
+
+
 def _math(name: str) -> Any:
     arity = E.MATH_FUNCS[name]
     if arity == 1:

@@ -76,6 +76,13 @@ FLOAT_FUNCS = {
     "__sin": "__sinf",
 }
 
+#: T.ieee_* -> the CUDA intrinsic's stem for (float32, float64): __fadd_rz, __dadd_rz, ...
+IEEE_FUNCS: dict[str, tuple[str, str]] = {
+    "ieee_add": ("fadd", "dadd"), "ieee_sub": ("fsub", "dsub"), "ieee_mul": ("fmul", "dmul"),
+    "ieee_fmaf": ("fmaf", "fma"), "ieee_frcp": ("frcp", "drcp"), "ieee_fsqrt": ("fsqrt", "dsqrt"),
+    "ieee_frsqrt": ("frsqrt", "frsqrt"), "ieee_fdiv": ("fdiv", "ddiv"),
+}
+
 
 @functools.lru_cache(maxsize=1)
 def header_text() -> str:
@@ -626,6 +633,10 @@ class _Gen:
             return _from_bits(_bits_of(args[0], dt), e.dtype)
         if e.name in E.INT_FUNCS:
             return _int_func(e.name, args[0], dt)
+        ieee = E.ieee_parts(e.name)
+        if ieee is not None:
+            name, mode = ieee
+            return f"__{IEEE_FUNCS[name][dt.bits == 64]}_{mode}({', '.join(args)})"
         if e.name == "abs" and dt.is_int:
             return f"abs({args[0]})" if dt.bits <= 32 else f"llabs({args[0]})"
         if e.name == "sigmoid":

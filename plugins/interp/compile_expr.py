@@ -18,6 +18,7 @@ from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import PrimFunc
 
 from . import numerics
+from .ieee import ieee_function
 from .lanes import out_of_bounds, vec_load
 from .runtime import MASK, UNBOUND, is_vec
 
@@ -285,6 +286,9 @@ class ExprCompiler:
     def _call(self, e: E.Call, loc: SourceLoc | None) -> Fn:
         if e.name == "reinterpret":
             return self._reinterpret(e, loc)
+        ieee = E.ieee_parts(e.name)
+        if ieee is not None:
+            return self._ieee(e, ieee, loc)
         f = _MATH.get(e.name)
         if f is None:
             raise BackendNotImplementedError(f"the interpreter has no math function `{e.name}`", loc=loc)
@@ -315,6 +319,11 @@ class ExprCompiler:
         src, dt = e.args[0].dtype, e.dtype
         to_bits, from_bits = numerics.to_bits, numerics.from_bits
         return lambda env: from_bits(to_bits(fa(env), src), dt)
+
+    def _ieee(self, e: E.Call, parts: tuple[str, str], loc: SourceLoc | None) -> Fn:
+        f = ieee_function(*parts, numerics.storage_dtype(e.dtype).type)
+        fargs = [self.expr(a, loc) for a in e.args]
+        return lambda env: f(*[g(env) for g in fargs])
 
     def _load(self, e: E.Load, loc: SourceLoc | None) -> Fn:
         buf = e.buffer

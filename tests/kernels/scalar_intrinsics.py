@@ -112,3 +112,32 @@ def fast_math(n, block=64):
                     Y[k, 7] = T.__sin(x)
 
     return main
+
+
+IEEE_MODES = ("rn", "rz", "ru", "rd")
+
+
+@tilelang.jit(out_idx=[-1])
+def ieee_rounding(n, block=64):
+    """Column ``7 * m + k`` holds the ``k``-th of add, sub, mul, fmaf, fdiv, frcp, fsqrt of the
+    inputs rounded in mode ``IEEE_MODES[m]``; column 28 holds ``ieee_frsqrt(|x|)``."""
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), T.float32), Y: T.Tensor((n,), T.float32), Z: T.Tensor((n,), T.float32),
+             R: T.Tensor((n, 29), T.float32)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                k = bx * block + i
+                if k < n:
+                    x, y, z = X[k], Y[k], Z[k]
+                    for m, mode in enumerate(IEEE_MODES):
+                        R[k, 7 * m] = T.ieee_add(x, y, mode)
+                        R[k, 7 * m + 1] = T.ieee_sub(x, y, rounding_mode=mode)
+                        R[k, 7 * m + 2] = T.ieee_mul(x, y, mode)
+                        R[k, 7 * m + 3] = T.ieee_fmaf(x, y, z, mode)
+                        R[k, 7 * m + 4] = T.ieee_fdiv(x, y, mode)
+                        R[k, 7 * m + 5] = T.ieee_frcp(y, mode)
+                        R[k, 7 * m + 6] = T.ieee_fsqrt(T.abs(x), mode)
+                    R[k, 28] = T.ieee_frsqrt(T.abs(x))
+
+    return main

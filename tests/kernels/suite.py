@@ -244,6 +244,32 @@ def _fast_math(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return scalar_intrinsics.fast_math(300)(x.float().to(device)), ref.float().to(device)
 
 
+def _directed(exact: torch.Tensor, mode: str) -> torch.Tensor:
+    """float64 values that are exact (or whose float32 rounding direction they settle) rounded to
+    float32 in ``mode``."""
+    near = exact.float()
+    down = torch.where(near.double() > exact, torch.nextafter(near, torch.tensor(-torch.inf)), near)
+    up = torch.where(near.double() < exact, torch.nextafter(near, torch.tensor(torch.inf)), near)
+    return {"rn": near, "rd": down, "ru": up, "rz": torch.where(exact < 0, up, down)}[mode]
+
+
+def _ieee_rounding(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(37)
+
+    def operand() -> torch.Tensor:  # magnitudes in [0.5, 2): float64 add/sub/mul/fma are exact
+        sign = torch.randint(0, 2, (256,), generator=g) * 2 - 1
+        return (sign * torch.exp2(torch.rand(256, generator=g) * 2 - 1)).float()
+
+    x, y, z = operand(), operand(), operand()
+    x[:2], y[:2] = torch.tensor([1.0, -1.0]), torch.tensor([3.0, 3.0])  # 1/3: every mode differs
+    xd, yd, zd = x.double(), y.double(), z.double()
+    exact = [xd + yd, xd - yd, xd * yd, xd * yd + zd, xd / yd, 1 / yd, xd.abs().sqrt()]
+    ref = torch.stack([_directed(e, m) for m in scalar_intrinsics.IEEE_MODES for e in exact]
+                      + [xd.abs().rsqrt().float()], dim=1)
+    out = scalar_intrinsics.ieee_rounding(256)(x.to(device), y.to(device), z.to(device))
+    return out, ref.to(device)
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -283,4 +309,5 @@ CASES: list[Case] = [
     Case("bit_counts_limits_nearbyint", _bit_counts, atol=0, rtol=0),
     # CUDA's __expf & co. are within a few ulp here (__sinf / __cosf / __logf: 2^-21.4 absolute)
     Case("fast_math_intrinsics", _fast_math, atol=1e-5, rtol=1e-5),
+    Case("ieee_rounding_modes", _ieee_rounding, atol=0, rtol=0),
 ]

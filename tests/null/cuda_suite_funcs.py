@@ -49,4 +49,5 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "bit_casts_reinterpret": lambda: scalar_intrinsics.bit_casts.get_ir(200),
         "bit_counts_limits_nearbyint": lambda: scalar_intrinsics.bit_counts.get_ir(150),
         "fast_math_intrinsics": lambda: scalar_intrinsics.fast_math.get_ir(300),
+        "ieee_rounding_modes": lambda: scalar_intrinsics.ieee_rounding.get_ir(256),
     }

@@ -362,3 +362,124 @@ def test_fast_math_inside_a_traced_kernel():
     expected = np.exp(a) * np.log(a + 1)
     expected[0] = np.sin(expected[0])
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+
+
+# ---- IEEE-rounded arithmetic -------------------------------------------------------------------
+
+MODES = ("rn", "rz", "ru", "rd")
+
+
+def ieee_all_modes(op, dtype, *inputs: np.ndarray) -> list[list[float]]:
+    """``op(..., mode)`` for each mode, in the interpreter, one list of results per mode."""
+    n = len(inputs[0])
+    names = "ABC"[:len(inputs)]
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype), C: T.Tensor((n,), dtype),
+             R: T.Tensor((n, 4), dtype)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(n):
+                args = [A[i], B[i], C[i]][:len(names)]
+                for m, mode in enumerate(MODES):
+                    R[i, m] = op(*args, mode)
+
+    padded = list(inputs) + [inputs[0]] * (3 - len(inputs))
+    tensors = [torch.from_numpy(np.ascontiguousarray(x)) for x in padded]
+    out = torch.empty((n, 4), dtype=getattr(torch, dtype.name))
+    with knobs.scope(target_default="interp"):
+        tilelang.compile(main, target="interp")(*tensors, out)
+    return out.T.tolist()
+
+
+def test_ieee_directed_modes_differ_where_the_result_is_inexact():
+    one_third = ieee_all_modes(T.ieee_fdiv, T.float32, np.array([1.0, -1.0], np.float32),
+                               np.array([3.0, 3.0], np.float32))
+    lo, hi = float(np.float32(0.3333333)), float(np.float32(0.33333334))
+    assert one_third == [[hi, -hi], [lo, -lo], [hi, -lo], [lo, -hi]]
+    d = ieee_all_modes(T.ieee_frcp, T.float64, np.array([3.0, 3.0]))
+    assert d[0][0] == d[1][0] == d[3][0] == 1 / 3 < d[2][0] == np.nextafter(1 / 3, 1)  # float64's 1/3 is below
+
+
+def test_ieee_add_uses_the_exact_sum_not_float64():
+    big, tiny = np.float32(2.0**100), np.float32(2.0**-100)
+    rn, rz, ru, rd = (r[0] for r in ieee_all_modes(T.ieee_add, T.float32, np.array([big]), np.array([tiny])))
+    assert rn == rz == rd == 2.0**100 and ru == float(np.nextafter(big, np.float32(np.inf)))
+
+
+def test_ieee_fmaf_rounds_once():
+    a, b, c = np.float32(1 + 2.0**-23), np.float32(1 - 2.0**-23), np.float32(-1.0)
+    results = ieee_all_modes(T.ieee_fmaf, T.float32, np.array([a]), np.array([b]), np.array([c]))
+    assert [r[0] for r in results] == [-(2.0**-46)] * 4  # a * b - 1 exactly, no intermediate rounding
+
+
+def test_ieee_signed_zeros_overflow_and_sqrt():
+    sub = ieee_all_modes(T.ieee_sub, T.float32, np.array([1.5], np.float32), np.array([1.5], np.float32))
+    assert [np.copysign(1, r[0]) for r in sub] == [1, 1, 1, -1]
+    mul = ieee_all_modes(T.ieee_mul, T.float32, np.array([3e38, -3e38], np.float32),
+                         np.array([10.0, 10.0], np.float32))
+    big = float(np.finfo(np.float32).max)
+    assert mul == [[np.inf, -np.inf], [big, -big], [np.inf, -big], [big, -np.inf]]
+    root = ieee_all_modes(T.ieee_fsqrt, T.float32, np.array([2.0, 4.0], np.float32))
+    assert root[1][0] == root[3][0] == float(np.float32(np.sqrt(2))) < root[2][0]
+    assert root[0][1] == root[1][1] == root[2][1] == root[3][1] == 2.0
+
+
+def test_ieee_calls_keep_the_mode_in_the_ir():
+    x, y = E.Var("x", T.float32), E.Var("y", T.float32)
+    e = T.ieee_add(x, y, "rz")
+    assert isinstance(e, E.Call) and e.name == "ieee_add.rz" and e.dtype == T.float32
+    assert str(e) == "T.ieee_add(x, y, 'rz')" and str(T.ieee_frsqrt(x)) == "T.ieee_frsqrt(x)"
+    assert T.ieee_mul(x, 2).args[1].dtype == T.float32
+    assert T.ieee_fdiv(E.Var("d", T.float64), 3).dtype == T.float64
+    assert T.ieee_frcp(E.Var("i", T.int32)).dtype == T.float32
+
+
+def test_ieee_bad_rounding_mode_names_the_line():
+    from tilelang_x.core_ir.errors import TileLangSyntaxError
+
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+            with T.Kernel(1) as bx:
+                for i in T.Parallel(64):
+                    B[i] = T.ieee_add(A[i], 1.0, "rm")  # E:ieee-mode
+
+    raises(TileLangSyntaxError, "ieee-mode", build, "T.ieee_add", "'rm'", "'rn', 'rz', 'ru', 'rd'")
+
+
+def test_ieee_on_float16_names_the_line():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float16), B: T.Tensor((64,), T.float16)):
+            with T.Kernel(1) as bx:
+                for i in T.Parallel(64):
+                    B[i] = T.ieee_fsqrt(A[i], "ru")  # E:ieee-half
+
+    raises(TileLangTypeError, "ieee-half", build, "T.ieee_fsqrt", "float16", "T.cast")
+    with pytest.raises(TileLangTypeError, match="float32"):
+        T.ieee_frsqrt(E.Var("d", T.float64))
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_ieee_emits_the_double_intrinsics_that_compile(arch):
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float64), B: T.Tensor((64,), T.float64), R: T.Tensor((64, 7), T.float64)):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                R[i, 0] = T.ieee_add(A[i], B[i], "rz")
+                R[i, 1] = T.ieee_sub(A[i], B[i], "rd")
+                R[i, 2] = T.ieee_mul(A[i], B[i], "ru")
+                R[i, 3] = T.ieee_fmaf(A[i], B[i], 1.0, "ru")
+                R[i, 4] = T.ieee_fdiv(A[i], B[i], "rd")
+                R[i, 5] = T.ieee_frcp(B[i], "rn")
+                R[i, 6] = T.ieee_fsqrt(A[i], "ru")
+            R[0, 0] = T.ieee_add(R[0, 0], 1.0, "rz")
+
+    source, ctx = cuda_source(main, arch)
+    for fn in ("__dadd_rz(", "__dsub_rd(", "__dmul_ru(", "__fma_ru(", "__ddiv_rd(", "__drcp_rn(", "__dsqrt_ru("):
+        assert fn in source, fn
+    if find_nvrtc() is None and find_nvcc() is None:
+        pytest.skip("no CUDA compiler here")
+    assert len(compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0
