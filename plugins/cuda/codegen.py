@@ -630,7 +630,7 @@ class _Gen:
         args = [self.expr(a, True) for a in e.args]
         dt = e.args[0].dtype
         if e.name == "reinterpret":
-            return _from_bits(_bits_of(args[0], dt), e.dtype)
+            return _bit_cast(_bit_cast(args[0], dt, True), e.dtype, False)
         if e.name in E.INT_FUNCS:
             return _int_func(e.name, args[0], dt)
         ieee = E.ieee_parts(e.name)
@@ -654,26 +654,21 @@ class _Gen:
 _UNSIGNED = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
 
 
-def _bits_of(value: str, dt: DType) -> str:
-    """The bit pattern of a value of ``dt`` (as computed: narrow floats in float)."""
-    if dt.name in NARROW:
-        return f"{NARROW[dt.name][1]}({value}).x"
-    if dt == dtypes.float32:
-        return f"__float_as_uint({value})"
-    if dt == dtypes.float64:
-        return f"__double_as_longlong({value})"
-    return f"({_UNSIGNED[dt.bits]})({value})"
+#: float32 / float64 <-> their bits: (value -> bits, bits -> value) intrinsics
+_FLOAT_BITS = {"float32": ("__float_as_uint", "__uint_as_float"),
+               "float64": ("__double_as_longlong", "__longlong_as_double")}
 
 
-def _from_bits(bits: str, dt: DType) -> str:
-    """The value of ``dt`` with bit pattern ``bits``, as computed (narrow floats in float)."""
+def _bit_cast(text: str, dt: DType, to_bits: bool) -> str:
+    """A value of ``dt`` (as computed: narrow floats in float) as its bit pattern, or with
+    ``to_bits`` false, a bit pattern as the value of ``dt``."""
     if dt.name in NARROW:
-        return f"{NARROW[dt.name][0]}({ctype(dt)}{{({_UNSIGNED[dt.bits]})({bits})}})"
-    if dt == dtypes.float32:
-        return f"__uint_as_float({bits})"
-    if dt == dtypes.float64:
-        return f"__longlong_as_double((long long)({bits}))"
-    return f"(({eval_ctype(dt)})({bits}))"
+        if to_bits:
+            return f"{NARROW[dt.name][1]}({text}).x"
+        return f"{NARROW[dt.name][0]}({ctype(dt)}{{({_UNSIGNED[dt.bits]})({text})}})"
+    if dt.name in _FLOAT_BITS:
+        return f"{_FLOAT_BITS[dt.name][0 if to_bits else 1]}({text})"
+    return f"({_UNSIGNED[dt.bits]})({text})" if to_bits else f"(({eval_ctype(dt)})({text}))"
 
 
 def _int_func(name: str, x: str, dt: DType) -> str:

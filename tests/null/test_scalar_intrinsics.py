@@ -5,8 +5,6 @@ they emit, and the located errors for their misuse (``# E:<tag>`` marks the line
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -14,28 +12,12 @@ import torch
 import tilelang_x as tilelang
 import tilelang_x.language as T
 from tests.null.cuda_helpers import cuda_source
+from tests.null.located import located_errors
 from tilelang_x import knobs
 from tilelang_x.core_ir import expr as E
-from tilelang_x.core_ir.errors import TileLangError, TileLangTypeError
+from tilelang_x.core_ir.errors import TileLangTypeError
 
-HERE = Path(__file__)
-LINES = HERE.read_text().splitlines()
-
-
-def where(tag: str) -> str:
-    hits = [n + 1 for n, text in enumerate(LINES) if text.rstrip().endswith(f"# E:{tag}")]
-    assert len(hits) == 1, tag
-    return f"{HERE.name}:{hits[0]}:"
-
-
-def raises(exc: type, tag: str, fn, *words: str) -> TileLangError:
-    with pytest.raises(exc) as info:
-        fn()
-    text = str(info.value)
-    assert where(tag) in text, text
-    for w in words:
-        assert w in text, (w, text)
-    return info.value
+where, raises = located_errors(__file__)
 
 
 def elementwise(fn, in_dtype, out_dtype, n: int = 64):
