@@ -12,7 +12,7 @@ import numpy as np
 
 from .arith import COMPARE, dtype_range, round_float, trunc_div
 from .dtypes import DType
-from .expr import AtomicLoad, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var
+from .expr import FAST_MATH, INT_FUNCS, AtomicLoad, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var, int_call
 
 _MATH_SCALAR = {
     "exp": math.exp, "exp2": lambda x: 2.0**x, "exp10": lambda x: 10.0**x, "log": math.log,
@@ -22,8 +22,9 @@ _MATH_SCALAR = {
     "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan, "sinh": math.sinh,
     "cosh": math.cosh, "erf": math.erf, "floor": math.floor, "ceil": math.ceil, "round": round,
     "trunc": math.trunc, "isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite,
-    "pow": math.pow, "fmod": math.fmod, "atan2": math.atan2,
+    "pow": math.pow, "fmod": math.fmod, "atan2": math.atan2, "nearbyint": lambda x: float(round(x)),
 }
+_MATH_SCALAR.update({fast: _MATH_SCALAR[accurate] for fast, accurate in FAST_MATH.items()})
 
 
 def evaluate(e: Expr, env: Mapping[Any, Any]) -> Any:
@@ -70,8 +71,13 @@ class _Eval:
             return self.cast(self.eval(e.a), e.dtype, e.a.dtype)
         if isinstance(e, Call):
             args = [self.eval(a) for a in e.args]
+            if e.name in INT_FUNCS:
+                dt = e.args[0].dtype
+                fold = lambda v: int_call(e.name, Const(int(v), dt)).value
+                return np.vectorize(fold)(args[0]) if self.vec else fold(args[0])
             if self.vec:
-                fn = getattr(np, {"abs": "absolute", "exp2": "exp2", "round": "rint"}.get(e.name, e.name))
+                name = FAST_MATH.get(e.name, e.name)
+                fn = getattr(np, {"abs": "absolute", "round": "rint", "nearbyint": "rint"}.get(name, name))
                 return fn(*args)
             return _MATH_SCALAR[e.name](*args)
         if isinstance(e, (Load, AtomicLoad)):

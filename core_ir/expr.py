@@ -11,6 +11,7 @@ Variables compare by identity; all other nodes structurally (``structural_key``)
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,11 +36,26 @@ MATH_FUNCS: dict[str, int] = {
     "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "abs": 1, "sin": 1, "cos": 1, "tan": 1,
     "asin": 1, "acos": 1, "atan": 1, "sinh": 1, "cosh": 1, "erf": 1, "floor": 1, "ceil": 1,
     "round": 1, "trunc": 1, "isnan": 1, "isinf": 1, "isfinite": 1, "pow": 2, "fmod": 2,
-    "atan2": 2,
+    "atan2": 2, "nearbyint": 1, "__exp": 1, "__exp10": 1, "__log": 1, "__log2": 1, "__log10": 1,
+    "__tan": 1, "__cos": 1, "__sin": 1,
 }
+#: TileLang's IEEE-rounded arithmetic and its arity. A ``Call``'s name carries the rounding mode
+#: after a dot: ``ieee_add.rz``.
+IEEE_FUNCS: dict[str, int] = {
+    "ieee_add": 2, "ieee_sub": 2, "ieee_mul": 2, "ieee_fmaf": 3, "ieee_frcp": 1, "ieee_fsqrt": 1,
+    "ieee_frsqrt": 1, "ieee_fdiv": 2,
+}
+#: to nearest (ties to even), toward zero, up (toward +inf), down (toward -inf)
+ROUNDING_MODES = ("rn", "rz", "ru", "rd")
+#: TileLang's fast-math functions and the accurate function each approximates (backends without a
+#: faster version compute that one).
+FAST_MATH: dict[str, str] = {name: name[2:] for name in MATH_FUNCS if name.startswith("__")}
 BOOL_RESULT_FUNCS = ("isnan", "isinf", "isfinite")
 #: C++'s memory orders, as TileLang spells them (``memory_order=`` of the atomics)
 MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
+#: Integer intrinsics a ``Call`` may name: one integer argument; ``popcount`` keeps its dtype,
+#: ``clz`` (leading zero bits, the width for 0) is an int32, as in TVM.
+INT_FUNCS = ("popcount", "clz")
 
 
 class Expr:
@@ -288,7 +304,9 @@ class Cast(Expr):
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
 class Call(Expr):
-    """A math intrinsic by name (``MATH_FUNCS``)."""
+    """An intrinsic by name: a math function (``MATH_FUNCS``), an integer function
+    (``INT_FUNCS``), IEEE-rounded arithmetic (``IEEE_FUNCS``, the mode in the name:
+    ``ieee_add.rz``) or ``reinterpret`` (the bits of its argument read as ``dtype``)."""
 
     name: str
     args: tuple[Expr, ...]
@@ -497,6 +515,8 @@ def unary(op: str, a: Any) -> Expr:
     ea = convert(a)
     if op == "not":
         ea = cast(ea, dtypes.bool_)
+    elif op == "~" and not ea.dtype.is_int:
+        raise TileLangTypeError(f"bitwise `~` needs an integer operand, got {ea.dtype}", loc=caller_loc())
     if isinstance(ea, Const):
         if op == "neg":
             return Const(-ea.value, ea.dtype)
@@ -530,7 +550,89 @@ def call(name: str, *args: Any) -> Expr:
 _CONST_MATH = {
     "exp": math.exp, "exp2": lambda x: 2.0**x, "log": math.log, "log2": math.log2,
     "sqrt": math.sqrt, "abs": abs, "floor": math.floor, "ceil": math.ceil,
+    "nearbyint": lambda x: float(round(x)) if math.isfinite(x) else x,
 }
+
+
+def ieee_call(name: str, args: tuple[Any, ...], mode: Any) -> Expr:
+    """``T.ieee_add(x, y, rounding_mode)`` and the other ``IEEE_FUNCS``: float32 or float64
+    operands (integers become float32), correctly rounded in ``mode``."""
+    if mode not in ROUNDING_MODES:
+        raise TileLangSyntaxError(f"T.{name} rounding_mode={mode!r}", loc=caller_loc(),
+                                  hint=f"use one of {', '.join(repr(m) for m in ROUNDING_MODES)}")
+    exprs = [convert(a) for a in args if isinstance(a, Expr) or hasattr(a, "as_expr")]
+    common = exprs[0].dtype if exprs else dtypes.float32
+    for e in exprs[1:]:
+        common = promote(common, e.dtype)
+    if common.is_int or common.is_bool:
+        common = dtypes.float32
+    allowed = ("float32",) if name == "ieee_frsqrt" else ("float32", "float64")
+    if common.name not in allowed:
+        raise TileLangTypeError(f"T.{name} computes in {' or '.join(allowed)}, got {common}", loc=caller_loc(),
+                                hint="cast the operands with T.cast(x, T.float32)")
+    operands = tuple(cast(convert(a, common), common) for a in args)
+    return Call(f"{name}.{mode}", operands, common)
+
+
+def ieee_parts(name: str) -> tuple[str, str] | None:
+    """``(function, rounding mode)`` of an IEEE-rounded ``Call`` name, else ``None``."""
+    base, _, mode = name.partition(".")
+    return (base, mode) if base in IEEE_FUNCS else None
+
+
+def int_call(name: str, x: Any) -> Expr:
+    """``T.popcount(x)`` / ``T.clz(x)`` on an integer ``x``."""
+    e = convert(x)
+    if not e.dtype.is_int:
+        raise TileLangTypeError(f"T.{name} needs an integer operand, got {e.dtype}", loc=caller_loc())
+    dt = e.dtype if name == "popcount" else dtypes.int32
+    if isinstance(e, Const):
+        bits = int(e.value) & ((1 << e.dtype.bits) - 1)
+        return Const(bin(bits).count("1") if name == "popcount" else e.dtype.bits - bits.bit_length(), dt)
+    return Call(name, (e,), dt)
+
+
+def reinterpret(dtype: DType | str, value: Any) -> Expr:
+    """``T.reinterpret(dtype, value)``: the bits of ``value`` read as ``dtype`` of the same width."""
+    dt = dtypes.as_dtype(dtype)
+    e = convert(value)
+    if e.dtype.bits != dt.bits or dt.is_bool or e.dtype.is_bool:
+        raise TileLangTypeError(
+            f"T.reinterpret of a {e.dtype} value as {dt}: the widths differ ({e.dtype.bits} and {dt.bits} bits)",
+            loc=caller_loc(),
+            hint="reinterpret between dtypes of the same width (e.g. uint16 and float16); T.cast converts values",
+        )
+    if e.dtype == dt:
+        return e
+    if isinstance(e, Const):
+        bits = _bits_of(e.value, e.dtype)
+        if bits is not None:
+            folded = _from_bits(bits, dt)
+            if folded is not None:
+                return Const(folded, dt)
+    return Call("reinterpret", (e,), dt)
+
+
+_STRUCT_FLOATS = {"float16": "e", "float32": "f", "float64": "d"}
+
+
+def _bits_of(value: int | float | bool, dt: DType) -> int | None:
+    """The bit pattern of a constant, or ``None`` for formats folding leaves to the backends."""
+    if dt.is_int:
+        return int(value) & ((1 << dt.bits) - 1)
+    fmt = _STRUCT_FLOATS.get(dt.name)
+    if fmt is None:
+        return None
+    return int.from_bytes(struct.pack("<" + fmt, float(value)), "little")
+
+
+def _from_bits(bits: int, dt: DType) -> int | float | None:
+    if dt.is_int:
+        return bits - (1 << dt.bits) if dt.kind == "int" and bits >> (dt.bits - 1) else bits
+    fmt = _STRUCT_FLOATS.get(dt.name)
+    if fmt is None:
+        return None
+    return struct.unpack("<" + fmt, bits.to_bytes(dt.bytes, "little"))[0]
 
 
 def select(cond: Any, t: Any, f: Any) -> Expr:

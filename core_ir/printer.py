@@ -86,7 +86,14 @@ class _Printer:
         if isinstance(e, E.Cast):
             return f"T.cast({self.expr(e.a)}, {e.dtype.name})"
         if isinstance(e, E.Call):
-            return f"T.{e.name}({', '.join(self.expr(a) for a in e.args)})"
+            args = [self.expr(a) for a in e.args]
+            if e.name == "reinterpret":
+                args.insert(0, e.dtype.name)
+            ieee = E.ieee_parts(e.name)
+            if ieee is not None:
+                name, mode = ieee
+                return f"T.{name}({', '.join(args if name == 'ieee_frsqrt' else [*args, repr(mode)])})"
+            return f"T.{e.name}({', '.join(args)})"
         if isinstance(e, E.Load):
             return f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
         if isinstance(e, E.AtomicLoad):

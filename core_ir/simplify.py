@@ -194,7 +194,7 @@ class _Atoms:
         if isinstance(e, Cast):
             return (6, e.dtype.name, self.okey(e.a))
         if isinstance(e, Call):
-            return (7, e.name, tuple(self.okey(a) for a in e.args))
+            return (7, e.name, tuple(self.okey(a) for a in e.args), e.dtype.name)
         return (8, type(e).__name__, self.index(e))
 
     def register(self, e: Expr) -> int:

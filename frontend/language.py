@@ -60,10 +60,15 @@ from .surface import (
     atomic_or,
     atomic_store,
     atomic_xor,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     cast,
     ceildiv,
     clamp,
     clear,
+    clz,
     const,
     copy,
     cummax,
@@ -77,10 +82,21 @@ from .surface import (
     fma,
     gemm,
     grid,
+    ieee_add,
+    ieee_fdiv,
+    ieee_fmaf,
+    ieee_frcp,
+    ieee_frsqrt,
+    ieee_fsqrt,
+    ieee_mul,
+    ieee_sub,
     if_then_else,
     infinity,
     likely,
     loop_break,
+    max_value,
+    min_value,
+    popcount,
     reduce,
     reduce_absmax,
     reduce_abssum,
@@ -90,11 +106,15 @@ from .surface import (
     reduce_max,
     reduce_min,
     reduce_sum,
+    reinterpret,
     serial,
+    shift_left,
+    shift_right,
     symbolic,
     sync_threads,
     sync_warp,
     truncdiv,
+    truncmod,
     unroll,
     use_swizzle,
     vectorized,
@@ -104,6 +124,7 @@ from .view import reshape, view
 Kernel = _KernelFrame
 Buffer = _surface.Buffer_
 Select = if_then_else
+Cast = _surface.tvm_cast
 Serial, Unroll, Vectorized = serial, unroll, vectorized
 min = _surface.min_  # noqa: A001
 max = _surface.max_  # noqa: A001
@@ -145,6 +166,15 @@ isfinite = _MATH["isfinite"]
 pow = _MATH["pow"]  # noqa: A001
 fmod = _MATH["fmod"]
 atan2 = _MATH["atan2"]
+nearbyint = _MATH["nearbyint"]
+__exp = _MATH["__exp"]
+__exp10 = _MATH["__exp10"]
+__log = _MATH["__log"]
+__log2 = _MATH["__log2"]
+__log10 = _MATH["__log10"]
+__tan = _MATH["__tan"]
+__cos = _MATH["__cos"]
+__sin = _MATH["__sin"]
 
 __all__ = [
     # program structure
@@ -163,9 +193,10 @@ __all__ = [
     # annotations, debugging
     "annotate_layout", "use_swizzle", "print", "device_assert", "assume", "sync_threads", "sync_warp",
     # expressions
-    "ceildiv", "floordiv", "floormod", "truncdiv", "min", "max", "clamp", "fma", "likely", "if_then_else", "Select",
-    "infinity", "any_of", "all_of",
-    "cast", *_MATH,
+    "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
+    "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_not", "cast", "Cast", "reinterpret", "max_value", "min_value", "popcount", "clz", "ieee_add", "ieee_sub",
+    "ieee_mul", "ieee_fmaf", "ieee_frcp", "ieee_fsqrt", "ieee_frsqrt", "ieee_fdiv", *_MATH,
     # dtypes
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",

@@ -852,6 +852,44 @@ def truncdiv(a: Any, b: Any) -> Any:
     return E.binary("/", a, b)
 
 
+def truncmod(a: Any, b: Any) -> Any:
+    """C ``%``: the remainder of ``T.truncdiv``, with the dividend's sign (``T.fmod`` on floats)."""
+    ea, eb = E.convert(a), E.convert(b)
+    if ea.dtype.is_float or eb.dtype.is_float:
+        return E.call("fmod", a, b)
+    return E.binary("-", a, E.binary("*", E.binary("/", a, b), b))
+
+
+def shift_left(a: Any, b: Any) -> E.Expr:
+    """``a << b`` on integers (TVM's name)."""
+    return E.binary("<<", a, b)
+
+
+def shift_right(a: Any, b: Any) -> E.Expr:
+    """``a >> b`` on integers (TVM's name): arithmetic for signed, logical for unsigned, as C."""
+    return E.binary(">>", a, b)
+
+
+def bitwise_and(a: Any, b: Any) -> E.Expr:
+    """``a & b`` on integers (TVM's name)."""
+    return E.binary("&", a, b)
+
+
+def bitwise_or(a: Any, b: Any) -> E.Expr:
+    """``a | b`` on integers (TVM's name)."""
+    return E.binary("|", a, b)
+
+
+def bitwise_xor(a: Any, b: Any) -> E.Expr:
+    """``a ^ b`` on integers (TVM's name)."""
+    return E.binary("^", a, b)
+
+
+def bitwise_not(a: Any) -> E.Expr:
+    """``~a`` on integers (TVM's name)."""
+    return ~E.convert(a)
+
+
 def _minmax(op: str, args: tuple[Any, ...]) -> Any:
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         args = tuple(args[0])
@@ -919,6 +957,101 @@ def cast(value: Any, dtype: Any) -> E.Expr:
     return E.cast(value, dtype_of(dtype))
 
 
+def tvm_cast(dtype: Any, value: Any) -> E.Expr:
+    """``T.Cast(dtype, value)``: TVM's spelling of ``T.cast(value, dtype)``."""
+    if isinstance(dtype, E.Expr) or hasattr(dtype, "as_expr"):
+        raise TileLangTypeError("T.Cast takes the dtype first: T.Cast(dtype, value)", loc=caller_loc(),
+                                hint="or write T.cast(value, dtype)")
+    return E.cast(value, dtype_of(dtype))
+
+
+_FLOAT_MAX = {
+    "float16": 65504.0, "bfloat16": float.fromhex("0x1.fep127"), "float32": float.fromhex("0x1.fffffep127"),
+    "float64": float.fromhex("0x1.fffffffffffffp1023"), "float8_e4m3": 448.0, "float8_e5m2": 57344.0,
+}
+
+
+def _limit(dtype: Any, largest: bool, what: str) -> E.Const:
+    dt = dtype_of(dtype)
+    if dt.is_float:
+        top = _FLOAT_MAX[dt.name]
+        return E.Const(top if largest else -top, dt)
+    if dt.is_bool:
+        raise TileLangTypeError(f"{what}({dt}): bool has no range", loc=caller_loc())
+    from ..core_ir.arith import dtype_range  # imports numpy: not at import time
+
+    lo, hi = dtype_range(dt)
+    return E.Const(hi if largest else lo, dt)
+
+
+def max_value(dtype: Any) -> E.Const:
+    """The largest finite value of ``dtype``, as a constant of that dtype."""
+    return _limit(dtype, True, "T.max_value")
+
+
+def min_value(dtype: Any) -> E.Const:
+    """The lowest finite value of ``dtype`` (``-T.max_value`` for floats), as a constant."""
+    return _limit(dtype, False, "T.min_value")
+
+
+def popcount(x: Any) -> E.Expr:
+    """The number of one bits of an integer (in its dtype's width)."""
+    return E.int_call("popcount", x)
+
+
+def clz(x: Any) -> E.Expr:
+    """The number of leading zero bits of an integer in its dtype's width (the width for 0); int32."""
+    return E.int_call("clz", x)
+
+
+def reinterpret(dtype: Any, value: Any) -> E.Expr:
+    """The bits of ``value`` read as ``dtype``, of the same width (TVM's argument order)."""
+    if isinstance(dtype, E.Expr) or hasattr(dtype, "as_expr"):
+        raise TileLangTypeError("T.reinterpret takes the dtype first: T.reinterpret(dtype, value)",
+                                loc=caller_loc())
+    return E.reinterpret(dtype_of(dtype), value)
+
+
+def ieee_add(x: Any, y: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x + y`` rounded in ``rounding_mode`` (``rn`` nearest even, ``rz``, ``ru``, ``rd``)."""
+    return E.ieee_call("ieee_add", (x, y), rounding_mode)
+
+
+def ieee_sub(x: Any, y: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x - y`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_sub", (x, y), rounding_mode)
+
+
+def ieee_mul(x: Any, y: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x * y`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_mul", (x, y), rounding_mode)
+
+
+def ieee_fmaf(x: Any, y: Any, z: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x * y + z`` rounded once, in ``rounding_mode``."""
+    return E.ieee_call("ieee_fmaf", (x, y, z), rounding_mode)
+
+
+def ieee_frcp(x: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``1 / x`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_frcp", (x,), rounding_mode)
+
+
+def ieee_fsqrt(x: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``sqrt(x)`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_fsqrt", (x,), rounding_mode)
+
+
+def ieee_frsqrt(x: Any) -> E.Expr:
+    """``1 / sqrt(x)`` rounded to nearest (float32 only, as CUDA's ``__frsqrt_rn``)."""
+    return E.ieee_call("ieee_frsqrt", (x,), "rn")
+
+
+def ieee_fdiv(x: Any, y: Any, rounding_mode: str = "rn") -> E.Expr:
+    """``x / y`` rounded in ``rounding_mode``."""
+    return E.ieee_call("ieee_fdiv", (x, y), rounding_mode)
+
+
 def _math(name: str) -> Any:
     arity = E.MATH_FUNCS[name]
     if arity == 1:
@@ -933,6 +1066,8 @@ def _math(name: str) -> Any:
         fn = fn2
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``T.{name}``: the math intrinsic, element by element."
+    if name in E.FAST_MATH:
+        fn.__doc__ = f"``T.{name}``: ``T.{E.FAST_MATH[name]}`` by the backend's fast approximation where it has one."
     return fn
 
 

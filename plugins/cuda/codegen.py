@@ -71,7 +71,16 @@ FLOAT_FUNCS = {
     "sin": "sinf", "cos": "cosf", "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf",
     "sinh": "sinhf", "cosh": "coshf", "erf": "erff", "floor": "floorf", "ceil": "ceilf", "round": "roundf",
     "trunc": "truncf", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "pow": "powf",
-    "fmod": "fmodf", "atan2": "atan2f",
+    "fmod": "fmodf", "atan2": "atan2f", "nearbyint": "rintf", "__exp": "__expf", "__exp10": "__exp10f",
+    "__log": "__logf", "__log2": "__log2f", "__log10": "__log10f", "__tan": "tanf", "__cos": "__cosf",
+    "__sin": "__sinf",
+}
+
+#: T.ieee_* -> the CUDA intrinsic's stem for (float32, float64): __fadd_rz, __dadd_rz, ...
+IEEE_FUNCS: dict[str, tuple[str, str]] = {
+    "ieee_add": ("fadd", "dadd"), "ieee_sub": ("fsub", "dsub"), "ieee_mul": ("fmul", "dmul"),
+    "ieee_fmaf": ("fmaf", "fma"), "ieee_frcp": ("frcp", "drcp"), "ieee_fsqrt": ("fsqrt", "dsqrt"),
+    "ieee_frsqrt": ("frsqrt", "frsqrt"), "ieee_fdiv": ("fdiv", "ddiv"),
 }
 
 
@@ -652,6 +661,14 @@ class _Gen:
     def _call(self, e: E.Call) -> str:
         args = [self.expr(a, True) for a in e.args]
         dt = e.args[0].dtype
+        if e.name == "reinterpret":
+            return _bit_cast(_bit_cast(args[0], dt, True), e.dtype, False)
+        if e.name in E.INT_FUNCS:
+            return _int_func(e.name, args[0], dt)
+        ieee = E.ieee_parts(e.name)
+        if ieee is not None:
+            name, mode = ieee
+            return f"__{IEEE_FUNCS[name][dt.bits == 64]}_{mode}({', '.join(args)})"
         if e.name == "abs" and dt.is_int:
             return f"abs({args[0]})" if dt.bits <= 32 else f"llabs({args[0]})"
         if e.name == "sigmoid":
@@ -660,7 +677,7 @@ class _Gen:
             return f"({one} / ({one} + {ex}(-({args[0]}))))"
         if e.name == "exp2" and dt.bits <= 32:
             return f"tlx_exp2f({args[0]})"
-        fn = FLOAT_FUNCS[e.name]
+        fn = FLOAT_FUNCS[E.FAST_MATH.get(e.name, e.name) if dt.bits == 64 else e.name]
         if dt.bits == 64 and fn.endswith("f") and fn not in ("isinf",):
             fn = fn[:-1]
         return f"{fn}({', '.join(args)})"
@@ -697,6 +714,37 @@ def _bitwise_atomic(kind: str, dt: DType, ptr: str, val: str, loc: Any) -> str:
     if dt.is_int and dt.bits in (8, 16):
         return f"tlx_atomic_{kind}_narrow({ptr}, (unsigned int)({val}), {hex((1 << dt.bits) - 1)}u);"
     raise BackendNotImplementedError(f"T.atomic_{kind} on {dt} is not supported on CUDA", loc=loc)
+
+
+_UNSIGNED = {8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
+
+
+#: float32 / float64 <-> their bits: (value -> bits, bits -> value) intrinsics
+_FLOAT_BITS = {"float32": ("__float_as_uint", "__uint_as_float"),
+               "float64": ("__double_as_longlong", "__longlong_as_double")}
+
+
+def _bit_cast(text: str, dt: DType, to_bits: bool) -> str:
+    """A value of ``dt`` (as computed: narrow floats in float) as its bit pattern, or with
+    ``to_bits`` false, a bit pattern as the value of ``dt``."""
+    if dt.name in NARROW:
+        if to_bits:
+            return f"{NARROW[dt.name][1]}({text}).x"
+        return f"{NARROW[dt.name][0]}({ctype(dt)}{{({_UNSIGNED[dt.bits]})({text})}})"
+    if dt.name in _FLOAT_BITS:
+        return f"{_FLOAT_BITS[dt.name][0 if to_bits else 1]}({text})"
+    return f"({_UNSIGNED[dt.bits]})({text})" if to_bits else f"(({eval_ctype(dt)})({text}))"
+
+
+def _int_func(name: str, x: str, dt: DType) -> str:
+    """``__popc`` / ``__clz`` (``ll`` for 64 bits) of ``x``'s bits zero-extended from ``dt``'s width;
+    ``clz`` of a narrow integer drops the leading zeros the extension adds."""
+    wide = dt.bits == 64
+    bits = f"({'unsigned long long' if wide else 'unsigned int'})({_UNSIGNED[dt.bits]})({x})"
+    if name == "popcount":
+        return f"__popc{'ll' if wide else ''}({bits})"
+    text = f"__clz{'ll' if wide else ''}(({'long long' if wide else 'int'})({bits}))"
+    return text if dt.bits >= 32 else f"({text} - {32 - dt.bits})"
 
 
 def _nonneg_divmod(a: str, b: str, rhs: E.Expr, dt: DType, op: str) -> str:

@@ -18,6 +18,7 @@ from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import PrimFunc
 
 from . import numerics
+from .ieee import ieee_function
 from .lanes import out_of_bounds, vec_load
 from .runtime import MASK, UNBOUND, is_vec
 
@@ -52,6 +53,28 @@ def _round_half_away(x: Any) -> Any:
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
+
+def _unsigned(x: Any) -> np.ndarray:
+    a = np.asarray(x)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def _popcount(x: Any) -> Any:
+    return _scalarize(np.bitwise_count(_unsigned(x)).astype(np.asarray(x).dtype))
+
+
+def _clz(x: Any) -> Any:
+    """Leading zero bits in the width of ``x``'s dtype: halve the search window while the high part
+    is nonzero."""
+    u = _unsigned(x).astype(np.uint64)
+    n = np.full(u.shape, 8 * np.asarray(x).dtype.itemsize, dtype=np.int32)
+    for shift in (32, 16, 8, 4, 2, 1):
+        high = u >> np.uint64(shift)
+        nonzero = high != 0
+        n -= np.where(nonzero, shift, 0).astype(np.int32)
+        u = np.where(nonzero, high, u)
+    return _scalarize(n - (u != 0).astype(np.int32))
+
 _MATH: dict[str, Callable[..., Any]] = {
     "exp": np.exp, "exp2": np.exp2, "exp10": lambda x: np.power(x.dtype.type(10), x), "log": np.log,
     "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
@@ -61,7 +84,9 @@ _MATH: dict[str, Callable[..., Any]] = {
     "sinh": np.sinh, "cosh": np.cosh, "erf": lambda x: _erf(x).astype(x.dtype), "floor": np.floor,
     "ceil": np.ceil, "round": _round_half_away, "trunc": np.trunc, "isnan": np.isnan,
     "isinf": np.isinf, "isfinite": np.isfinite, "pow": np.power, "fmod": np.fmod, "atan2": np.arctan2,
+    "nearbyint": np.rint, "popcount": _popcount, "clz": _clz,
 }
+_MATH.update({fast: _MATH[accurate] for fast, accurate in E.FAST_MATH.items()})
 
 
 # ---- the compiler ------------------------------------------------------------------------------
@@ -259,6 +284,11 @@ class ExprCompiler:
         return lambda env: conv(fa(env), dt, src)
 
     def _call(self, e: E.Call, loc: SourceLoc | None) -> Fn:
+        if e.name == "reinterpret":
+            return self._reinterpret(e, loc)
+        ieee = E.ieee_parts(e.name)
+        if ieee is not None:
+            return self._ieee(e, ieee, loc)
         f = _MATH.get(e.name)
         if f is None:
             raise BackendNotImplementedError(f"the interpreter has no math function `{e.name}`", loc=loc)
@@ -279,9 +309,20 @@ class ExprCompiler:
             return call_narrow
         if len(fargs) == 1:
             (fa,) = fargs
-            if e.name in ("exp10", "sigmoid", "round", "erf"):
+            if E.FAST_MATH.get(e.name, e.name) in ("exp10", "sigmoid", "round", "erf"):
                 return lambda env: _scalarize(f(np.asarray(fa(env))))
             return lambda env: f(fa(env))
+        return lambda env: f(*[g(env) for g in fargs])
+
+    def _reinterpret(self, e: E.Call, loc: SourceLoc | None) -> Fn:
+        fa = self.expr(e.args[0], loc)
+        src, dt = e.args[0].dtype, e.dtype
+        to_bits, from_bits = numerics.to_bits, numerics.from_bits
+        return lambda env: from_bits(to_bits(fa(env), src), dt)
+
+    def _ieee(self, e: E.Call, parts: tuple[str, str], loc: SourceLoc | None) -> Fn:
+        f = ieee_function(*parts, numerics.storage_dtype(e.dtype).type)
+        fargs = [self.expr(a, loc) for a in e.args]
         return lambda env: f(*[g(env) for g in fargs])
 
     def _load(self, e: E.Load, loc: SourceLoc | None) -> Fn:

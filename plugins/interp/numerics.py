@@ -17,6 +17,7 @@ Conversions to integers truncate toward zero and wrap like C (numpy ``astype``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -107,6 +108,64 @@ def round_to(values: Any, dt: DType) -> Any:
     else:
         out = _round_generic(arr.astype(np.float64), dt.name).astype(np.float32)
     return out[()] if scalar else out
+
+
+# ---- bit patterns (T.reinterpret) --------------------------------------------------------------
+
+_UINTS = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
+# float8 formats: (mantissa bits, exponent bias, has infinities)
+_FP8: dict[str, tuple[int, int, bool]] = {"float8_e4m3": (3, 7, False), "float8_e5m2": (2, 15, True)}
+
+
+@functools.cache
+def _fp8_values(name: str) -> np.ndarray:
+    """The float32 value of each of the 256 codes of a float8 format."""
+    mant, bias, has_inf = _FP8[name]
+    codes = np.arange(256)
+    e_max = (1 << (7 - mant)) - 1
+    e, m = (codes >> mant) & e_max, codes & ((1 << mant) - 1)
+    mag = np.where(e == 0, m * 2.0 ** (1 - bias - mant), (1 + m / (1 << mant)) * 2.0 ** (e - bias))
+    special = (e == e_max) & ((m == (1 << mant) - 1) if not has_inf else True)
+    mag = np.where(special, np.where(m == 0, np.inf, np.nan) if has_inf else np.nan, mag)
+    return np.where(codes >> 7, -mag, mag).astype(np.float32)
+
+
+@functools.cache
+def _fp8_lookup(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted float32 bit patterns, their codes) of the non-NaN codes of a float8 format."""
+    values = _fp8_values(name)
+    codes = np.flatnonzero(~np.isnan(values))
+    keys = values[codes].view(np.uint32)
+    order = np.argsort(keys)
+    return keys[order], codes[order].astype(np.uint8)
+
+
+def to_bits(values: Any, dt: DType) -> Any:
+    """The bit patterns of values of dtype ``dt`` (held in its storage), as unsigned integers of
+    ``dt``'s width."""
+    arr = np.asarray(values)
+    if dt.name == "bfloat16":
+        out = (arr.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    elif dt.name in _FP8:
+        keys, codes = _fp8_lookup(dt.name)
+        f32 = arr.astype(np.float32)
+        found = codes[np.searchsorted(keys, f32.view(np.uint32)).clip(0, len(keys) - 1)]
+        out = np.where(np.isnan(f32), np.uint8(0x7F) | (np.signbit(f32).astype(np.uint8) << np.uint8(7)), found)
+    else:
+        out = np.asarray(arr, dtype=storage_dtype(dt)).view(_UINTS[dt.bits])
+    return out if isinstance(values, np.ndarray) else out[()]
+
+
+def from_bits(bits: Any, dt: DType) -> Any:
+    """Values of dtype ``dt`` (its storage) with the given bit patterns (unsigned integers)."""
+    arr = np.asarray(bits).astype(_UINTS[dt.bits])
+    if dt.name == "bfloat16":
+        out = (arr.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    elif dt.name in _FP8:
+        out = _fp8_values(dt.name)[arr]
+    else:
+        out = arr.view(storage_dtype(dt))
+    return out if isinstance(bits, np.ndarray) else out[()]
 
 
 # ---- conversions -------------------------------------------------------------------------------

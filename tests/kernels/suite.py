@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import attention, control_flow, elementwise, gemm, reductions, views
+from . import attention, control_flow, elementwise, gemm, reductions, scalar_intrinsics, views
 
 
 @dataclass(frozen=True)
@@ -281,6 +281,89 @@ def _register_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(100, dtype=torch.float32, device=device, seed=27)
     words, bits = views.register_bits(100)(b, x)
     return torch.cat([words, bits]), torch.cat([b.view(torch.int32).reshape(-1), x.view(torch.int32)])
+def _unpack_int4(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(30)
+    p = torch.randint(0, 256, (48, 32), generator=g, dtype=torch.uint8)
+    nib = torch.stack([p & 0xF, p >> 4], dim=-1).reshape(48, 64).int()
+    v = (nib ^ 8) - 8
+    ref = ((v << 4) | (~nib & 0xF)) + ((v * 64) >> 3)
+    return scalar_intrinsics.unpack_int4(48, 64)(p.to(device)), ref.to(device)
+
+
+def _dequant_int4(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(31)
+    p = torch.randint(0, 256, (80, 64), generator=g, dtype=torch.uint8)
+    s = (torch.rand(80, generator=g) + 0.5).half()
+    q = torch.stack([p & 0xF, p >> 4], dim=-1).reshape(80, 128)
+    ref = (q.half() - 8) * s[:, None]
+    return scalar_intrinsics.dequant_int4_fp16(80, 128)(p.to(device), s.to(device)), ref.to(device)
+
+
+def _bit_casts(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(200, dtype=torch.float32, device="cpu", seed=32) * 100
+    h = _randn(200, dtype=torch.bfloat16, device="cpu", seed=33).view(torch.int16)
+    g = torch.Generator().manual_seed(34)
+    f8 = torch.randint(0, 256, (200,), generator=g, dtype=torch.int32)
+    f8 = torch.where((f8 & 0x7F) == 0x7F, 0, f8).to(torch.uint8)  # no NaN codes
+    ref = torch.stack([-x, h.view(torch.bfloat16).float(), f8.view(torch.float8_e4m3fn).float(),
+                       x.half().view(torch.int16).float()], dim=1)
+    out = scalar_intrinsics.bit_casts(200)(x.to(device), h.to(device), f8.to(device))
+    return out, ref.to(device)
+
+
+def _bit_counts(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(35)
+    x = torch.randint(-2**31, 2**31 - 1, (150,), generator=g, dtype=torch.int32)
+    x[:4] = torch.tensor([0, -1, 1, 2**31 - 1])
+    f = torch.round(torch.randn(150, generator=g) * 20) / 2  # halves: ties to even
+    f[:2] = torch.tensor([1e6, -1e6])
+
+    def counts(v: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+        u = v.long() & ((1 << bits) - 1)
+        ones = sum((u >> b) & 1 for b in range(bits))
+        length = sum(((u >> b) != 0).long() for b in range(bits))
+        return ones.int(), (bits - length).int()
+
+    pop32, clz32 = counts(x, 32)
+    pop8, _ = counts(x, 8)
+    _, clz16 = counts(x, 16)
+    ref = torch.stack([pop32, clz32, pop8, clz16, torch.fmod(x, 7), f.clamp(-65504, 65504).round().int(),
+                       x.clamp(max=127), x.clamp(min=-32768)], dim=1)
+    return scalar_intrinsics.bit_counts(150)(x.to(device), f.to(device)), ref.to(device)
+
+
+def _fast_math(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(300, dtype=torch.float32, device="cpu", seed=36).clamp(-3, 3).double()
+    pos = x.abs() + 0.1
+    ref = torch.stack([x.exp(), torch.pow(10.0, x * 0.5), pos.log(), pos.log2(), pos.log10(), (x / 3).tan(),
+                       x.cos(), x.sin()], dim=1)
+    return scalar_intrinsics.fast_math(300)(x.float().to(device)), ref.float().to(device)
+
+
+def _directed(exact: torch.Tensor, mode: str) -> torch.Tensor:
+    """float64 values that are exact (or whose float32 rounding direction they settle) rounded to
+    float32 in ``mode``."""
+    near = exact.float()
+    down = torch.where(near.double() > exact, torch.nextafter(near, torch.tensor(-torch.inf)), near)
+    up = torch.where(near.double() < exact, torch.nextafter(near, torch.tensor(torch.inf)), near)
+    return {"rn": near, "rd": down, "ru": up, "rz": torch.where(exact < 0, up, down)}[mode]
+
+
+def _ieee_rounding(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(37)
+
+    def operand() -> torch.Tensor:  # magnitudes in [0.5, 2): float64 add/sub/mul/fma are exact
+        sign = torch.randint(0, 2, (256,), generator=g) * 2 - 1
+        return (sign * torch.exp2(torch.rand(256, generator=g) * 2 - 1)).float()
+
+    x, y, z = operand(), operand(), operand()
+    x[:2], y[:2] = torch.tensor([1.0, -1.0]), torch.tensor([3.0, 3.0])  # 1/3: every mode differs
+    xd, yd, zd = x.double(), y.double(), z.double()
+    exact = [xd + yd, xd - yd, xd * yd, xd * yd + zd, xd / yd, 1 / yd, xd.abs().sqrt()]
+    ref = torch.stack([_directed(e, m) for m in scalar_intrinsics.IEEE_MODES for e in exact]
+                      + [xd.abs().rsqrt().float()], dim=1)
+    out = scalar_intrinsics.ieee_rounding(256)(x.to(device), y.to(device), z.to(device))
+    return out, ref.to(device)
 
 
 CASES: list[Case] = [
@@ -330,4 +413,11 @@ CASES: list[Case] = [
     Case("view_fp16_pairs_as_uint32", _negate_fp16_bits, atol=0, rtol=0),
     Case("view_local_and_var_bits", _register_bits, atol=0, rtol=0),
     Case("view_reshape_global_gemm", _matmul_flat_a),
+    Case("unpack_int4_bit_ops", _unpack_int4, atol=0, rtol=0),
+    Case("dequant_int4_fp16_reinterpret", _dequant_int4, atol=0, rtol=0),
+    Case("bit_casts_reinterpret", _bit_casts, atol=0, rtol=0),
+    Case("bit_counts_limits_nearbyint", _bit_counts, atol=0, rtol=0),
+    # CUDA's __expf & co. are within a few ulp here (__sinf / __cosf / __logf: 2^-21.4 absolute)
+    Case("fast_math_intrinsics", _fast_math, atol=1e-5, rtol=1e-5),
+    Case("ieee_rounding_modes", _ieee_rounding, atol=0, rtol=0),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.kernels import attention, control_flow, elementwise, gemm, reductions, views
+from tests.kernels import attention, control_flow, elementwise, gemm, reductions, scalar_intrinsics, views
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir.stmt import PrimFunc
 
@@ -57,4 +57,10 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "view_fp16_pairs_as_uint32": lambda: views.negate_fp16_bits.get_ir(70, 32),
         "view_local_and_var_bits": lambda: views.register_bits.get_ir(100),
         "view_reshape_global_gemm": mm(128, 128, 96, block_M=64, block_N=64, num_stages=2, flat_A=True),
+        "unpack_int4_bit_ops": lambda: scalar_intrinsics.unpack_int4.get_ir(48, 64),
+        "dequant_int4_fp16_reinterpret": lambda: scalar_intrinsics.dequant_int4_fp16.get_ir(80, 128),
+        "bit_casts_reinterpret": lambda: scalar_intrinsics.bit_casts.get_ir(200),
+        "bit_counts_limits_nearbyint": lambda: scalar_intrinsics.bit_counts.get_ir(150),
+        "fast_math_intrinsics": lambda: scalar_intrinsics.fast_math.get_ir(300),
+        "ieee_rounding_modes": lambda: scalar_intrinsics.ieee_rounding.get_ir(256),
     }

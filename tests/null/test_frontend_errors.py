@@ -8,41 +8,23 @@ Each failing line carries a ``# E:<tag>`` marker; ``where(tag)`` finds its line 
 from __future__ import annotations
 
 import traceback
-from pathlib import Path
 
 import pytest
 import torch
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
+from tests.null.located import located_errors
 from tilelang_x.core_ir.errors import (
     ArgumentError,
     NotSupportedError,
     ShapeMismatchError,
-    TileLangError,
     TileLangSyntaxError,
     TileLangTypeError,
     UnboundConstError,
 )
 
-HERE = Path(__file__)
-LINES = HERE.read_text().splitlines()
-
-
-def where(tag: str) -> str:
-    hits = [n + 1 for n, text in enumerate(LINES) if text.rstrip().endswith(f"# E:{tag}")]
-    assert len(hits) == 1, tag
-    return f"{HERE.name}:{hits[0]}:"
-
-
-def raises(exc: type, tag: str, fn, *words: str) -> TileLangError:
-    with pytest.raises(exc) as info:
-        fn()
-    text = str(info.value)
-    assert where(tag) in text, text
-    for w in words:
-        assert w in text, (w, text)
-    return info.value
+where, raises = located_errors(__file__)
 
 
 # ---- tile op shapes and scopes ----------------------------------------------------------------
