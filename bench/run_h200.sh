@@ -31,6 +31,8 @@ tail -3 "$OUT/cuda_tests.log"
     --timeout 40 --out "$work/gemm_relu.json"
   python3 bench/attention.py --dims 64,128 --configs 128x128x2x256,128x64x2x256 --timeout 150 \
     --out "$work/attention.json"
+  # decode attention (GQA, split-KV in two kernels of one function) against torch SDPA
+  python3 bench/decode.py --timeout 150 --out "$work/decode.json"
   # A/B of compiler switches, each variant timed round-robin in one process (bench/variants.py)
   python3 bench/variants.py attention --dims 128,64 --timeout 150 --out "$work/variants_attention.json" \
     --variants '{"default": {}, "no_rotation": {"tlx.softmax_rotation": false}, "plain": {"tlx.ws_compute_loops": false}, "ieee_division": {"tlx.reciprocal_division": false}, "no_prologue_loads": {"tlx.prologue_loads": false}, "default_again": {}}'

@@ -64,3 +64,93 @@ def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=6
             T.copy(O_shared, Output[bz, by, bx * block_M:(bx + 1) * block_M, :])
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, num_split=8, num_stages=2,
+               threads=128):
+    """One query token per sequence against a KV cache, grouped-query attention, split-KV: the first
+    kernel attends each of ``num_split`` slices of the cache for the ``heads // kv_heads`` query heads
+    that share a KV head (rows of a ``block_H``-row tile, the rest padding), writing a partial output
+    and its log-sum-exp; the second combines the slices. Written as TileLang's decode examples are:
+    two ``T.macro`` kernels called from one function."""
+    group = heads // kv_heads
+    part = seqlen_kv // num_split
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
+    dtype = T.float16
+    accum_dtype = T.float32
+
+    @T.macro
+    def attend_slices(Q, K, V, lse, partial):
+        with T.Kernel(batch, kv_heads, num_split, threads=threads) as (b, h, s):
+            Q_shared = T.alloc_shared([block_H, dim], dtype)
+            K_shared = T.alloc_shared([block_N, dim], dtype)
+            V_shared = T.alloc_shared([block_N, dim], dtype)
+            acc_s = T.alloc_fragment([block_H, block_N], accum_dtype)
+            acc_s_cast = T.alloc_fragment([block_H, block_N], dtype)
+            acc_o = T.alloc_fragment([block_H, dim], accum_dtype)
+            scores_max = T.alloc_fragment([block_H], accum_dtype)
+            scores_max_prev = T.alloc_fragment([block_H], accum_dtype)
+            scores_scale = T.alloc_fragment([block_H], accum_dtype)
+            scores_sum = T.alloc_fragment([block_H], accum_dtype)
+            logsum = T.alloc_fragment([block_H], accum_dtype)
+
+            T.copy(Q[b, h * group:h * group + block_H, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+            for k in T.Pipelined(part // block_N, num_stages=num_stages):
+                T.copy(K[b, s * part + k * block_N:s * part + (k + 1) * block_N, h, :], K_shared)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, clear_accum=True,
+                       policy=T.GemmWarpPolicy.FullRow)
+                T.copy(scores_max, scores_max_prev)
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_H):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+                for i, j in T.Parallel(block_H, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block_H):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                T.copy(acc_s, acc_s_cast)
+                for i, j in T.Parallel(block_H, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                T.copy(V[b, s * part + k * block_N:s * part + (k + 1) * block_N, h, :], V_shared)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_H, dim):
+                acc_o[i, j] /= logsum[i]
+            for i in T.Parallel(block_H):
+                logsum[i] = T.log2(logsum[i]) + scores_max[i] * scale
+            for i in T.Parallel(block_H):
+                if i < group:
+                    lse[b, h * group + i, s] = logsum[i]
+            for i, j in T.Parallel(block_H, dim):
+                if i < group:
+                    partial[b, h * group + i, s, j] = acc_o[i, j]
+
+    @T.macro
+    def combine(lse, partial, Output):
+        with T.Kernel(heads, batch, threads=128) as (h, b):
+            lse_max = T.alloc_var(accum_dtype, -T.infinity(accum_dtype))
+            total = T.alloc_var(accum_dtype, 0.0)
+            for k in T.serial(num_split):
+                lse_max = T.max(lse_max, lse[b, h, k])
+            for k in T.serial(num_split):
+                total += T.exp2(lse[b, h, k] - lse_max)
+            lse_all = T.log2(total) + lse_max
+            for j in T.Parallel(dim):
+                o = T.alloc_var(accum_dtype, 0.0)
+                for k in T.serial(num_split):
+                    o += partial[b, h, k, j] * T.exp2(lse[b, h, k] - lse_all)
+                Output[b, h, j] = o
+
+    @T.prim_func
+    def main(Q: T.Tensor([batch, heads, dim], dtype), K: T.Tensor([batch, seqlen_kv, kv_heads, dim], dtype),
+             V: T.Tensor([batch, seqlen_kv, kv_heads, dim], dtype),
+             lse: T.Tensor([batch, heads, num_split], accum_dtype),
+             partial: T.Tensor([batch, heads, num_split, dim], accum_dtype),
+             Output: T.Tensor([batch, heads, dim], dtype)):
+        attend_slices(Q, K, V, lse, partial)
+        combine(lse, partial, Output)
+
+    return main

@@ -136,6 +136,19 @@ def _split_row_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return reductions.split_row_sum(96, 256)(x, partial), x.sum(1)
 
 
+def _gqa_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    b, h, hk, s, d, splits = 2, 8, 2, 1024, 64, 4
+    q = _randn(b, h, d, dtype=torch.float16, device=device, seed=20)
+    k = _randn(b, s, hk, d, dtype=torch.float16, device=device, seed=21)
+    v = _randn(b, s, hk, d, dtype=torch.float16, device=device, seed=22)
+    lse = torch.zeros(b, h, splits, dtype=torch.float32, device=device)
+    partial = torch.zeros(b, h, splits, d, dtype=torch.float32, device=device)
+    out = attention.gqa_decode(b, h, hk, s, d, num_split=splits)(q, k, v, lse, partial)
+    kk, vv = (x.float().repeat_interleave(h // hk, dim=2).transpose(1, 2) for x in (k, v))
+    ref = F.scaled_dot_product_attention(q.float()[:, :, None, :], kk, vv)[:, :, 0]
+    return out, ref.half()
+
+
 def _packed_atomic_sum(lanes: int, dtype: torch.dtype) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         from tilelang_x.core_ir.dtypes import as_dtype
@@ -406,6 +419,7 @@ CASES: list[Case] = [
     Case("atomic_spin_wait", _chained_prefix, atol=1e-4, rtol=1e-4),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
+    Case("gqa_decode_split_kv_two_kernels", _gqa_decode),
     Case("view_reshape_global", _flat_affine, atol=0, rtol=0),
     Case("view_reshape_shared_pairs", _swap_pairs, atol=0, rtol=0),
     Case("view_int8_as_uint32_dequant", _dequant_int8_words, atol=0, rtol=0),

@@ -1,0 +1,107 @@
+"""Decode attention (one query token, GQA, fp16 KV cache) against torch SDPA, same run.
+
+Ours is ``tests/kernels/attention.gqa_decode`` (split-KV, written as TileLang's decode examples
+are: two ``T.Kernel`` blocks in one function) over a few split counts and KV tile sizes; the
+fastest correct one is reported. The reference is ``F.scaled_dot_product_attention(...,
+enable_gqa=True)`` on the same cache, restricted to each SDPA backend that takes it; the fastest is
+``sdpa``. The work is reading the cache, so the figure is TB/s of K and V read (``2 * B * S * HK
+* D * 2`` bytes); ``ratio`` = best SDPA time / our time (>= 1: we are faster), both from
+``--rounds`` rounds timed in turn with the L2 flushed.
+
+Run: ``python bench/decode.py --out $OUT/decode.json`` (``--quick``: one shape, fewer configs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, round_robin_ms, try_configs
+
+# (num_split, block_N)
+CONFIG_KEYS = ("num_split", "block_N")
+CONFIGS = [(4, 64), (8, 64), (16, 64), (8, 128), (16, 128)]
+# (batch, heads, kv_heads, seqlen_kv, dim): Llama-3-8B-like and 70B-like GQA
+SHAPES = [(32, 32, 8, 8192, 128), (8, 64, 8, 16384, 128)]
+BACKENDS = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION")
+
+
+def sdpa(q: Any, k: Any, v: Any, backend_name: str) -> Callable[[], Any]:
+    """SDPA on ``q`` [B, H, 1, D] and the cache as [B, HK, S, D] views, one backend."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = getattr(SDPBackend, backend_name)
+
+    def run() -> Any:
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+    return run
+
+
+def bench_case(b: int, h: int, hk: int, s: int, d: int, args: Any) -> dict[str, Any]:
+    import torch
+
+    from tests.kernels import attention
+
+    q = torch.randn(b, h, d, device="cuda", dtype=torch.float16)
+    k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.float16) for _ in range(2))
+    q4, k4, v4 = q[:, :, None, :], k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3)
+    nbytes = 2.0 * b * s * hk * d * 2
+    row: dict[str, Any] = {"B": b, "H": h, "HK": hk, "S": s, "D": d}
+    refs: dict[str, Callable[[], Any]] = {}
+    for name in BACKENDS:
+        run = sdpa(q4, k4, v4, name)
+        _, err = attempt(run)
+        if err is None:
+            refs[name] = run
+            row[f"{name.lower()}_ms_alone"] = round(median_ms(run, args.warmup, args.rep), 4)
+        else:
+            row[f"{name.lower()}_error"] = err
+    ref = (torch.softmax((q.float()[:, :, None, :] @ k4.float().repeat_interleave(h // hk, 1).transpose(-1, -2))
+                         / math.sqrt(d), -1) @ v4.float().repeat_interleave(h // hk, 1))[:, :, 0].half()
+    configs = [dict(zip(CONFIG_KEYS, c)) for c in (CONFIGS[:2] if args.quick else CONFIGS)]
+
+    def build(cfg: dict[str, Any]) -> Any:
+        kernel = attention.gqa_decode(b, h, hk, s, d, **cfg)
+        lse = torch.empty(b, h, cfg["num_split"], device="cuda", dtype=torch.float32)
+        partial = torch.empty(b, h, cfg["num_split"], d, device="cuda", dtype=torch.float32)
+        return lambda: kernel(q, k, v, lse, partial)
+
+    tried, best, kernel = try_configs(configs, build, lambda run: run(), ref, nbytes, args)
+    for entry in tried:  # try_configs counts "flops": here bytes, so its figure is TB/s
+        if "tflops" in entry:
+            entry["tb_s"] = entry.pop("tflops")
+    final = round_robin_ms({**refs, **({"ours": kernel} if best else {})}, args.rounds, args.warmup, args.rep)
+    for key, ms in final.items():
+        row[f"{key.lower()}_ms"] = round(ms, 4)
+        row[f"{key.lower()}_tb_s"] = round(nbytes / ms / 1e9, 2)
+    fastest = min((k for k in final if k != "ours"), key=lambda k: final[k], default=None)
+    if fastest is not None:
+        row["sdpa"] = fastest
+    if best is not None:
+        row["best_config"] = {k: v for k, v in best.items() if k in CONFIG_KEYS}
+        row["ratio"] = round(final[fastest] / final["ours"], 3) if fastest is not None else None
+    row["configs"] = tried
+    return row
+
+
+def _extra(p: Any) -> None:
+    p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0], _extra)
+    results: list[dict[str, Any]] = []
+    doc = {"bench": "decode", "info": device_info(), "results": results}
+    for shape in SHAPES[:1] if args.quick else SHAPES:
+        row, err = attempt(lambda shape=shape: bench_case(*shape, args))
+        results.append(row if err is None else {"shape": list(shape), "error": err})
+        checkpoint(doc, args.out)
+    emit(doc, args.out)
+
+
+if __name__ == "__main__":
+    main()
