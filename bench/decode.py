@@ -1,7 +1,7 @@
 """Decode attention (one query token, GQA, fp16 KV cache) against torch SDPA, same run.
 
 Ours is ``tests/kernels/attention.gqa_decode`` (split-KV, written as TileLang's decode examples
-are: two ``T.Kernel`` blocks in one function) over a few split counts and KV tile sizes; the
+are: two ``T.Kernel`` blocks in one function) over a few split counts, KV tile sizes and pipeline depths; the
 fastest correct one is reported. The reference is ``F.scaled_dot_product_attention(...,
 enable_gqa=True)`` on the same cache, restricted to each SDPA backend that takes it; the fastest is
 ``sdpa``. The work is reading the cache, so the figure is TB/s of K and V read (``2 * B * S * HK
@@ -19,9 +19,9 @@ from typing import Any
 
 from _common import attempt, checkpoint, device_info, emit, median_ms, parse_args, round_robin_ms, try_configs
 
-# (num_split, block_N)
-CONFIG_KEYS = ("num_split", "block_N")
-CONFIGS = [(4, 64), (8, 64), (16, 64), (8, 128), (16, 128)]
+# (num_split, block_N, num_stages)
+CONFIG_KEYS = ("num_split", "block_N", "num_stages")
+CONFIGS = [(4, 64, 2), (8, 64, 2), (4, 64, 3), (2, 64, 3), (4, 128, 2), (8, 32, 4)]
 # (batch, heads, kv_heads, seqlen_kv, dim): Llama-3-8B-like and 70B-like GQA
 SHAPES = [(32, 32, 8, 8192, 128), (8, 64, 8, 16384, 128)]
 BACKENDS = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION")
