@@ -6,10 +6,12 @@ scale per row and group of ``group_size`` consecutive ``k``; ``W[n, k] = (q - 8)
 point 8, so ``q`` in [0, 15] stands for [-8, 7]). ``C = A @ W^T``, as a ``torch.nn.Linear``.
 """
 
+import torch
+
 import tilelang_x as tilelang
 import tilelang_x.language as T
 
-__all__ = ["matmul_w4a16"]
+__all__ = ["dequant_w4", "matmul_w4a16", "pack_w4"]
 
 
 @tilelang.jit(out_idx=[-1])
@@ -42,3 +44,14 @@ def matmul_w4a16(M, N, K, group_size=128, block_M=128, block_N=128, block_K=64, 
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main
+
+
+def pack_w4(q: torch.Tensor) -> torch.Tensor:
+    """uint8 bytes of the 4-bit codes ``q`` [N, K] (values 0..15), the even ``k`` in the low nibble."""
+    return (q[:, 0::2] | (q[:, 1::2] << 4)).to(torch.uint8)
+
+
+def dequant_w4(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """The fp32 weights [N, K] of ``matmul_w4a16``: ``(q - 8) * scale`` of each k-group."""
+    q = torch.stack([packed & 0xF, packed >> 4], dim=-1).reshape(packed.shape[0], -1).float()
+    return (q - 8) * scales.float().repeat_interleave(q.shape[1] // scales.shape[1], dim=1)

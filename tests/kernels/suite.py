@@ -53,25 +53,14 @@ def _gemm_eager(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return gemm.matmul_relu(a, b, block_M=64, block_N=64), (a.float() @ b.float()).relu().half()
 
 
-def pack_w4(q: torch.Tensor) -> torch.Tensor:
-    """uint8 bytes of the 4-bit codes ``q`` [N, K] (values 0..15), the even ``k`` in the low nibble."""
-    return (q[:, 0::2] | (q[:, 1::2] << 4)).to(torch.uint8)
-
-
-def dequant_w4(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """The fp32 weights [N, K] of ``dequant.matmul_w4a16``: ``(q - 8) * scale`` of each k-group."""
-    q = torch.stack([packed & 0xF, packed >> 4], dim=-1).reshape(packed.shape[0], -1).float()
-    return (q - 8) * scales.float().repeat_interleave(q.shape[1] // scales.shape[1], dim=1)
-
-
 def _matmul_w4a16(M: int, N: int, K: int, group_size: int, **tiles: int) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         g = torch.Generator().manual_seed(40)
         a = torch.randn(M, K, generator=g).half()
-        packed = pack_w4(torch.randint(0, 16, (N, K), generator=g, dtype=torch.uint8))
+        packed = dequant.pack_w4(torch.randint(0, 16, (N, K), generator=g, dtype=torch.uint8))
         scales = (torch.rand(N, K // group_size, generator=g) * 0.02 + 0.005).half()
         kernel = dequant.matmul_w4a16(M, N, K, group_size, **tiles)
-        ref = (a.float() @ dequant_w4(packed, scales).T).half()
+        ref = (a.float() @ dequant.dequant_w4(packed, scales).T).half()
         return kernel(a.to(device), packed.to(device), scales.to(device)), ref.to(device)
 
     return run
