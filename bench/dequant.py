@@ -28,9 +28,11 @@ from _common import attempt, checkpoint, device_info, emit, median_ms, parse_arg
 SHAPES = [(16, 4096, 4096), (16, 14336, 4096), (4096, 4096, 4096), (4096, 14336, 4096)]
 CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads")
 # M <= 64: one 16-row tile (mma.sync on a TMA pipeline) streaming the weights; a narrow block_N
-# puts more blocks on the 132 SMs (N = 4096, block_N = 32: 128 blocks)
-SMALL_M_CONFIGS = [(16, 32, 256, 4, 128), (16, 64, 128, 4, 128), (16, 64, 256, 3, 128), (16, 128, 128, 4, 128),
-                   (64, 64, 128, 4, 128)]
+# puts more blocks on the 132 SMs (N = 4096, block_N = 32: 128 blocks). With block_K <= group_size
+# a tile's group index folds to one scale per row; a block_K over two groups loads the scale once
+# per element (nvcc does not merge them), so both kinds are tried
+SMALL_M_CONFIGS = [(16, 32, 128, 6, 128), (16, 32, 256, 4, 128), (16, 64, 128, 4, 128), (16, 64, 256, 3, 128),
+                   (16, 128, 128, 4, 128), (64, 64, 128, 4, 128)]
 # large M: wgmma tiles as in bench/gemm.py
 BIG_CONFIGS = [(128, 256, 64, 3, 256), (128, 128, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 128, 3, 256),
                (128, 128, 64, 4, 128)]
