@@ -11,7 +11,9 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
   a clearing mma gemm starts from zero accumulators in its first k-step instead of storing zeros.
 - ``tlx.vector_epilogue``: a fragment → global ``T.copy`` (the GEMM epilogue) stores the adjacent
   columns a thread holds (pairs in the mma/wgmma accumulators) with one 4/8/16-byte store
-  (``lower/epilogue.py``); off: one store per element. Applies to the sm_80 and sm_90a paths.
+  (``lower/epilogue.py``), and so does a fragment → shared copy of 16-bit registers of the tile's
+  own type (a dequantized weight tile); off: one store per element. Applies to the sm_80 and sm_90a
+  paths.
 - ``tlx.staged_epilogue``: on sm_90a, an fp16/bf16 copy of a wgmma accumulator to global goes
   through a per-warp shared staging slot (stmatrix, then 16-byte coalesced stores;
   ``lower/staged_epilogue.py``); once per tile in persistent kernels. Off: the vector epilogue above.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import attention, control_flow, elementwise, gemm, reductions, scalar_intrinsics, views
+from . import attention, control_flow, dequant, elementwise, gemm, reductions, scalar_intrinsics, views
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,19 @@ def _gemm_eager(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     a = _randn(256, 192, dtype=torch.float16, device=device, seed=3)
     b = _randn(192, 128, dtype=torch.float16, device=device, seed=4)
     return gemm.matmul_relu(a, b, block_M=64, block_N=64), (a.float() @ b.float()).relu().half()
+
+
+def _matmul_w4a16(M: int, N: int, K: int, group_size: int, **tiles: int) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(40)
+        a = torch.randn(M, K, generator=g).half()
+        packed = dequant.pack_w4(torch.randint(0, 16, (N, K), generator=g, dtype=torch.uint8))
+        scales = (torch.rand(N, K // group_size, generator=g) * 0.02 + 0.005).half()
+        kernel = dequant.matmul_w4a16(M, N, K, group_size, **tiles)
+        ref = (a.float() @ dequant.dequant_w4(packed, scales).T).half()
+        return kernel(a.to(device), packed.to(device), scales.to(device)), ref.to(device)
+
+    return run
 
 
 def _leaky_add(device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -392,6 +405,10 @@ CASES: list[Case] = [
     Case("gemm_decode_16_rows", _gemm(16, 192, 1024, block_M=16, block_N=64, block_K=256, num_stages=4),
          atol=2e-2),
     Case("gemm_eager_relu", _gemm_eager),
+    Case("dequant_w4a16_tails", _matmul_w4a16(72, 128, 256, 128, block_M=64, block_N=64, block_K=64,
+                                              num_stages=2, threads=128)),
+    Case("dequant_w4a16_groups", _matmul_w4a16(128, 256, 512, 64, block_M=64, block_N=128, block_K=128,
+                                               num_stages=3, threads=128)),
     Case("leaky_add_if_then_else", _leaky_add, atol=1e-5, rtol=1e-5),
     Case("fma_rows_tilelang_spellings", _fma_rows, atol=1e-5, rtol=1e-5),
     Case("vector_add_dynamic", _vector_add, atol=1e-6, rtol=1e-6),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.kernels import attention, control_flow, elementwise, gemm, reductions, scalar_intrinsics, views
+from tests.kernels import attention, control_flow, dequant, elementwise, gemm, reductions, scalar_intrinsics, views
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir.stmt import PrimFunc
 
@@ -23,6 +23,10 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
                                    block_M=64, block_N=64),
         "gemm_relu_epilogue": mm(128, 128, 256, relu=True, block_M=64, block_N=64),
         "gemm_decode_16_rows": mm(16, 192, 1024, block_M=16, block_N=64, block_K=256, num_stages=4),
+        "dequant_w4a16_tails": lambda: dequant.matmul_w4a16.get_ir(72, 128, 256, 128, block_M=64, block_N=64,
+                                                                   block_K=64, num_stages=2, threads=128),
+        "dequant_w4a16_groups": lambda: dequant.matmul_w4a16.get_ir(128, 256, 512, 64, block_M=64, block_N=128,
+                                                                    block_K=128, num_stages=3, threads=128),
         "gemm_fp32_fma": mm(128, 128, 64, in_dtype=dtypes.float32, out_dtype=dtypes.float32, block_M=64,
                             block_N=64, block_K=16),
         "leaky_add_if_then_else": lambda: elementwise.leaky_add.get_ir(100, 70),

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.kernels import gemm
+from tests.kernels import dequant, gemm
 from tests.null.cuda_helpers import sass_ops
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
@@ -73,27 +73,38 @@ def _run(s: Any, env: dict[str, int]) -> Iterator[tuple[int, int]]:
         tag, slot = _ev(s.value, env)
         yield _flat(s.buffer, [_ev(i, env) for i in s.indices]), slot
     elif isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn.startswith("tlx_st"):
-        ptr = s.value.args[0]
+        ptr, *values = s.value.args
         assert isinstance(ptr, PtrTo)
         base = _flat(ptr.buffer, [_ev(i, env) for i in ptr.indices])
         w = int(s.value.fn[len("tlx_st"):])
         assert base % w == 0, "vector store not aligned"
-        for j, a in enumerate(s.value.args[1:]):
+        if len(values) == 1:  # a pointer to w consecutive registers
+            first = _ev(values[0].indices[0], env)
+            yield from ((base + j, first + j) for j in range(w))
+        for j, a in enumerate(values if len(values) > 1 else ()):
             yield base + j, _ev(a, env)[1]
     else:
         raise AssertionError(f"unexpected {type(s).__name__} in an epilogue")
 
 
-def _epilogue(func: Any, arch: str, configs: dict[str, bool]) -> tuple[Any, Any, int]:
+def _stored(m: Any) -> Any:
+    """The buffer an element or vector store ``m`` writes, else ``None``."""
+    if isinstance(m, Store):
+        return m.buffer
+    if isinstance(m, Evaluate) and isinstance(m.value, Intrin) and m.value.fn.startswith("tlx_st"):
+        return getattr(m.value.args[0], "buffer", None)
+    return None
+
+
+def _epilogue(func: Any, arch: str, configs: dict[str, bool], dst: str = "") -> tuple[Any, Any, int]:
+    """The last copy nest writing global memory (or the tile named ``dst``), the grid, the threads."""
     from tilelang_x.compiler import _core_stages
     from tilelang_x.plugins.cuda.passes import stages
 
     ctx = StageContext(Target("cuda", arch), {"pass_configs": configs})
     lowered = run_stages(func, _core_stages() + stages(ctx.target), ctx)
     blocks = [n for n in walk(lowered.body) if isinstance(n, Block) and n.label == "parallel" and any(
-        (isinstance(m, Store) and m.buffer.scope == "global") or
-        (isinstance(m, Evaluate) and isinstance(m.value, Intrin) and m.value.fn.startswith("tlx_st"))
-        for m in walk(n.body))]
+        b is not None and (b.name == dst if dst else b.scope == "global") for b in map(_stored, walk(n.body)))]
     assert blocks, "no epilogue found"
     grid = [E.as_int(g) for g in _kernel(lowered).grid]
     return blocks[-1], grid, ctx.data["cuda.threads"]
@@ -161,3 +172,37 @@ def test_sass_wgmma_epilogue_stores_pairs() -> None:
     on, off = _stores(func, VEC), _stores(func, OFF)
     assert on.get("STG.E") == 64 and not on.get("STG.E.U16"), on
     assert off.get("STG.E.U16") == 128 and not off.get("STG.E"), off
+
+
+def _w4a16() -> Any:
+    return dequant.matmul_w4a16.get_ir(128, 256, 256, 128, block_M=64, block_N=128, block_K=64, num_stages=2,
+                                       threads=128)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_fp16_fragment_to_shared_stores_packed_registers(arch: str) -> None:
+    """W4A16's dequantized tile (fp16 registers, 8 adjacent values a thread) into its swizzled shared
+    tile: one 16-byte store from 8 consecutive registers, writing what the element-wise copy writes."""
+    vec, _, threads = _epilogue(_w4a16(), arch, {}, "B_dequant_shared")
+    stores = [n for n in walk(vec) if isinstance(n, Intrin) and n.fn.startswith("tlx_st")]
+    assert stores and all(n.fn == "tlx_st8" and len(n.args) == 2 and n.args[1].buffer.scope == "local"
+                          for n in stores), stores
+    ref, _, _ = _epilogue(_w4a16(), arch, OFF, "B_dequant_shared")
+    assert not any(isinstance(n, Intrin) and n.fn.startswith("tlx_st") for n in walk(ref))
+    assert _writes(vec, [1], threads) == _writes(ref, [1], threads)
+
+
+def test_fp32_fragment_to_shared_keeps_element_stores() -> None:
+    """A copy that converts (FlashAttention's fp32 ``acc_o`` into its fp16 ``O_shared`` on sm_80)
+    stays element-wise: vector stores into shared memory are for registers moved as they are."""
+    from tests.null.cuda_helpers import flash_attention_ir
+
+    vec, _, _ = _epilogue(flash_attention_ir(), "sm_80", {}, "O_shared")
+    assert not any(isinstance(n, Intrin) and n.fn.startswith("tlx_st") for n in walk(vec))
+
+
+def test_sass_w4a16_dequantized_tile_stores_16_bytes() -> None:
+    ops = sass_ops(_w4a16(), r"\b(STS(?:\.U16|\.64|\.128)?)\b", "sm_90a", {})
+    assert ops.get("STS.128") and not ops.get("STS.U16"), ops
+    off = sass_ops(_w4a16(), r"\b(STS(?:\.U16|\.64|\.128)?)\b", "sm_90a", OFF)
+    assert off.get("STS.U16") and not off.get("STS.128"), off

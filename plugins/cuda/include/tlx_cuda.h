@@ -111,6 +111,20 @@ TLX_DEV void tlx_st8(tlx_half* p, float a, float b, float c, float d, float e, f
 TLX_DEV void tlx_st8(tlx_bf16* p, float a, float b, float c, float d, float e, float f, float g, float h) {
   tlx_v16 v = {tlx_cvt_b2(a, b), tlx_cvt_b2(c, d), tlx_cvt_b2(e, f), tlx_cvt_b2(g, h)}; *(tlx_v16*)p = v;
 }
+// The same from w consecutive registers of a fragment of the destination's 16-bit type: packed, not
+// converted (a tile computed in registers and stored to shared memory for a gemm).
+#define TLX_ST16(T, PACK)                                                                       \
+  TLX_DEV void tlx_st2(T* p, const T* x) { *(tlx_u32*)p = PACK(x[0], x[1]); }                  \
+  TLX_DEV void tlx_st4(T* p, const T* x) {                                                    \
+    tlx_v8 v = {PACK(x[0], x[1]), PACK(x[2], x[3])}; *(tlx_v8*)p = v;                         \
+  }                                                                                           \
+  TLX_DEV void tlx_st8(T* p, const T* x) {                                                    \
+    tlx_v16 v = {PACK(x[0], x[1]), PACK(x[2], x[3]), PACK(x[4], x[5]), PACK(x[6], x[7])};     \
+    *(tlx_v16*)p = v;                                                                         \
+  }
+TLX_ST16(tlx_half, tlx_pack_h2)
+TLX_ST16(tlx_bf16, tlx_pack_b2)
+#undef TLX_ST16
 TLX_DEV void tlx_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 #define TLX_CP_ASYNC_WAIT(n) asm volatile("cp.async.wait_group " #n ";" ::: "memory")
 

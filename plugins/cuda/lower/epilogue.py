@@ -1,4 +1,8 @@
-"""Vector stores for fragment → global copies (the GEMM epilogue ``T.copy(C_local, C[...])``).
+"""Vector stores for fragment → global copies (the GEMM epilogue ``T.copy(C_local, C[...])``), and
+for fragment → shared copies of a 16-bit fragment of the tile's own type whose groups sit in
+consecutive registers (a tile computed in registers and stored for a gemm, such as dequantized
+weights: one 16-byte store per 8 values instead of 8 element stores). Values of the destination's
+16-bit type held in consecutive registers are packed as they are, without a float round trip.
 
 When the copy's loop layout keeps ``w`` adjacent columns of a row in consecutive register slots
 (the innermost digit of the last dim is a local digit of stride 1 whose extent ``w`` divides — the
@@ -10,8 +14,10 @@ and every other digit's place value is a multiple of the digit extent), the regi
 and the row length are multiples of ``w`` (proven from known divisors; otherwise this path is not
 taken), so the vector is aligned (global base pointers are 16-byte aligned, as for every vector
 access of the backend) and lies wholly inside or wholly outside the row: one ``col < N`` check
-covers it. Rows are checked as in the element-wise copy. Switch: pass config
-``tlx.vector_epilogue`` (default on)."""
+covers it. A shared layout moves whole 16-byte chunks (its swizzles XOR chunk indices, its panels
+are whole chunks wide) and a vector is at most 16 bytes, so it stays contiguous and aligned there.
+Rows are checked as in the element-wise copy. Switch: pass config ``tlx.vector_epilogue`` (default
+on)."""
 
 from __future__ import annotations
 
@@ -33,7 +39,7 @@ _WIDTHS = {dtypes.float16.name: (8, 4, 2), dtypes.bfloat16.name: (8, 4, 2), dtyp
 def vector_store_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
     """The loop layout and the vector width for ``op``, or ``None`` (element-wise copy)."""
     src, dst = op.src, op.dst
-    if src.buffer.scope != "fragment" or dst.buffer.scope != "global" or dst.buffer.strides is not None:
+    if src.buffer.scope != "fragment" or dst.buffer.scope not in ("global", "shared") or dst.buffer.strides is not None:
         return None
     widths = _WIDTHS.get(dst.buffer.dtype.name)
     if widths is None or not src.is_full():
@@ -58,28 +64,33 @@ def vector_store_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
             continue
         if dst.buffer.ndim > 1 and divisor(dst.buffer.shape[-1]) % w:
             continue
+        if dst.buffer.scope == "shared" and _register_run(op, lay, w, lc) is None:
+            continue
         return lay, w
     return None
 
 
+def _register_run(op: Copy, lay: Fragment, w: int, lc: Any) -> list[tuple[int, int, int, int]] | None:
+    """The fragment's slot terms (``local_map``) when it is of the destination's 16-bit type and holds
+    each group of ``w`` values the copy stores in ``w`` consecutive registers, else ``None``."""
+    src, dst = op.src.buffer, op.dst.buffer
+    if src.dtype != dst.dtype or src.dtype.bits != 16:
+        return None
+    terms = local_map(lay, list(range(len(lay.dims))), lc.frag(src))
+    if terms is None or not any(ls == 1 and os_ == 1 and ext % w == 0 for ls, ext, os_, _ in terms):
+        return None
+    return terms
+
+
 def lower_vector_store(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
-    src, dst = op.src, op.dst
-    n = len(lay.dims)
-    terms = local_map(lay, list(range(n)), lc.frag(src.buffer))
-    assert terms is not None, "the copy's loop layout holds the fragment (layout inference checked it)"
+    dst = op.dst
     groups = lay.num_local // w
     g = E.Var(lc.fresh("vg"))
     v: E.Expr = g * w if groups > 1 else E.const(0)
     idx = region_index(dst, lay.coords(THREAD, v))
     ranges = dict(lc.ranges)
     ranges[g] = (0, max(groups - 1, 0))
-    local = lc.local_of(src.buffer)
-    values = []
-    for j in range(w):
-        slot = slot_expr(terms, v + j if j else v)
-        value: E.Expr = E.Load(local, (slot,), op.loc)
-        # fp32 in: the helper rounds once to the destination type (as an element store does)
-        values.append(value if src.buffer.dtype == dtypes.float32 else E.cast(value, dtypes.float32))
+    values = _vector_values(op, lay, v, w, lc)
     body: Stmt = Evaluate(Intrin(f"tlx_st{w}", (PtrTo(dst.buffer, idx, "w"), *values)), op.loc)
     cond: E.Expr | None = None
     for i, dim in zip(idx, dst.buffer.shape):  # the group's first column decides for all w (see above)
@@ -94,3 +105,21 @@ def lower_vector_store(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
     if groups > 1:
         body = For(g, E.const(groups), "unroll", body, None, (), op.loc)
     return Block(body, "parallel", op.loc)
+
+
+def _vector_values(op: Copy, lay: Fragment, v: E.Expr, w: int, lc: Any) -> list[E.Expr]:
+    """The store helper's value arguments for the ``w`` slots from ``v``: for a 16-bit fragment of the
+    destination's type holding them in consecutive registers, a pointer to the first (moved as they
+    are, without a float round trip of each), else fp32 values, which the helper rounds once to the
+    destination type (as an element store does)."""
+    local = lc.local_of(op.src.buffer)
+    run = _register_run(op, lay, w, lc)
+    if run is not None:
+        return [PtrTo(local, (slot_expr(run, v),), "r")]
+    terms = local_map(lay, list(range(len(lay.dims))), lc.frag(op.src.buffer))
+    assert terms is not None, "the copy's loop layout holds the fragment (layout inference checked it)"
+    values: list[E.Expr] = []
+    for j in range(w):
+        value: E.Expr = E.Load(local, (slot_expr(terms, v + j if j else v),), op.loc)
+        values.append(value if op.src.buffer.dtype == dtypes.float32 else E.cast(value, dtypes.float32))
+    return values

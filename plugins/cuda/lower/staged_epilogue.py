@@ -73,7 +73,9 @@ def staged_plan(op: Copy, lc: Any) -> tuple[Fragment, int, int, int, TmaStore | 
     if not lc.staged_epilogue:
         return None
     dst = op.dst
-    if dst.buffer.dtype.name not in _CVT or dst.buffer.ndim < 2 or op.src.buffer.ndim != 2:
+    if dst.buffer.scope != "global" or dst.buffer.dtype.name not in _CVT:
+        return None
+    if dst.buffer.ndim < 2 or op.src.buffer.ndim != 2:
         return None
     plan = vector_store_plan(op, lc)
     if plan is None:
