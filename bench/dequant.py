@@ -1,17 +1,19 @@
 """Weight-only int4 GEMM (W4A16, fp16 activations) against cuBLAS on fp16 weights, same run.
 
 Ours is ``tests/kernels/dequant.matmul_w4a16`` (TileLang, written as its dequantize-GEMM examples
-are): ``C = A @ W^T`` with ``W[n, k] = (q - 8) * Scales[n, k // group_size]`` unpacked from
+are): ``C = A @ W^T`` with ``W[n, k] = (q - 8) * Scales[k // group_size, n]`` unpacked from
 ``B_packed[N, K // 2]`` (two unsigned 4-bit codes a byte, the even k in the low nibble) tile by
-tile in the pipelined loop. Shapes are an 8B-class layer (N, K) = (4096, 4096) (attention
-projections) and (14336, 4096) (MLP up / gate), at M = 16 (decode: the time is reading the
-weights) and M = 4096 (prefill: tensor-core bound). A few tile configurations are tried per shape
-and the fastest correct one is reported, with every configuration's time (or error) alongside.
+tile in the pipelined loop; for few rows also ``matmul_w4a16_split_k``, which splits the k-tiles
+over more blocks and adds their fp32 parts in a second kernel of the same function. Shapes are an
+8B-class layer (N, K) = (4096, 4096) (attention projections) and (14336, 4096) (MLP up / gate), at
+M = 16 (decode: the time is reading the weights) and M = 4096 (prefill: tensor-core bound). A few
+tile configurations are tried per shape and the fastest correct one is reported, with every
+configuration's time (or error) alongside.
 
-References, timed in turn with ours (``round_robin_ms``, L2 flushed before each call):
-``cublas``: ``torch.matmul(A, W_fp16.T)`` on weights dequantized beforehand (reads 4x the weight
-bytes); ``torch_dequant``: dequantize in torch, then the same matmul, each call (what a user without
-a kernel runs). ``ratio_cublas`` = cublas time / ours (>= 1: we are faster), ``ratio_torch_dequant``
+References, timed in turn with ours (``round_robin_ms``, L2 flushed before each call): ``cublas``:
+``torch.matmul(A, W_fp16.T)`` on weights dequantized beforehand (reads 4x the weight bytes);
+``torch_dequant``: dequantize in torch, then the same matmul, each call (what a user without a
+kernel runs). ``ratio_cublas`` = cublas time / ours (>= 1: we are faster), ``ratio_torch_dequant``
 likewise; ``*_weight_gb_s``: the weight bytes each reads (packed bytes and scales for ours, fp16
 weights for cuBLAS) per second; TFLOP/s = 2*M*N*K / time.
 
@@ -26,27 +28,45 @@ from _common import attempt, checkpoint, device_info, emit, median_ms, parse_arg
 
 # (M, N, K)
 SHAPES = [(16, 4096, 4096), (16, 14336, 4096), (4096, 4096, 4096), (4096, 14336, 4096)]
-CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads")
-# M <= 64: one 16-row tile (mma.sync on a TMA pipeline) streaming the weights; a narrow block_N
-# puts more blocks on the 132 SMs (N = 4096, block_N = 32: 128 blocks). With block_K <= group_size
-# a tile's group index folds to one scale per row; a block_K over two groups loads the scale once
-# per element (nvcc does not merge them), so both kinds are tried
-SMALL_M_CONFIGS = [(16, 32, 128, 6, 128), (16, 32, 256, 4, 128), (16, 64, 128, 4, 128), (16, 64, 256, 3, 128),
-                   (16, 128, 128, 4, 128), (64, 64, 128, 4, 128)]
+CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads", "split_k")
+# M <= 64: one 16-row tile (mma.sync on a TMA pipeline) streaming the weights. One tile per block
+# leaves few blocks (N = 4096, block_N = 32: 128 for 132 SMs), so the k-tiles are also split over
+# split_k blocks each (matmul_w4a16_split_k: fp32 partial sums, then a second kernel adds them).
+# With block_K <= group_size a tile's group index folds to one scale per row; a block_K over two
+# groups loads the scale once per element (nvcc does not merge them)
+SMALL_M_CONFIGS = [(16, 32, 128, 6, 128, 1), (16, 64, 128, 4, 128, 1), (16, 32, 128, 4, 128, 2),
+                   (16, 32, 128, 4, 128, 4), (16, 32, 128, 4, 128, 8), (16, 64, 128, 4, 128, 4),
+                   (16, 32, 256, 3, 128, 4)]
 # large M: wgmma tiles as in bench/gemm.py
-BIG_CONFIGS = [(128, 256, 64, 3, 256), (128, 128, 64, 3, 256), (128, 256, 64, 4, 256), (128, 128, 128, 3, 256),
-               (128, 128, 64, 4, 128)]
+BIG_CONFIGS = [(128, 256, 64, 3, 256, 1), (128, 128, 64, 3, 256, 1), (128, 256, 64, 4, 256, 1),
+               (128, 128, 128, 3, 256, 1), (128, 128, 64, 4, 128, 1)]
 
 
 def configs_for(m: int, quick: bool, custom: str = "") -> list[dict[str, Any]]:
-    if custom:  # "BMxBNxBKxSTAGESxTHREADS,..."
-        return [dict(zip(CONFIG_KEYS, (int(x) for x in c.split("x")))) for c in custom.split(",") if c]
+    if custom:  # "BMxBNxBKxSTAGESxTHREADS[xSPLIT_K],..."
+        configs = [dict(zip(CONFIG_KEYS, (int(x) for x in c.split("x")))) for c in custom.split(",") if c]
+        return [{"split_k": 1, **c} for c in configs]
     cands = SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
     return [dict(zip(CONFIG_KEYS, c)) for c in (cands[:2] if quick else cands)]
 
 
+def build(m: int, n: int, k: int, group_size: int, cfg: dict[str, Any], a: Any, packed: Any, scales: Any) -> Any:
+    """A call of the kernel ``cfg`` picks (its split-K workspace allocated once)."""
+    import torch
+
+    from tests.kernels import dequant
+
+    tiles = {key: cfg[key] for key in CONFIG_KEYS if key != "split_k"}
+    if cfg["split_k"] == 1:
+        kernel = dequant.matmul_w4a16(m, n, k, group_size, **tiles)
+        return lambda: kernel(a, packed, scales)
+    kernel = dequant.matmul_w4a16_split_k(m, n, k, cfg["split_k"], group_size, **tiles)
+    partial = torch.empty(cfg["split_k"], m, n, device="cuda", dtype=torch.float32)
+    return lambda: kernel(a, packed, scales, partial)
+
+
 def quantized_weights(n: int, k: int, group_size: int) -> tuple[Any, Any, Any]:
-    """(packed uint8 [N, K/2], fp16 scales [N, K/group_size], the fp16 weights they stand for)."""
+    """(packed uint8 [N, K/2], fp16 scales [K/group_size, N], the fp16 weights they stand for)."""
     import torch
 
     from tests.kernels.dequant import dequant_w4, pack_w4
@@ -54,7 +74,7 @@ def quantized_weights(n: int, k: int, group_size: int) -> tuple[Any, Any, Any]:
     q = torch.randint(0, 16, (n, k), device="cuda", dtype=torch.uint8)
     packed = pack_w4(q)
     # scales as a symmetric int4 quantizer of N(0, 1/K)-sized weights would pick
-    scales = (torch.rand(n, k // group_size, device="cuda") * 0.01 + 0.01).half()
+    scales = (torch.rand(k // group_size, n, device="cuda") * 0.01 + 0.01).half()
     return packed, scales, dequant_w4(packed, scales).half()
 
 
@@ -64,14 +84,12 @@ def torch_dequant_matmul(a: Any, packed: Any, scales: Any, group_size: int) -> A
 
     n = packed.shape[0]
     q = torch.stack([packed & 0xF, packed >> 4], dim=-1).view(n, -1, group_size).half()
-    w = ((q - 8) * scales[:, :, None]).view(n, -1)
+    w = ((q - 8) * scales.T[:, :, None]).view(n, -1)
     return torch.matmul(a, w.T)
 
 
 def bench_shape(m: int, n: int, k: int, args: Any) -> dict[str, Any]:
     import torch
-
-    from tests.kernels import dequant
 
     gs = args.group_size
     a = torch.randn(m, k, device="cuda").half()
@@ -83,10 +101,9 @@ def bench_shape(m: int, n: int, k: int, args: Any) -> dict[str, Any]:
     row: dict[str, Any] = {"M": m, "N": n, "K": k, "group_size": gs,
                            "cublas_ms_alone": round(median_ms(refs["cublas"], args.warmup, args.rep), 4)}
     configs = configs_for(m, args.quick, args.configs)
-    tried, best, kernel = try_configs(configs, lambda cfg: dequant.matmul_w4a16(m, n, k, gs, **cfg),
-                                      lambda kern: kern(a, packed, scales), ref, flops, args)
-    final = round_robin_ms({**refs, **({"ours": lambda: kernel(a, packed, scales)} if best else {})},
-                           args.rounds, args.warmup, args.rep)
+    tried, best, call = try_configs(configs, lambda cfg: build(m, n, k, gs, cfg, a, packed, scales),
+                                    lambda run: run(), ref, flops, args)
+    final = round_robin_ms({**refs, **({"ours": call} if best else {})}, args.rounds, args.warmup, args.rep)
     weight_bytes = {"cublas": n * k * 2, "torch_dequant": n * k // 2 + scales.numel() * 2}
     weight_bytes["ours"] = weight_bytes["torch_dequant"]
     for name, ms in final.items():
@@ -104,7 +121,7 @@ def bench_shape(m: int, n: int, k: int, args: Any) -> dict[str, Any]:
 
 def _extra(p: Any) -> None:
     p.add_argument("--shapes", default="", help="MxNxK,... instead of the default shapes")
-    p.add_argument("--configs", default="", help="BMxBNxBKxSTAGESxTHREADS,... instead of the default configs")
+    p.add_argument("--configs", default="", help="BMxBNxBKxSTAGESxTHREADS[xSPLIT_K],... instead of the default configs")
     p.add_argument("--group-size", type=int, default=128, help="k values sharing one scale")
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
     p.set_defaults(timeout=300)

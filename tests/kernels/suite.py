@@ -53,15 +53,19 @@ def _gemm_eager(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return gemm.matmul_relu(a, b, block_M=64, block_N=64), (a.float() @ b.float()).relu().half()
 
 
-def _matmul_w4a16(M: int, N: int, K: int, group_size: int, **tiles: int) -> Callable:
+def _matmul_w4a16(M: int, N: int, K: int, group_size: int, split_k: int = 1, **tiles: int) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         g = torch.Generator().manual_seed(40)
         a = torch.randn(M, K, generator=g).half()
         packed = dequant.pack_w4(torch.randint(0, 16, (N, K), generator=g, dtype=torch.uint8))
-        scales = (torch.rand(N, K // group_size, generator=g) * 0.02 + 0.005).half()
-        kernel = dequant.matmul_w4a16(M, N, K, group_size, **tiles)
+        scales = (torch.rand(K // group_size, N, generator=g) * 0.02 + 0.005).half()
         ref = (a.float() @ dequant.dequant_w4(packed, scales).T).half()
-        return kernel(a.to(device), packed.to(device), scales.to(device)), ref.to(device)
+        args = (a.to(device), packed.to(device), scales.to(device))
+        if split_k == 1:
+            return dequant.matmul_w4a16(M, N, K, group_size, **tiles)(*args), ref.to(device)
+        partial = torch.empty(split_k, M, N, dtype=torch.float32, device=device)
+        kernel = dequant.matmul_w4a16_split_k(M, N, K, split_k, group_size, **tiles)
+        return kernel(*args, partial), ref.to(device)
 
     return run
 
@@ -409,6 +413,8 @@ CASES: list[Case] = [
                                               num_stages=2, threads=128)),
     Case("dequant_w4a16_groups", _matmul_w4a16(128, 256, 512, 64, block_M=64, block_N=128, block_K=128,
                                                num_stages=3, threads=128)),
+    Case("dequant_w4a16_split_k_two_kernels", _matmul_w4a16(5, 192, 512, 128, split_k=4, block_M=16, block_N=32,
+                                                           block_K=64, num_stages=3)),
     Case("leaky_add_if_then_else", _leaky_add, atol=1e-5, rtol=1e-5),
     Case("fma_rows_tilelang_spellings", _fma_rows, atol=1e-5, rtol=1e-5),
     Case("vector_add_dynamic", _vector_add, atol=1e-6, rtol=1e-6),
