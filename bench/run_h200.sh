@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every figure of the closing notes in one go, on a machine with one NVIDIA GPU (the H200 here):
 # installs the package, runs the GPU test suite, then the benchmarks, and merges their JSON into
-# "$OUT/all.json" (OUT defaults to ./bench-out). Takes about 3 minutes.
+# "$OUT/all.json" (OUT defaults to ./bench-out). Takes about 6 minutes on the H200.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-bench-out}"
