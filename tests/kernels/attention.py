@@ -2,6 +2,27 @@ import tilelang_x as tilelang
 import tilelang_x.language as T
 
 
+@T.macro
+def online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum, scale):
+    """One key block of FlashAttention's online softmax: the running row maxima and sums take in
+    the scores ``acc_s`` (``exp2`` of scores times ``scale``, which folds in log2(e)), ``acc_s_cast``
+    gets the probabilities for P·V, and the output rows so far are rescaled."""
+    rows, cols = acc_s.shape
+    dim = acc_o.shape[1]
+    T.copy(scores_max, scores_max_prev)
+    T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+    for i in T.Parallel(rows):
+        scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+    for i, j in T.Parallel(rows, cols):
+        acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+    T.reduce_sum(acc_s, scores_sum, dim=1)
+    for i in T.Parallel(rows):
+        logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+    T.copy(acc_s, acc_s_cast)
+    for i, j in T.Parallel(rows, dim):
+        acc_o[i, j] *= scores_scale[i]
+
+
 @tilelang.jit(out_idx=[3])
 def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1, threads=128,
                     cluster=None):
@@ -44,18 +65,8 @@ def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=6
                 else:
                     T.clear(acc_s)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(scores_max, scores_max_prev)
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_M):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_M, block_N):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_M):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, acc_s_cast)
-                for i, j in T.Parallel(block_M, dim):
-                    acc_o[i, j] *= scores_scale[i]
+                online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
+                               scale)
                 T.copy(V[bz, by, k * block_N:(k + 1) * block_N, :], V_shared)
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(block_M, dim):
@@ -103,18 +114,8 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
                 T.copy(K[b, s * part + k * block_N:s * part + (k + 1) * block_N, h, :], K_shared)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, clear_accum=True,
                        policy=T.GemmWarpPolicy.FullRow)
-                T.copy(scores_max, scores_max_prev)
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_H):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_H, block_N):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_H):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, acc_s_cast)
-                for i, j in T.Parallel(block_H, dim):
-                    acc_o[i, j] *= scores_scale[i]
+                online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
+                               scale)
                 T.copy(V[b, s * part + k * block_N:s * part + (k + 1) * block_N, h, :], V_shared)
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(block_H, dim):
