@@ -3,7 +3,8 @@
 Ours is ``tests/kernels/dequant.matmul_w4a16`` (TileLang, written as its dequantize-GEMM examples
 are): ``C = A @ W^T`` with ``W[n, k] = (q - 8) * Scales[k // group_size, n]`` unpacked from
 ``B_packed[N, K // 2]`` (two unsigned 4-bit codes a byte, the even k in the low nibble) tile by
-tile in the pipelined loop; for few rows also ``matmul_w4a16_split_k``, which splits the k-tiles
+tile in the pipelined loop, also in the form that keeps the weights in registers as the MMA's first
+operand (``registers``); for few rows also ``matmul_w4a16_split_k``, which splits the k-tiles
 over more blocks and adds their fp32 parts in a second kernel of the same function. Shapes are an
 8B-class layer (N, K) = (4096, 4096) (attention projections) and (14336, 4096) (MLP up / gate), at
 M = 16 (decode: the time is reading the weights) and M = 4096 (prefill: tensor-core bound). A few
@@ -28,24 +29,25 @@ from _common import attempt, checkpoint, device_info, emit, median_ms, parse_arg
 
 # (M, N, K)
 SHAPES = [(16, 4096, 4096), (16, 14336, 4096), (4096, 4096, 4096), (4096, 14336, 4096)]
-CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads", "split_k")
-# M <= 64: one 16-row tile (mma.sync on a TMA pipeline) streaming the weights. One tile per block
-# leaves few blocks (N = 4096, block_N = 32: 128 for 132 SMs), so the k-tiles are also split over
-# split_k blocks each (matmul_w4a16_split_k: fp32 partial sums, then a second kernel adds them).
-# With block_K <= group_size a tile's group index folds to one scale per row; a block_K over two
-# groups loads the scale once per element (nvcc does not merge them)
-SMALL_M_CONFIGS = [(16, 32, 128, 6, 128, 1), (16, 64, 128, 4, 128, 1), (16, 32, 128, 4, 128, 2),
-                   (16, 32, 128, 4, 128, 4), (16, 32, 128, 4, 128, 8), (16, 64, 128, 4, 128, 4),
-                   (16, 32, 256, 3, 128, 4)]
-# large M: wgmma tiles as in bench/gemm.py
-BIG_CONFIGS = [(128, 256, 64, 3, 256, 1), (128, 128, 64, 3, 256, 1), (128, 256, 64, 4, 256, 1),
-               (128, 128, 128, 3, 256, 1), (128, 128, 64, 4, 128, 1)]
+CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads", "split_k", "registers")
+# M <= 64: one 16-row tile streaming the weights. One tile per block leaves few blocks (N = 4096,
+# block_N = 32: 128 for 132 SMs), so the k-tiles are also split over split_k blocks each
+# (matmul_w4a16_split_k: fp32 partial sums, then a second kernel adds them). With block_K <=
+# group_size a tile's group index folds to one scale per row. registers = 1: the transposed tile
+# W @ A^T with the dequantized weights as the MMA's register operand (wgmma with 64 weight rows and
+# n = block_M; no shared-memory round trip of the weights)
+SMALL_M_CONFIGS = [(16, 32, 128, 6, 128, 1, 0), (16, 32, 128, 4, 128, 4, 0), (16, 32, 128, 4, 128, 8, 0),
+                   (16, 64, 128, 4, 128, 4, 0), (16, 64, 128, 4, 128, 1, 1), (16, 64, 128, 4, 128, 4, 1),
+                   (16, 64, 128, 4, 128, 8, 1)]
+# large M: wgmma tiles as in bench/gemm.py, in both forms
+BIG_CONFIGS = [(128, 128, 64, 3, 256, 1, 0), (128, 128, 64, 4, 128, 1, 0), (128, 256, 64, 3, 256, 1, 0),
+               (128, 128, 64, 3, 256, 1, 1), (256, 128, 64, 3, 256, 1, 1), (128, 128, 64, 4, 128, 1, 1)]
 
 
 def configs_for(m: int, quick: bool, custom: str = "") -> list[dict[str, Any]]:
-    if custom:  # "BMxBNxBKxSTAGESxTHREADS[xSPLIT_K],..."
+    if custom:  # "BMxBNxBKxSTAGESxTHREADS[xSPLIT_K[xREGISTERS]],..."
         configs = [dict(zip(CONFIG_KEYS, (int(x) for x in c.split("x")))) for c in custom.split(",") if c]
-        return [{"split_k": 1, **c} for c in configs]
+        return [{"split_k": 1, "registers": 0, **c} for c in configs]
     cands = SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
     return [dict(zip(CONFIG_KEYS, c)) for c in (cands[:2] if quick else cands)]
 
@@ -56,7 +58,8 @@ def build(m: int, n: int, k: int, group_size: int, cfg: dict[str, Any], a: Any, 
 
     from tests.kernels import dequant
 
-    tiles = {key: cfg[key] for key in CONFIG_KEYS if key != "split_k"}
+    tiles = {key: cfg[key] for key in CONFIG_KEYS if key not in ("split_k", "registers")}
+    tiles["registers"] = bool(cfg["registers"])
     if cfg["split_k"] == 1:
         kernel = dequant.matmul_w4a16(m, n, k, group_size, **tiles)
         return lambda: kernel(a, packed, scales)
@@ -121,7 +124,8 @@ def bench_shape(m: int, n: int, k: int, args: Any) -> dict[str, Any]:
 
 def _extra(p: Any) -> None:
     p.add_argument("--shapes", default="", help="MxNxK,... instead of the default shapes")
-    p.add_argument("--configs", default="", help="BMxBNxBKxSTAGESxTHREADS[xSPLIT_K],... instead of the default configs")
+    p.add_argument("--configs", default="",
+                   help="BMxBNxBKxSTAGESxTHREADS[xSPLIT_K[xREGISTERS]],... instead of the default configs")
     p.add_argument("--group-size", type=int, default=128, help="k values sharing one scale")
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
     p.set_defaults(timeout=300)

@@ -22,20 +22,23 @@ def _check_tiles(N: int, K: int, group_size: int, block_N: int, block_K: int, sp
                          f"{block_K * split_k} and of group_size={group_size}")
 
 
-def _w4_tile(group_size, block_M, block_N, block_K, num_stages):
-    """The macro that accumulates ``C_local += A @ W^T`` over ``k_tiles`` k-tiles from ``k_tile0``
-    for the output tile (``bx``, ``by``): the dequantizing main loop both kernels share."""
-
+def _w4_tile(group_size, block_M, block_N, block_K, num_stages, registers):
+    """The macro that accumulates the output tile (``bx``, ``by``) over ``k_tiles`` k-tiles from
+    ``k_tile0``: the dequantizing main loop every form shares. ``acc`` is ``C``'s tile
+    [block_M, block_N], or with ``registers`` its transpose [block_N, block_M] = W @ A^T, where the
+    dequantized weights stay in registers as the MMA's first operand (no shared-memory round trip,
+    and the weights fill the MMA's 64-row side when A has few rows)."""
     groups = max(1, block_K // group_size)  # scale rows a k-tile spans
 
     @T.macro
-    def tile(A, B_packed, Scales, C_local, bx, by, k_tile0, k_tiles):
+    def tile(A, B_packed, Scales, acc, bx, by, k_tile0, k_tiles):
         A_shared = T.alloc_shared((block_M, block_K), T.float16)
         B_shared = T.alloc_shared((block_N, block_K // 2), T.uint8)
         S_shared = T.alloc_shared((groups, block_N), T.float16)
-        B_dequant_local = T.alloc_fragment((block_N, block_K), T.float16)
-        B_dequant_shared = T.alloc_shared((block_N, block_K), T.float16)
-        T.clear(C_local)
+        W_local = T.alloc_fragment((block_N, block_K), T.float16)
+        if not registers:
+            W_shared = T.alloc_shared((block_N, block_K), T.float16)
+        T.clear(acc)
         for k in T.Pipelined(k_tiles, num_stages=num_stages):
             kk = k_tile0 + k
             T.copy(A[by * block_M, kk * block_K], A_shared)
@@ -44,39 +47,65 @@ def _w4_tile(group_size, block_M, block_N, block_K, num_stages):
             for i, j in T.Parallel(block_N, block_K):
                 q = T.bitwise_and(T.shift_right(B_shared[i, j // 2], (j % 2) * 4), 0xF)
                 scale = S_shared[j // group_size if groups > 1 else 0, i]
-                B_dequant_local[i, j] = (T.cast(q, T.float16) - T.float16(8)) * scale
-            T.copy(B_dequant_local, B_dequant_shared)
-            T.gemm(A_shared, B_dequant_shared, C_local, transpose_B=True)
+                W_local[i, j] = (T.cast(q, T.float16) - T.float16(8)) * scale
+            if registers:
+                T.gemm(W_local, A_shared, acc, transpose_B=True)
+            else:
+                T.copy(W_local, W_shared)
+                T.gemm(A_shared, W_shared, acc, transpose_B=True)
 
     return tile
 
 
+def _w4_store(M, block_M, block_N, registers):
+    """The macro that writes the tile ``acc`` to ``dest[*lead, by * block_M:, bx * block_N:]``."""
+
+    @T.macro
+    def store(acc, dest, lead, bx, by):
+        if registers:
+            for i, j in T.Parallel(block_N, block_M):
+                if by * block_M + j < M:
+                    dest[(*lead, by * block_M + j, bx * block_N + i)] = acc[i, j]
+        else:
+            T.copy(acc, dest[(*lead, by * block_M, bx * block_N)])
+
+    return store
+
+
+def _acc_shape(block_M, block_N, registers):
+    return (block_N, block_M) if registers else (block_M, block_N)
+
+
 @tilelang.jit(out_idx=[-1])
-def matmul_w4a16(M, N, K, group_size=128, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256):
+def matmul_w4a16(M, N, K, group_size=128, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256,
+                 registers=False):
     """``C[M, N] = A[M, K] @ dequant(B_packed, Scales)^T`` in fp16 with fp32 accumulation; ``M`` may
-    have a tail, ``N`` and ``K`` must be whole tiles and ``K`` whole groups."""
+    have a tail, ``N`` and ``K`` must be whole tiles and ``K`` whole groups. ``registers``: compute
+    the transposed tile with the dequantized weights as the register operand (see ``_w4_tile``)."""
     _check_tiles(N, K, group_size, block_N, block_K)
-    tile = _w4_tile(group_size, block_M, block_N, block_K, num_stages)
+    tile = _w4_tile(group_size, block_M, block_N, block_K, num_stages, registers)
+    store = _w4_store(M, block_M, block_N, registers)
 
     @T.prim_func
     def main(A: T.Tensor((M, K), T.float16), B_packed: T.Tensor((N, K // 2), T.uint8),
              Scales: T.Tensor((K // group_size, N), T.float16), C: T.Tensor((M, N), T.float16)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            C_local = T.alloc_fragment((block_M, block_N), T.float32)
-            tile(A, B_packed, Scales, C_local, bx, by, 0, K // block_K)
-            T.copy(C_local, C[by * block_M, bx * block_N])
+            acc = T.alloc_fragment(_acc_shape(block_M, block_N, registers), T.float32)
+            tile(A, B_packed, Scales, acc, bx, by, 0, K // block_K)
+            store(acc, C, (), bx, by)
 
     return main
 
 
 @tilelang.jit(out_idx=[-1])
 def matmul_w4a16_split_k(M, N, K, split_k=4, group_size=128, block_M=16, block_N=32, block_K=128, num_stages=4,
-                         threads=128):
+                         threads=128, registers=False):
     """``matmul_w4a16`` for few rows (decode): the k-tiles split ``split_k`` ways over blocks of
     their own (``split_k`` times the blocks to stream the weights with), each writing its fp32 sum
     to ``Partial[s]``; a second kernel adds the parts. Two ``T.Kernel`` blocks in one function."""
     _check_tiles(N, K, group_size, block_N, block_K, split_k)
-    tile = _w4_tile(group_size, block_M, block_N, block_K, num_stages)
+    tile = _w4_tile(group_size, block_M, block_N, block_K, num_stages, registers)
+    store = _w4_store(M, block_M, block_N, registers)
     k_tiles = K // block_K // split_k
     cols = 128
 
@@ -85,9 +114,9 @@ def matmul_w4a16_split_k(M, N, K, split_k=4, group_size=128, block_M=16, block_N
              Scales: T.Tensor((K // group_size, N), T.float16), Partial: T.Tensor((split_k, M, N), T.float32),
              C: T.Tensor((M, N), T.float16)):
         with T.Kernel(N // block_N, T.ceildiv(M, block_M), split_k, threads=threads) as (bx, by, bz):
-            C_local = T.alloc_fragment((block_M, block_N), T.float32)
-            tile(A, B_packed, Scales, C_local, bx, by, bz * k_tiles, k_tiles)
-            T.copy(C_local, Partial[bz, by * block_M, bx * block_N])
+            acc = T.alloc_fragment(_acc_shape(block_M, block_N, registers), T.float32)
+            tile(A, B_packed, Scales, acc, bx, by, bz * k_tiles, k_tiles)
+            store(acc, Partial, (bz,), bx, by)
         with T.Kernel(T.ceildiv(N, cols), M, threads=cols) as (bx, m):
             for j in T.Parallel(cols):
                 n = bx * cols + j
