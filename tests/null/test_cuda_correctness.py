@@ -299,3 +299,18 @@ def test_strided_tensors_address_with_their_strides_and_pass_stride_variables() 
     _, ctx = cuda_source(strided)
     meta = ctx.data["cuda.meta"]
     assert meta.dims == ("s",) and [p.kind for p in meta.params][-1] == "dim"
+
+
+def test_a_fragment_read_by_a_derived_index_names_the_access() -> None:
+    @T.prim_func
+    def halves(A: T.Tensor((64, 32), T.uint8), B: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128):
+            packed = T.alloc_fragment((64, 32), T.uint8)
+            T.copy(A, packed)
+            for i, j in T.Parallel(64, 64):
+                B[i, j] = T.cast(T.shift_right(packed[i, j // 2], (j % 2) * 4), T.float16)  # two per byte
+
+    with pytest.raises(LayoutError, match=r"`packed\[i, j // 2\]` is outside a T.Parallel loop or does not") as info:
+        cuda_source(halves)
+    assert info.value.loc.line == _line_of("# two per byte")
+    assert "T.alloc_shared" in (info.value.hint or "")

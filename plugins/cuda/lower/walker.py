@@ -235,10 +235,12 @@ def implied_ranges(cond: E.Expr, ranges: dict[E.Var, tuple[int, int]]) -> dict[E
 def whole_slot(lc: Any, buf: Any, indices: tuple[E.Expr, ...], loc: Any) -> E.Expr:
     lay = lc.frag(buf)
     if any(d.kind == "T" for dim in lay.dims for d in dim):
+        where = f"`{buf.name}[{', '.join(str(i) for i in indices)}]`"
         raise LayoutError(
-            f"fragment `{buf.name}` is spread over threads ({lay.describe()}) but is indexed outside a "
-            f"T.Parallel loop (or with indices that are not the loop variables)", loc=loc,
-            hint="access fragments inside `for i, j in T.Parallel(...)` as frag[i, j]")
+            f"fragment `{buf.name}` is spread over threads ({lay.describe()}), but {where} is outside a "
+            f"T.Parallel loop or does not index it by the loop's variables", loc=loc,
+            hint="access a fragment inside `for i, j in T.Parallel(...)` as frag[i, j]; for other indexing "
+            "(e.g. two values per element, frag[i, j // 2]) read a T.alloc_shared or T.alloc_local copy")
     slot: E.Expr = E.const(0)
     for dim, i in zip(lay.dims, indices):
         place = 1
