@@ -183,11 +183,11 @@ def _w4a16() -> Any:
 def test_fp16_fragment_to_shared_stores_packed_registers(arch: str) -> None:
     """W4A16's dequantized tile (fp16 registers, 8 adjacent values a thread) into its swizzled shared
     tile: one 16-byte store from 8 consecutive registers, writing what the element-wise copy writes."""
-    vec, _, threads = _epilogue(_w4a16(), arch, {}, "B_dequant_shared")
+    vec, _, threads = _epilogue(_w4a16(), arch, {}, "W_shared")
     stores = [n for n in walk(vec) if isinstance(n, Intrin) and n.fn.startswith("tlx_st")]
     assert stores and all(n.fn == "tlx_st8" and len(n.args) == 2 and n.args[1].buffer.scope == "local"
                           for n in stores), stores
-    ref, _, _ = _epilogue(_w4a16(), arch, OFF, "B_dequant_shared")
+    ref, _, _ = _epilogue(_w4a16(), arch, OFF, "W_shared")
     assert not any(isinstance(n, Intrin) and n.fn.startswith("tlx_st") for n in walk(ref))
     assert _writes(vec, [1], threads) == _writes(ref, [1], threads)
 
