@@ -212,3 +212,30 @@ def test_launch_config_matches_cuda_h() -> None:
     ours = [ctypes.sizeof(cfg)] + [getattr(cfg, f).offset
                                    for f in ("grid", "block", "shared_mem_bytes", "stream", "attrs", "num_attrs")]
     assert ours == want
+
+
+@T.prim_func
+def _gemm_waiting_for_one(A: T.Tensor((256, 256), T.float16), B: T.Tensor((256, 256), T.float16),
+                          C: T.Tensor((256, 256), T.float16)):
+    with T.Kernel(2, 2, threads=128) as (bx, by):
+        A_s = T.alloc_shared((128, 64), T.float16)
+        B_s = T.alloc_shared((64, 128), T.float16)
+        C_f = T.alloc_fragment((128, 128), T.float32)
+        T.clear(C_f)
+        for k in T.Pipelined(4, num_stages=3):
+            T.copy(A[by * 128, k * 64], A_s)
+            T.copy(B[k * 64, bx * 128], B_s)
+            for i, j in T.Parallel(64, 128):  # compute in the loop: the plain (not warp-specialized) pipeline
+                B_s[i, j] = B_s[i, j] * 2.0
+            T.gemm(A_s, B_s, C_f, wg_wait=1)
+        T.copy(C_f, C[by * 128, bx * 128])
+
+
+def test_a_kernel_wg_wait_leaves_no_group_in_flight(caplog: pytest.LogCaptureFixture) -> None:
+    # a group left in flight would read its stage while the pipeline refills it, and the
+    # accumulators while the epilogue reads them: the compiler places the waits instead
+    with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.hopper"):
+        src = cuda_source(_gemm_waiting_for_one, "sm_90a")[0]
+    body = src[src.index("__global__"):]
+    assert "tlx_wgmma_wait0();" in body and "TLX_WGMMA_WAIT(1)" not in body
+    assert "wg_wait=1" in caplog.text and "the compiler places the wgmma waits" in caplog.text

@@ -4,22 +4,44 @@ Hopper feature falls back to the sm_80 form when a pass config turns it off (hop
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from ....core_ir.stmt import PrimFunc
+from ....core_ir.tileops import Gemm
+from ....core_ir.visit import rewrite
 from ..cluster import check as check_cluster
 from ..layout_inference import find_kernel, infer_stage
 from ..lower import lower_stage
 from ..rasterize import plan_stage
 from ..sync import sync_stage
 from ..unswitch_mask import unswitch_stage
-from .config import hopper_config
+from .config import hopper_config, log
 from .direct_store import direct_store_stage
 from .finalize import hopper_finalize_stage
 from .pipeline import hopper_pipeline_stage
 from .wgmma_rule import wgmma_rule
 
 
+def _compiler_placed_waits(func: PrimFunc) -> PrimFunc:
+    """Every ``T.gemm(..., wg_wait=n)`` as ``wg_wait=0``: the compiler places the wgmma waits. A
+    group the kernel leaves in flight would still be reading its stage when the plain pipeline
+    refills it, and its accumulators when the epilogue reads them (the warp-specialized pipeline
+    keeps one in flight itself, with the stage release and the drain that make it safe)."""
+
+    def fn(n: Any) -> Any:
+        if isinstance(n, Gemm) and n.wg_wait != 0:
+            log.debug("T.gemm(wg_wait=%s) at line %s: the compiler places the wgmma waits", n.wg_wait,
+                      getattr(n.loc, "line", "?"))
+            return dataclasses.replace(n, wg_wait=0)
+        return None
+
+    body = rewrite(func.body, fn)
+    return func if body is func.body else dataclasses.replace(func, body=body)
+
+
 def _setup(func: Any, ctx: Any) -> Any:
+    func = _compiler_placed_waits(func)
     ctx.data["cuda.source_func"] = func  # for the no-TMA rebuild (runtime_tma.py fallback)
     kernel = find_kernel(func.body)
     if kernel is not None:
