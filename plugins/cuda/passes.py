@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fragment_fallback import fragment_fallback_stage
 from .layout_inference import infer_stage
 from .lower import lower_stage
 from .pipelining import pipeline_stage
@@ -18,6 +19,7 @@ def stages(target: Any) -> list[tuple[str, Any]]:
 
         return hopper_stages()
     return [
+        ("fragment_fallback", fragment_fallback_stage),
         ("rasterize", plan_stage),
         ("unswitch_masks", unswitch_stage),
         ("pipeline", pipeline_stage),

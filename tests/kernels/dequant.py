@@ -22,12 +22,13 @@ def _check_tiles(N: int, K: int, group_size: int, block_N: int, block_K: int, sp
                          f"{block_K * split_k} and of group_size={group_size}")
 
 
-def _w4_tile(group_size, block_M, block_N, block_K, num_stages, registers):
+def _w4_tile(group_size, block_M, block_N, block_K, num_stages, registers, bytes_fragment=False):
     """The macro that accumulates the output tile (``bx``, ``by``) over ``k_tiles`` k-tiles from
     ``k_tile0``: the dequantizing main loop every form shares. ``acc`` is ``C``'s tile
     [block_M, block_N], or with ``registers`` its transpose [block_N, block_M] = W @ A^T, where the
     dequantized weights stay in registers as the MMA's first operand (no shared-memory round trip,
-    and the weights fill the MMA's 64-row side when A has few rows)."""
+    and the weights fill the MMA's 64-row side when A has few rows). ``bytes_fragment``: the packed
+    bytes pass through a fragment read as ``B_local[i, j // 2]``, as TileLang's examples write it."""
     groups = max(1, block_K // group_size)  # scale rows a k-tile spans
 
     @T.macro
@@ -36,6 +37,7 @@ def _w4_tile(group_size, block_M, block_N, block_K, num_stages, registers):
         B_shared = T.alloc_shared((block_N, block_K // 2), T.uint8)
         S_shared = T.alloc_shared((groups, block_N), T.float16)
         W_local = T.alloc_fragment((block_N, block_K), T.float16)
+        B_bytes = T.alloc_fragment((block_N, block_K // 2), T.uint8) if bytes_fragment else B_shared
         if not registers:
             W_shared = T.alloc_shared((block_N, block_K), T.float16)
         T.clear(acc)
@@ -44,8 +46,10 @@ def _w4_tile(group_size, block_M, block_N, block_K, num_stages, registers):
             T.copy(A[by * block_M, kk * block_K], A_shared)
             T.copy(B_packed[bx * block_N, kk * block_K // 2], B_shared)
             T.copy(Scales[kk * block_K // group_size, bx * block_N], S_shared)
+            if bytes_fragment:
+                T.copy(B_shared, B_bytes)
             for i, j in T.Parallel(block_N, block_K):
-                q = T.bitwise_and(T.shift_right(B_shared[i, j // 2], (j % 2) * 4), 0xF)
+                q = T.bitwise_and(T.shift_right(B_bytes[i, j // 2], (j % 2) * 4), 0xF)
                 scale = S_shared[j // group_size if groups > 1 else 0, i]
                 W_local[i, j] = (T.cast(q, T.float16) - T.float16(8)) * scale
             if registers:
@@ -78,12 +82,13 @@ def _acc_shape(block_M, block_N, registers):
 
 @tilelang.jit(out_idx=[-1])
 def matmul_w4a16(M, N, K, group_size=128, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256,
-                 registers=False):
+                 registers=False, bytes_fragment=False):
     """``C[M, N] = A[M, K] @ dequant(B_packed, Scales)^T`` in fp16 with fp32 accumulation; ``M`` may
     have a tail, ``N`` and ``K`` must be whole tiles and ``K`` whole groups. ``registers``: compute
-    the transposed tile with the dequantized weights as the register operand (see ``_w4_tile``)."""
+    the transposed tile with the dequantized weights as the register operand; ``bytes_fragment``:
+    the packed bytes through a fragment, as TileLang writes it (see ``_w4_tile``)."""
     _check_tiles(N, K, group_size, block_N, block_K)
-    tile = _w4_tile(group_size, block_M, block_N, block_K, num_stages, registers)
+    tile = _w4_tile(group_size, block_M, block_N, block_K, num_stages, registers, bytes_fragment)
     store = _w4_store(M, block_M, block_N, registers)
 
     @T.prim_func

@@ -419,6 +419,8 @@ CASES: list[Case] = [
                                                             block_N=64, block_K=64, num_stages=2, threads=128)),
     Case("dequant_w4a16_registers_split_k", _matmul_w4a16(5, 192, 512, 128, split_k=2, registers=True, block_M=16,
                                                          block_N=64, block_K=128, num_stages=3)),
+    Case("dequant_w4a16_bytes_in_a_fragment", _matmul_w4a16(72, 128, 256, 128, bytes_fragment=True, block_M=64,
+                                                           block_N=64, block_K=64, num_stages=2, threads=128)),
     Case("leaky_add_if_then_else", _leaky_add, atol=1e-5, rtol=1e-5),
     Case("fma_rows_tilelang_spellings", _fma_rows, atol=1e-5, rtol=1e-5),
     Case("vector_add_dynamic", _vector_add, atol=1e-6, rtol=1e-6),

@@ -29,6 +29,8 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
                                                                     block_K=128, num_stages=3, threads=128),
         "dequant_w4a16_weights_in_registers": lambda: dequant.matmul_w4a16.get_ir(
             40, 128, 256, 128, registers=True, block_M=16, block_N=64, block_K=64, num_stages=2, threads=128),
+        "dequant_w4a16_bytes_in_a_fragment": lambda: dequant.matmul_w4a16.get_ir(
+            72, 128, 256, 128, bytes_fragment=True, block_M=64, block_N=64, block_K=64, num_stages=2, threads=128),
         "gemm_fp32_fma": mm(128, 128, 64, in_dtype=dtypes.float32, out_dtype=dtypes.float32, block_M=64,
                             block_N=64, block_K=16),
         "leaky_add_if_then_else": lambda: elementwise.leaky_add.get_ir(100, 70),

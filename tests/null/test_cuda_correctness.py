@@ -4,6 +4,7 @@ error. The GPU side of the same cases is tests/backend/cuda/test_correctness_cud
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -301,16 +302,39 @@ def test_strided_tensors_address_with_their_strides_and_pass_stride_variables() 
     assert meta.dims == ("s",) and [p.kind for p in meta.params][-1] == "dim"
 
 
-def test_a_fragment_read_by_a_derived_index_names_the_access() -> None:
+def test_a_fragment_read_by_a_derived_index_lives_in_shared_memory(caplog: pytest.LogCaptureFixture) -> None:
+    # TileLang's dequantization form: two 4-bit values a byte, the byte read as packed[i, j // 2]
     @T.prim_func
     def halves(A: T.Tensor((64, 32), T.uint8), B: T.Tensor((64, 64), T.float16)):
         with T.Kernel(1, threads=128):
             packed = T.alloc_fragment((64, 32), T.uint8)
             T.copy(A, packed)
             for i, j in T.Parallel(64, 64):
-                B[i, j] = T.cast(T.shift_right(packed[i, j // 2], (j % 2) * 4), T.float16)  # two per byte
+                B[i, j] = T.cast(T.shift_right(packed[i, j // 2], (j % 2) * 4), T.float16)
 
-    with pytest.raises(LayoutError, match=r"`packed\[i, j // 2\]` is outside a T.Parallel loop or does not") as info:
-        cuda_source(halves)
-    assert info.value.loc.line == _line_of("# two per byte")
+    for arch in ("sm_80", "sm_90a"):
+        with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
+            src = cuda_source(halves, arch)[0]
+        body = src[src.index("__global__"):]
+        assert re.search(r"\* packed = \([\w ]+\*\)\(tlx_smem \+ \d+\);", body), body[:600]
+        assert "__syncthreads();" in body  # the copy's writes reach the loop's other threads
+    assert "fragment `packed`" in caplog.text and "kept in shared memory" in caplog.text
+
+
+def test_a_gemm_operand_read_by_a_derived_index_keeps_the_layout_error() -> None:
+    @T.prim_func
+    def mixed(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 32), T.float32)):
+        with T.Kernel(1, threads=128):
+            a_s = T.alloc_shared((64, 64), T.float16)
+            b_s = T.alloc_shared((64, 64), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, a_s)
+            T.copy(B, b_s)
+            T.gemm(a_s, b_s, acc, clear_accum=True)
+            for i, j in T.Parallel(64, 32):
+                C[i, j] = acc[i, j * 2]  # every other column
+
+    with pytest.raises(LayoutError, match=r"`acc\[i, j \* 2\]` is outside a T.Parallel loop or does not") as info:
+        cuda_source(mixed)
+    assert info.value.loc.line == _line_of("# every other column")
     assert "T.alloc_shared" in (info.value.hint or "")

@@ -11,6 +11,7 @@ from ....core_ir.stmt import PrimFunc
 from ....core_ir.tileops import Gemm
 from ....core_ir.visit import rewrite
 from ..cluster import check as check_cluster
+from ..fragment_fallback import fragment_fallback_stage
 from ..layout_inference import find_kernel, infer_stage
 from ..lower import lower_stage
 from ..rasterize import plan_stage
@@ -54,6 +55,7 @@ def _setup(func: Any, ctx: Any) -> Any:
 def hopper_stages() -> list[tuple[str, Any]]:
     return [
         ("hopper_setup", _setup),
+        ("fragment_fallback", fragment_fallback_stage),
         ("rasterize", plan_stage),
         ("unswitch_masks", unswitch_stage),
         ("direct_store", direct_store_stage),
