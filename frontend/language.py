@@ -91,6 +91,7 @@ from .surface import (
     ieee_mul,
     ieee_sub,
     if_then_else,
+    im2col,
     infinity,
     likely,
     loop_break,
@@ -122,6 +123,7 @@ from .surface import (
 from .view import reshape, view
 
 Kernel = _KernelFrame
+c2d_im2col = im2col  # TileLang's earlier name
 Buffer = _surface.Buffer_
 Select = if_then_else
 Cast = _surface.tvm_cast
@@ -186,7 +188,8 @@ __all__ = [
     "Parallel", "Pipelined", "Persistent", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     "loop_break",
     # tile ops
-    "copy", "fill", "clear", "gemm", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
+    "copy", "fill", "clear", "gemm", "im2col", "c2d_im2col", "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max",
+    "reduce_min",
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min", "atomic_or", "atomic_and",
     "atomic_xor", "atomic_load", "atomic_store",

@@ -24,7 +24,7 @@ from ..core_ir.errors import (
     UnboundConstError,
 )
 from ..core_ir.source import SourceLoc, caller_loc
-from ..core_ir.stmt import Alloc, Annotate, Assert, Print, Sync, freeze_annotations
+from ..core_ir.stmt import Alloc, Annotate, Assert, For, Print, Store, Sync, freeze_annotations
 from ..core_ir.tileops import BIT_ATOMIC_KINDS, BIT_REDUCE_KINDS, REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
 from . import builder as bld
 from .fold import fold_extent
@@ -367,6 +367,44 @@ def copy(src: Any, dst: Any, *, coalesced_width: int | None = None, disable_tma:
     op = Copy(s, d, freeze_annotations(ann), loc=loc)  # type: ignore[arg-type]
     op.check()
     b.emit(op)
+
+
+def im2col(img: Any, col: Any, nhw_step: Any, c_step: Any, kernel: int, stride: int, dilation: int, pad: int,
+           eviction_policy: str | None = None, annotations: dict[str, Any] | None = None) -> None:
+    """``T.im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad)``: the im2col tile of a
+    2-D convolution. ``img`` is NHWC ``[N, H, W, C]``; ``col`` a ``[block_M, block_K]`` tile whose
+    row ``i`` is output position ``m = nhw_step * block_M + i`` (``m`` = (n, oh, ow), ``ow``
+    fastest) and column ``j`` the filter tap ``k = c_step * block_K + j`` (``k`` = (kh, kw, c),
+    ``c`` fastest) of a square ``kernel``: ``img[n, oh * stride + kh * dilation - pad, ow * stride +
+    kw * dilation - pad, c]``, 0 outside the image (padding) and past the last position or tap."""
+    b = bld.require_kernel("T.im2col")
+    loc = caller_loc()
+    if type(img) is not Buffer or img.ndim != 4:
+        raise TileLangTypeError(f"T.im2col image must be a 4-d NHWC buffer, got {img!r}", loc=loc)
+    r = _region(col, "T.im2col column tile")
+    tile = [(d, E.as_int(e)) for d, e in enumerate(r.extents) if E.as_int(e) != 1]
+    if len(tile) != 2 or any(e is None for _, e in tile):
+        raise TileLangSyntaxError(f"T.im2col column tile `{r.buffer.name}` must be a [block_M, block_K] tile of "
+                                  f"constant size, got extents {', '.join(str(e) for e in r.extents)}", loc=loc)
+    ksize, step, dil, padding = (_py_int(v, f"T.im2col {name}", loc) for v, name in
+                                 ((kernel, "kernel"), (stride, "stride"), (dilation, "dilation"), (pad, "pad")))
+    n, h, w, c = img.shape
+    oh = fold_extent((h + 2 * padding - dil * (ksize - 1) - 1) // step + 1)
+    ow = fold_extent((w + 2 * padding - dil * (ksize - 1) - 1) // step + 1)
+    (row_dim, rows), (col_dim, cols) = tile
+    i, j = E.Var("i", dtypes.int32, loc), E.Var("j", dtypes.int32, loc)
+    m = E.convert(nhw_step) * rows + i
+    k = E.convert(c_step) * cols + j
+    y = m % (oh * ow) // ow * step + k // (ksize * c) * dil - padding
+    x = m % ow * step + k // c % ksize * dil - padding
+    inside = E.binary("and", E.binary("<", m, n * oh * ow), E.binary("<", k, ksize * ksize * c))
+    for bound in (E.binary(">=", y, 0), E.binary(">=", x, 0), E.binary("<", y, h), E.binary("<", x, w)):
+        inside = E.binary("and", inside, bound)
+    pixel = E.Load(img, (m // (oh * ow), y, x, k % c), loc)
+    value = E.cast(E.select(inside, pixel, E.const(0, img.dtype)), r.buffer.dtype)
+    idx = tuple(st + i if d == row_dim else st + j if d == col_dim else st for d, st in enumerate(r.starts))
+    body = Store(r.buffer, idx, value, loc=loc)
+    b.emit(For(i, E.const(rows), "parallel", For(j, E.const(cols), "parallel", body, loc=loc), loc=loc))
 
 
 def fill(buffer: Any, value: Any) -> None:

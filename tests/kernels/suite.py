@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import attention, control_flow, dequant, elementwise, gemm, reductions, scalar_intrinsics, views
+from . import attention, control_flow, conv, dequant, elementwise, gemm, reductions, scalar_intrinsics, views
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,19 @@ def _matmul_w4a16(M: int, N: int, K: int, group_size: int, split_k: int = 1, **t
         partial = torch.empty(split_k, M, N, dtype=torch.float32, device=device)
         kernel = dequant.matmul_w4a16_split_k(M, N, K, split_k, group_size, **tiles)
         return kernel(*args, partial), ref.to(device)
+
+    return run
+
+
+def _conv2d(stride: int, dilation: int, pad: int) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        n, c, h, w, f, k = 2, 16, 10, 11, 48, 3
+        x = _randn(n, h, w, c, dtype=torch.float16, device=device, seed=23)
+        wt = _randn(k, k, c, f, dtype=torch.float16, device=device, seed=24) * 0.25
+        ref = F.conv2d(x.float().permute(0, 3, 1, 2), wt.float().permute(3, 2, 0, 1), stride=stride,
+                       padding=pad, dilation=dilation).permute(0, 2, 3, 1)
+        out = conv.conv2d_nhwc(n, c, h, w, f, k, stride, dilation, pad, block_N=32)(x, wt)
+        return out, ref.half()
 
     return run
 
@@ -446,6 +459,8 @@ CASES: list[Case] = [
     Case("atomic_xor_int16", _column_bits("xor", dtype=torch.int16), atol=0, rtol=0),
     Case("atomic_flags_seq_cst", _flagged_sum, atol=1e-4, rtol=1e-4),
     Case("atomic_spin_wait", _chained_prefix, atol=1e-4, rtol=1e-4),
+    Case("conv2d_im2col", _conv2d(1, 1, 1)),
+    Case("conv2d_im2col_stride_dilation", _conv2d(2, 2, 2)),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
     Case("gqa_decode_split_kv_two_kernels", _gqa_decode),

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.kernels import attention, control_flow, dequant, elementwise, gemm, reductions, scalar_intrinsics, views
+from tests.kernels import (
+    attention,
+    control_flow,
+    conv,
+    dequant,
+    elementwise,
+    gemm,
+    reductions,
+    scalar_intrinsics,
+    views,
+)
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir.stmt import PrimFunc
 
@@ -55,6 +65,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "atomic_xor_int16": lambda: reductions.column_bits.get_ir(40, 70, "xor", dtype=dtypes.int16),
         "atomic_flags_seq_cst": lambda: reductions.flagged_sum.get_ir(5, 300),
         "atomic_spin_wait": lambda: reductions.chained_prefix.get_ir(6, 100),
+        "conv2d_im2col": lambda: conv.conv2d_nhwc.get_ir(2, 16, 10, 11, 48, 3, 1, 1, 1, block_N=32),
         "flash_attention": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, False),
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),

@@ -470,6 +470,25 @@ def test_any_of_needs_a_small_region_of_constant_size():
     raises(TileLangTypeError, "any-int", not_a_buffer, "T.any_of must be a buffer or a part of one")
 
 
+def test_im2col_names_what_it_needs():
+    def not_nhwc():
+        @T.prim_func
+        def main(A: T.Tensor((4, 8, 8), T.float16)):
+            with T.Kernel(1) as bx:
+                col = T.alloc_shared((64, 32), T.float16)
+                T.im2col(A, col, bx, 0, 3, 1, 1, 1)  # E:im2col-img
+
+    def flat_tile():
+        @T.prim_func
+        def main(A: T.Tensor((1, 8, 8, 4), T.float16)):
+            with T.Kernel(1) as bx:
+                col = T.alloc_shared((64,), T.float16)
+                T.im2col(A, col, bx, 0, 3, 1, 1, 1)  # E:im2col-col
+
+    raises(TileLangTypeError, "im2col-img", not_nhwc, "T.im2col image must be a 4-d NHWC buffer")
+    raises(TileLangSyntaxError, "im2col-col", flat_tile, "must be a [block_M, block_K] tile")
+
+
 def test_break_under_symbolic_if_in_python_loop():
     def build():
         @T.prim_func
