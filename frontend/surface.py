@@ -407,6 +407,55 @@ def im2col(img: Any, col: Any, nhw_step: Any, c_step: Any, kernel: int, stride: 
     b.emit(For(i, E.const(rows), "parallel", For(j, E.const(cols), "parallel", body, loc=loc), loc=loc))
 
 
+def transpose(src: Any, dst: Any) -> None:
+    """``T.transpose(src, dst)``: ``dst[j, i] = src[i, j]`` over a ``[M, N]`` tile (or region) and
+    an ``[N, M]`` one, as one ``T.Parallel`` loop."""
+    b = bld.require_kernel("T.transpose")
+    loc = caller_loc()
+    s, d = _region(src, "T.transpose source"), _region(dst, "T.transpose destination")
+    dims = [[(k, E.as_int(e)) for k, e in enumerate(r.extents) if E.as_int(e) != 1] for r in (s, d)]
+    if any(len(x) != 2 or any(e is None for _, e in x) for x in dims) or \
+            (dims[0][0][1], dims[0][1][1]) != (dims[1][1][1], dims[1][0][1]):
+        raise ShapeMismatchError(
+            f"T.transpose takes an [M, N] and an [N, M] tile of constant size, got `{s.buffer.name}` "
+            f"{', '.join(str(e) for e in s.extents)} and `{d.buffer.name}` {', '.join(str(e) for e in d.extents)}",
+            loc=loc)
+    i, j = E.Var("i", dtypes.int32, loc), E.Var("j", dtypes.int32, loc)
+
+    def index(r: Region, first: int, second: int) -> tuple[E.Expr, ...]:
+        return tuple(st + i if k == first else st + j if k == second else st for k, st in enumerate(r.starts))
+
+    (s0, rows), (s1, cols) = dims[0]
+    (d0, _), (d1, _) = dims[1]
+    value = E.cast(E.Load(s.buffer, index(s, s0, s1), loc), d.buffer.dtype)
+    body = Store(d.buffer, index(d, d1, d0), value, loc=loc)
+    b.emit(For(i, E.const(rows), "parallel", For(j, E.const(cols), "parallel", body, loc=loc), loc=loc))
+
+
+def dp4a(A: Any, B: Any, C: Any) -> None:
+    """``T.dp4a(A, B, C)``: ``C[0] += A[0] * B[0] + ... + A[3] * B[3]``, the four 8-bit integers
+    that start at ``A`` and ``B`` (buffers or elements) multiplied and summed into the 32-bit
+    integer ``C``, exactly."""
+    b = bld.require_kernel("T.dp4a")
+    loc = caller_loc()
+    starts = []
+    for name, x in (("A", A), ("B", B), ("C", C)):
+        ld = E.Load(x, tuple(E.const(0) for _ in x.shape), loc) if type(x) is Buffer else x
+        if not isinstance(ld, E.Load) or not ld.buffer.dtype.is_int:
+            raise TileLangTypeError(f"T.dp4a {name} must be an integer buffer or element, got {x!r}", loc=loc,
+                                    hint="e.g. T.dp4a(A_local, B_local, C_local) on int8, int8, int32 buffers")
+        starts.append(ld)
+    a, bb, c = starts
+    if a.buffer.dtype.bits != 8 or bb.buffer.dtype.bits != 8:
+        raise TileLangTypeError(f"T.dp4a multiplies 8-bit integers, got {a.buffer.dtype} and {bb.buffer.dtype}",
+                                loc=loc)
+    total: E.Expr = E.Load(c.buffer, c.indices, loc)
+    for t in range(4):
+        x, y = (_next_along_last(ld, t) for ld in (a, bb))
+        total = total + E.cast(x, dtypes.int32) * E.cast(y, dtypes.int32)
+    b.emit(Store(c.buffer, c.indices, E.cast(total, c.buffer.dtype), loc=loc))
+
+
 def fill(buffer: Any, value: Any) -> None:
     """``T.fill(buf, v)``: set every element of a tile (or a region of one) to ``v``."""
     b = bld.require_kernel("T.fill")

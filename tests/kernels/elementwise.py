@@ -53,3 +53,36 @@ def vector_add(block=256, dtype=T.float32):
                     C[idx] = A[idx] + B[idx]
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def transpose_tiles(M, N, block=32):
+    """``B = A.T`` a tile at a time: ``T.copy`` in, ``T.transpose`` between two shared tiles, out."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), T.float16), B: T.Tensor((N, M), T.float16)):
+        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=128) as (bx, by):
+            tile = T.alloc_shared((block, block), T.float16)
+            flipped = T.alloc_shared((block, block), T.float16)
+            T.copy(A[by * block, bx * block], tile)
+            T.transpose(tile, flipped)
+            T.copy(flipped, B[bx * block, by * block])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def int8_row_dots(M, K, block_M=32):
+    """``C[m] = A[m, :] . B[m, :]`` over int8 rows into int32, four products a ``T.dp4a``."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.int8), B: T.Tensor((M, K), T.int8), C: T.Tensor((M,), T.int32)):
+        with T.Kernel(M // block_M, threads=block_M) as bx:
+            for i in T.Parallel(block_M):
+                acc = T.alloc_local((1,), T.int32)
+                acc[0] = 0
+                for g in T.serial(K // 4):
+                    T.dp4a(A[bx * block_M + i, g * 4], B[bx * block_M + i, g * 4], acc[0])
+                C[bx * block_M + i] = acc[0]
+
+    return main

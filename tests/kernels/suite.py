@@ -83,6 +83,18 @@ def _conv2d(stride: int, dilation: int, pad: int) -> Callable:
     return run
 
 
+def _transpose_tiles(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(96, 70, dtype=torch.float16, device=device, seed=25)
+    return elementwise.transpose_tiles(96, 70)(a), a.T.contiguous()
+
+
+def _int8_row_dots(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(26)
+    a, b = (torch.randint(-128, 128, (64, 48), generator=g, dtype=torch.int8) for _ in range(2))
+    ref = (a.int() * b.int()).sum(1).int()
+    return elementwise.int8_row_dots(64, 48)(a.to(device), b.to(device)), ref.to(device)
+
+
 def _leaky_add(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     a = _randn(100, 70, dtype=torch.float32, device=device, seed=5)
     b = _randn(100, 70, dtype=torch.float32, device=device, seed=6)
@@ -459,6 +471,8 @@ CASES: list[Case] = [
     Case("atomic_xor_int16", _column_bits("xor", dtype=torch.int16), atol=0, rtol=0),
     Case("atomic_flags_seq_cst", _flagged_sum, atol=1e-4, rtol=1e-4),
     Case("atomic_spin_wait", _chained_prefix, atol=1e-4, rtol=1e-4),
+    Case("transpose_tiles", _transpose_tiles, atol=0, rtol=0),
+    Case("int8_row_dots_dp4a", _int8_row_dots, atol=0, rtol=0),
     Case("conv2d_im2col", _conv2d(1, 1, 1)),
     Case("conv2d_im2col_stride_dilation", _conv2d(2, 2, 2)),
     Case("flash_attention", _attention(False)),

@@ -489,6 +489,25 @@ def test_im2col_names_what_it_needs():
     raises(TileLangSyntaxError, "im2col-col", flat_tile, "must be a [block_M, block_K] tile")
 
 
+def test_transpose_and_dp4a_check_their_operands():
+    def square_mismatch():
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), T.float16)):
+            with T.Kernel(1) as bx:
+                a = T.alloc_shared((32, 16), T.float16)
+                b = T.alloc_shared((32, 16), T.float16)
+                T.transpose(a, b)  # E:transpose
+
+    def wide_ints():
+        @T.prim_func
+        def main(A: T.Tensor((8,), T.int32), C: T.Tensor((1,), T.int32)):
+            with T.Kernel(1) as bx:
+                T.dp4a(A, A, C)  # E:dp4a
+
+    raises(ShapeMismatchError, "transpose", square_mismatch, "T.transpose takes an [M, N] and an [N, M] tile")
+    raises(TileLangTypeError, "dp4a", wide_ints, "T.dp4a multiplies 8-bit integers")
+
+
 def test_break_under_symbolic_if_in_python_loop():
     def build():
         @T.prim_func
