@@ -77,6 +77,12 @@ class Buffer:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def data(self) -> BufferData:
+        """The buffer's memory, as TileLang's ``T.Tensor(shape, dtype, buf.data)`` takes it to
+        declare another view of it."""
+        return BufferData(self)
+
     def static_shape(self) -> tuple[int, ...] | None:
         """The shape as Python ints, or ``None`` when a dimension is symbolic."""
         dims = [E.as_int(s) for s in self.shape]
@@ -154,6 +160,13 @@ for _op in (
     "__lshift__", "__rshift__", "__pow__", "__abs__",
 ):
     setattr(Buffer, _op, _forward_to_value(_op))
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class BufferData:
+    """``buf.data``: the memory of ``buffer`` (see ``Buffer.data``)."""
+
+    buffer: Buffer
 
 
 @dataclass(frozen=True, eq=False, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core_ir import expr as E
+from ..core_ir.buffer import BufferData
 from ..core_ir.dtypes import DType, as_dtype
 from ..core_ir.errors import TileLangError, TileLangTypeError
 from ..core_ir.source import caller_loc
@@ -70,8 +71,16 @@ class TensorProxy:
         self._name = name
         self._scope = scope
 
-    def __call__(self, shape: Any, dtype: Any = "float32", strides: Any = None, **_: Any) -> TensorSpec:
-        return TensorSpec(shape, dtype, strides, self._scope, what=f"T.{self._name}")
+    def __call__(self, shape: Any, dtype: Any = "float32", data: Any = None, strides: Any = None,
+                 **_: Any) -> Any:
+        """A ``TensorSpec``; with ``data=buf.data`` (TileLang's form, inside a kernel) a view of
+        ``buf``'s memory with this shape and dtype, as ``T.view``. A third positional argument that
+        is not ``buf.data`` is taken as the strides."""
+        if isinstance(data, BufferData):
+            from .view import view
+
+            return view(data.buffer, shape, dtype)
+        return TensorSpec(shape, dtype, strides if data is None else data, self._scope, what=f"T.{self._name}")
 
     def __getitem__(self, key: Any) -> TensorSpec:
         if isinstance(key, tuple) and len(key) == 2 and not isinstance(key[1], (int, E.Expr)):

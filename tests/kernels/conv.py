@@ -1,5 +1,6 @@
 """2-D convolution as an implicit GEMM, written as TileLang's convolution example is: ``T.im2col``
-builds each k-tile of the NHWC input's patches, the HWCF filter is read as a [KH*KW*C, F] matrix."""
+builds each k-tile of the NHWC input's patches, the HWCF filter is read as a [KH*KW*C, F] matrix
+(``T.Tensor(shape, dtype, kernel.data)``: another view of the same memory)."""
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
@@ -20,8 +21,8 @@ def conv2d_nhwc(N, C, H, W, F, K, S, D, P, block_M=64, block_N=64, block_K=32, n
             data_shared = T.alloc_shared((block_M, block_K), dtype)
             kernel_shared = T.alloc_shared((block_K, block_N), dtype)
             out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-            kernel_flat = T.reshape(kernel, (K * K * C, F))
-            out_flat = T.reshape(out, (N * OH * OW, F))
+            kernel_flat = T.Tensor((K * K * C, F), dtype, kernel.data)  # TileLang's spelling of T.reshape
+            out_flat = T.Tensor((N * OH * OW, F), dtype, out.data)
             T.clear(out_local)
             for k_iter in T.Pipelined(T.ceildiv(K * K * C, block_K), num_stages=num_stages):
                 T.im2col(data, data_shared, by, k_iter, K, S, D, P)

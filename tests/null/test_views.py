@@ -172,3 +172,21 @@ def test_a_viewed_gemm_operand_stays_row_major(arch):
     assert getattr(layouts["B_s"], "swizzle", "panel") != "none"  # the unviewed operand keeps its swizzle
     with pytest.raises(LayoutError, match="`A_s` is viewed as `words`"):
         cuda_source(_viewed_gemm_operand(True), arch)
+
+
+def test_tensor_of_data_is_tilelangs_spelling_of_a_view():
+    @T.prim_func
+    def flat(A: T.Tensor((8, 8), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64):
+            A_flat = T.Tensor((64,), T.float32, A.data)
+            for i in T.Parallel(64):
+                B[i] = A_flat[i] * 2.0
+
+    (view_buf,) = [v for vs in views_of(flat.body).values() for v in vs]
+    assert view_buf.base.name == "A" and [int(e.value) for e in view_buf.shape] == [64]
+    with knobs.scope(target_default="interp"):
+        kernel = tilelang.compile(flat)
+    a = torch.randn(8, 8)
+    b = torch.empty(64)
+    kernel(a, b)
+    assert torch.equal(b, a.flatten() * 2)
