@@ -70,7 +70,9 @@ def _options(
     if dump_dir:
         options["dump_dir"] = str(dump_dir)
     if pass_configs:
-        options["pass_configs"] = dict(pass_configs)
+        from tilelang_x.pass_config import config_key
+
+        options["pass_configs"] = {config_key(k): v for k, v in dict(pass_configs).items()}
     if compile_flags:
         options["compile_flags"] = [compile_flags] if isinstance(compile_flags, str) else list(compile_flags)
     if verbose:

@@ -37,6 +37,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "hookspecs": ("tilelang_x.hookspecs", None),
     "hookimpl": ("tilelang_x.hookspecs", "hookimpl"),
     "TileLangError": ("tilelang_x.core_ir.errors", "TileLangError"),
+    "PassConfigKey": ("tilelang_x.pass_config", "PassConfigKey"),
 }
 
 __all__ = ["__version__", *_LAZY]
