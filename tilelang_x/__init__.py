@@ -38,6 +38,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "hookimpl": ("tilelang_x.hookspecs", "hookimpl"),
     "TileLangError": ("tilelang_x.core_ir.errors", "TileLangError"),
     "PassConfigKey": ("tilelang_x.pass_config", "PassConfigKey"),
+    "disable_cache": ("tilelang_x.cache", "disable_cache"),
+    "enable_cache": ("tilelang_x.cache", "enable_cache"),
 }
 
 __all__ = ["__version__", *_LAZY]

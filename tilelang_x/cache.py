@@ -135,6 +135,17 @@ def enabled() -> bool:
     return not knobs.cache.disable
 
 
+def disable_cache() -> None:
+    """``tilelang.disable_cache()``: neither read nor write the on-disk cache from now on (sets
+    ``knobs.cache.disable``, which worker processes inherit)."""
+    knobs.cache.disable = True
+
+
+def enable_cache() -> None:
+    """``tilelang.enable_cache()``: use the on-disk cache again."""
+    knobs.cache.disable = False
+
+
 # ---- entries ------------------------------------------------------------------------------------
 @dataclass
 class Entry:

@@ -261,3 +261,18 @@ def test_clear_removes_stale_temporary_files(cache_root: Path) -> None:
     removed = cache.clear()
     assert removed == {"entries": 1, "bytes": removed["bytes"], "files": 2}
     assert not stale.exists()
+
+
+def test_disable_and_enable_cache_as_tilelang_spells_them(cache_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tilelang_x
+
+    monkeypatch.setenv("TILELANG_X_DISABLE_CACHE", "")  # restored after the test, whatever it sets
+    key = cache.make_key("disable", "enable")
+    tilelang_x.disable_cache()
+    assert not cache.enabled() and knobs.cache.disable
+    cache.put(key, {"a.bin": b"x"})
+    assert cache.get(key) is None  # nothing written or read while off
+    tilelang_x.enable_cache()
+    assert cache.enabled()
+    cache.put(key, {"a.bin": b"x"})
+    assert cache.get(key) == {"a.bin": b"x"}
