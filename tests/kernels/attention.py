@@ -155,3 +155,53 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
         combine(lse, partial, Output)
 
     return main
+
+
+@tilelang.jit(out_idx=[4])
+def blocksparse_attention(batch, heads, seq_len, dim, block_M=64, block_N=64, num_stages=2, threads=128):
+    """FlashAttention over the key blocks ``BlockMask[b, h, query block, key block]`` keeps, as
+    TileLang's block-sparse example writes it: the mask row copied to a local array, the whole
+    pipelined body under ``if block_mask[k]``."""
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
+    shape = [batch, heads, seq_len, dim]
+    blocks_m, blocks_n = seq_len // block_M, seq_len // block_N
+    dtype = T.float16
+    accum_dtype = T.float32
+
+    @T.prim_func
+    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
+             BlockMask: T.Tensor([batch, heads, blocks_m, blocks_n], T.bool), Output: T.Tensor(shape, dtype)):
+        with T.Kernel(blocks_m, heads, batch, threads=threads) as (bx, by, bz):
+            Q_shared = T.alloc_shared([block_M, dim], dtype)
+            K_shared = T.alloc_shared([block_N, dim], dtype)
+            V_shared = T.alloc_shared([block_N, dim], dtype)
+            acc_s = T.alloc_fragment([block_M, block_N], accum_dtype)
+            acc_s_cast = T.alloc_fragment([block_M, block_N], dtype)
+            acc_o = T.alloc_fragment([block_M, dim], accum_dtype)
+            scores_max = T.alloc_fragment([block_M], accum_dtype)
+            scores_max_prev = T.alloc_fragment([block_M], accum_dtype)
+            scores_scale = T.alloc_fragment([block_M], accum_dtype)
+            scores_sum = T.alloc_fragment([block_M], accum_dtype)
+            logsum = T.alloc_fragment([block_M], accum_dtype)
+            block_mask = T.alloc_local([blocks_n], T.bool)
+
+            T.copy(Q[bz, by, bx * block_M:(bx + 1) * block_M, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+            for vj in T.serial(blocks_n):
+                block_mask[vj] = BlockMask[bz, by, bx, vj]
+            for k in T.Pipelined(blocks_n, num_stages=num_stages):
+                if block_mask[k]:
+                    T.copy(K[bz, by, k * block_N:(k + 1) * block_N, :], K_shared)
+                    T.clear(acc_s)
+                    T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum,
+                                   logsum, scale)
+                    T.copy(V[bz, by, k * block_N:(k + 1) * block_N, :], V_shared)
+                    T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, Output[bz, by, bx * block_M:(bx + 1) * block_M, :])
+
+    return main

@@ -95,6 +95,18 @@ def _int8_row_dots(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return elementwise.int8_row_dots(64, 48)(a.to(device), b.to(device)), ref.to(device)
 
 
+def _blocksparse_attention(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    b, h, s, d, blk = 1, 2, 256, 64, 64
+    q, k, v = (_randn(b, h, s, d, dtype=torch.float16, device=device, seed=27 + t) for t in range(3))
+    g = torch.Generator().manual_seed(30)
+    mask = torch.rand(b, h, s // blk, s // blk, generator=g) > 0.4
+    mask[..., 0] = True  # every query block attends somewhere
+    keep = mask.repeat_interleave(blk, -2).repeat_interleave(blk, -1).to(device)
+    scores = (q.float() @ k.float().transpose(-1, -2)) / d ** 0.5
+    ref = torch.softmax(scores.masked_fill(~keep, float("-inf")), -1) @ v.float()
+    return attention.blocksparse_attention(b, h, s, d)(q, k, v, mask.to(device)), ref.half()
+
+
 def _leaky_add(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     a = _randn(100, 70, dtype=torch.float32, device=device, seed=5)
     b = _randn(100, 70, dtype=torch.float32, device=device, seed=6)
@@ -478,6 +490,7 @@ CASES: list[Case] = [
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
     Case("gqa_decode_split_kv_two_kernels", _gqa_decode),
+    Case("blocksparse_attention_masked_pipeline", _blocksparse_attention),
     Case("view_reshape_global", _flat_affine, atol=0, rtol=0),
     Case("view_reshape_shared_pairs", _swap_pairs, atol=0, rtol=0),
     Case("view_int8_as_uint32_dequant", _dequant_int8_words, atol=0, rtol=0),

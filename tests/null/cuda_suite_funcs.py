@@ -70,6 +70,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "conv2d_im2col": lambda: conv.conv2d_nhwc.get_ir(2, 16, 10, 11, 48, 3, 1, 1, 1, block_N=32),
         "flash_attention": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, False),
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
+        "blocksparse_attention": lambda: attention.blocksparse_attention.get_ir(1, 2, 256, 64),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),
         "view_reshape_global": lambda: views.flat_affine.get_ir(37, 24),
         "view_reshape_shared_pairs": lambda: views.swap_pairs.get_ir(40, 32),
