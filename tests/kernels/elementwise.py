@@ -86,3 +86,21 @@ def int8_row_dots(M, K, block_M=32):
                 C[bx * block_M + i] = acc[0]
 
     return main
+
+
+@tilelang.jit
+def count_up(blocks, n):
+    """``C[b] += n`` and ``C[b] += sum(S)`` by read-modify-writes outside ``T.Parallel``: statements of the
+    whole block, done once per block (a shared scratch ``S`` counts along)."""
+
+    @T.prim_func
+    def main(C: T.Tensor((blocks,), T.int32)):
+        with T.Kernel(blocks, threads=128) as bx:
+            S = T.alloc_shared((1,), T.int32)
+            S[0] = 0
+            for _ in T.serial(n):
+                C[bx] = C[bx] + 1
+                S[0] = S[0] + 2
+            C[bx] = C[bx] + S[0]
+
+    return main

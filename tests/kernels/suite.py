@@ -107,6 +107,13 @@ def _blocksparse_attention(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return attention.blocksparse_attention(b, h, s, d)(q, k, v, mask.to(device)), ref.half()
 
 
+def _count_up(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    c = torch.arange(6, dtype=torch.int32, device=device)
+    expected = c + 5 + 10
+    elementwise.count_up(6, 5)(c)
+    return c, expected
+
+
 def _leaky_add(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     a = _randn(100, 70, dtype=torch.float32, device=device, seed=5)
     b = _randn(100, 70, dtype=torch.float32, device=device, seed=6)
@@ -484,6 +491,7 @@ CASES: list[Case] = [
     Case("atomic_flags_seq_cst", _flagged_sum, atol=1e-4, rtol=1e-4),
     Case("atomic_spin_wait", _chained_prefix, atol=1e-4, rtol=1e-4),
     Case("transpose_tiles", _transpose_tiles, atol=0, rtol=0),
+    Case("block_statements_read_modify_write", _count_up, atol=0, rtol=0),
     Case("int8_row_dots_dp4a", _int8_row_dots, atol=0, rtol=0),
     Case("conv2d_im2col", _conv2d(1, 1, 1)),
     Case("conv2d_im2col_stride_dilation", _conv2d(2, 2, 2)),

@@ -338,3 +338,14 @@ def test_a_gemm_operand_read_by_a_derived_index_keeps_the_layout_error() -> None
         cuda_source(mixed)
     assert info.value.loc.line == _line_of("# every other column")
     assert "T.alloc_shared" in (info.value.hint or "")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_block_statements_store_once_then_sync(arch: str) -> None:
+    # a read-modify-write outside T.Parallel (C[bx] = C[bx] + 1) done by every thread would race;
+    # one thread stores, and a barrier makes the store visible to the block
+    from tests.kernels import elementwise
+
+    body = _body(cuda_source(elementwise.count_up.get_ir(6, 5), arch)[0])
+    for store in ("C[bx] = C[bx] + 1;", "S[0] = S[0] + 2;", "C[bx] = C[bx] + S[0];"):
+        assert re.search(r"if \(tx == 0\) \{\s*" + re.escape(store) + r"\s*\}\s*__syncthreads\(\);", body), store

@@ -78,7 +78,10 @@ class _Walker:
         if isinstance(s, Store):
             out = self.fix(s)
             if s.buffer.scope in ("global", "shared"):
-                return out  # every thread stores the same value: harmless
+                # a statement of the whole block: one thread stores, and the barrier lets the block
+                # see it (every thread storing would race with a read-modify-write such as
+                # `S[0] = S[0] + 1`, or with another thread's later read)
+                return Seq((If(E.binary("==", THREAD, 0), out, None, s.loc), Barrier(s.loc)), s.loc)
             return out
         if isinstance(s, AtomicStore):
             return If(E.binary("==", THREAD, 0), self.fix(s), None, s.loc)
