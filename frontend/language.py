@@ -47,7 +47,10 @@ from .surface import (
     alloc_local,
     alloc_shared,
     alloc_var,
+    annotate_l2_hit_ratio,
     annotate_layout,
+    annotate_restrict_buffers,
+    annotate_safe_value,
     any_of,
     assume,
     atomic_add,
@@ -196,7 +199,8 @@ __all__ = [
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min", "atomic_or", "atomic_and",
     "atomic_xor", "atomic_load", "atomic_store",
     # annotations, debugging
-    "annotate_layout", "use_swizzle", "print", "device_assert", "assume", "sync_threads", "sync_warp",
+    "annotate_layout", "annotate_restrict_buffers", "annotate_l2_hit_ratio", "annotate_safe_value", "use_swizzle",
+    "print", "device_assert", "assume", "sync_threads", "sync_warp",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",

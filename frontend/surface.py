@@ -18,6 +18,7 @@ from ..core_ir import dtypes
 from ..core_ir import expr as E
 from ..core_ir.buffer import CORE_SCOPES, Buffer, Region, known_scope
 from ..core_ir.errors import (
+    NotSupportedError,
     ShapeMismatchError,
     TileLangSyntaxError,
     TileLangTypeError,
@@ -798,6 +799,54 @@ def atomic_addx4(dst: Any, value: Any, memory_order: str | None = None, return_p
 
 
 # ---- annotations and debugging ------------------------------------------------------------------
+
+def _tensor_params(items: Any, what: str, loc: SourceLoc | None) -> list[Buffer]:
+    bufs = list(items)
+    for buf in bufs:
+        if type(buf) is not Buffer or buf.scope != "global" or buf.base is not None:
+            raise TileLangTypeError(f"{what} takes tensor parameters, got {buf!r}", loc=loc,
+                                    hint="name the kernel's T.Tensor parameters")
+    return bufs
+
+
+def annotate_restrict_buffers(*buffers: Any) -> None:
+    """``T.annotate_restrict_buffers(A, B)``: these tensor parameters may share memory with
+    others (an in-place kernel called with the same tensor twice), so the backend does not
+    declare them ``__restrict__``."""
+    b = bld.require_kernel("T.annotate_restrict_buffers")
+    loc = caller_loc()
+    b.emit(Annotate("non_restrict", tuple(_tensor_params(buffers, "T.annotate_restrict_buffers", loc)), loc=loc))
+
+
+def annotate_l2_hit_ratio(l2_hit_ratio_map: dict[Any, Any]) -> None:
+    """``T.annotate_l2_hit_ratio({A: 0.5})``: TileLang's L2 persistence hint. Checked, and ignored:
+    no persisting-access window is set."""
+    bld.require_kernel("T.annotate_l2_hit_ratio")
+    loc = caller_loc()
+    if not isinstance(l2_hit_ratio_map, dict):
+        raise TileLangSyntaxError("T.annotate_l2_hit_ratio takes a dict {tensor: hit ratio}", loc=loc)
+    _tensor_params(l2_hit_ratio_map, "T.annotate_l2_hit_ratio", loc)
+    for ratio in l2_hit_ratio_map.values():
+        if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 <= ratio <= 1:
+            raise TileLangSyntaxError(f"T.annotate_l2_hit_ratio: hit ratio {ratio!r} is not a number in [0, 1]",
+                                      loc=loc)
+
+
+def annotate_safe_value(safe_value_map: dict[Any, Any]) -> None:
+    """``T.annotate_safe_value({A: 0})``: the value out-of-range loads of ``A`` read. Every
+    backend reads 0 there already, so 0 is accepted; another value is not supported."""
+    bld.require_kernel("T.annotate_safe_value")
+    loc = caller_loc()
+    if not isinstance(safe_value_map, dict):
+        raise TileLangSyntaxError("T.annotate_safe_value takes a dict {buffer: value}", loc=loc)
+    for buf, value in safe_value_map.items():
+        if type(buf) is not Buffer:
+            raise TileLangTypeError(f"T.annotate_safe_value key {buf!r} is not a buffer", loc=loc)
+        if not (E.is_py_scalar(value) and value == 0) and not (isinstance(value, E.Const) and value.value == 0):
+            raise NotSupportedError(
+                f"T.annotate_safe_value: out-of-range loads of `{buf.name}` read 0, not {value!r}", loc=loc,
+                hint="guard the loads with T.if_then_else(in_range, A[...], value), or pad the tensor")
+
 
 def annotate_layout(layout_map: dict[Any, Any]) -> None:
     """Pin the layout of buffers: ``T.annotate_layout({A_shared: layout})``."""

@@ -235,12 +235,14 @@ class _Gen:
     def _params(self) -> tuple[list[str], list[ParamSpec]]:
         out, specs = [], []
         seen_dims: dict[int, E.Var] = {}
+        aliased = {id(b) for n in walk(self.func.body) if isinstance(n, Annotate) and n.kind == "non_restrict"
+                   for b in n.data}  # T.annotate_restrict_buffers
         for idx, p in enumerate(self.func.params):
             if isinstance(p, Buffer):
                 nm = self.name(p, p.name)
                 ro = id(p) not in self.written
                 ct = ctype(p.dtype)
-                out.append(f"{'const ' if ro else ''}{ct}* __restrict__ {nm}")
+                out.append(f"{'const ' if ro else ''}{ct}*{'' if id(p) in aliased else ' __restrict__'} {nm}")
                 align = max([self.align.get(id(p), 1)] + [v.dtype.bytes for v in self.views.get(p, ())])
                 specs.append(ParamSpec(nm, "buffer", idx, p.dtype.name, ct + "*", ro, align))
                 self.prologue += self._view_decls(p, nm, "const " if ro else "")

@@ -104,3 +104,20 @@ def count_up(blocks, n):
             C[bx] = C[bx] + S[0]
 
     return main
+
+
+@tilelang.jit
+def add_into(n, block=128):
+    """``Y += X`` for tensors that may be the same one (``T.annotate_restrict_buffers``)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), T.float32), Y: T.Tensor((n,), T.float32)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            T.annotate_restrict_buffers(X, Y)
+            T.annotate_l2_hit_ratio({X: 0.5})
+            T.annotate_safe_value({X: 0})
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    Y[bx * block + i] = Y[bx * block + i] + X[bx * block + i]
+
+    return main

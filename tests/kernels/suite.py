@@ -114,6 +114,13 @@ def _count_up(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return c, expected
 
 
+def _add_into_itself(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    y = _randn(300, dtype=torch.float32, device=device, seed=31)
+    expected = y * 2
+    elementwise.add_into(300)(y, y)  # the same tensor twice: the kernel says they may alias
+    return y, expected
+
+
 def _leaky_add(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     a = _randn(100, 70, dtype=torch.float32, device=device, seed=5)
     b = _randn(100, 70, dtype=torch.float32, device=device, seed=6)
@@ -491,6 +498,7 @@ CASES: list[Case] = [
     Case("atomic_flags_seq_cst", _flagged_sum, atol=1e-4, rtol=1e-4),
     Case("atomic_spin_wait", _chained_prefix, atol=1e-4, rtol=1e-4),
     Case("transpose_tiles", _transpose_tiles, atol=0, rtol=0),
+    Case("add_into_itself_non_restrict", _add_into_itself, atol=0, rtol=0),
     Case("block_statements_read_modify_write", _count_up, atol=0, rtol=0),
     Case("int8_row_dots_dp4a", _int8_row_dots, atol=0, rtol=0),
     Case("conv2d_im2col", _conv2d(1, 1, 1)),

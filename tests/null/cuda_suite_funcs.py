@@ -66,6 +66,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "atomic_flags_seq_cst": lambda: reductions.flagged_sum.get_ir(5, 300),
         "atomic_spin_wait": lambda: reductions.chained_prefix.get_ir(6, 100),
         "block_statements_read_modify_write": lambda: elementwise.count_up.get_ir(6, 5),
+        "add_into_itself_non_restrict": lambda: elementwise.add_into.get_ir(300),
         "transpose_tiles": lambda: elementwise.transpose_tiles.get_ir(96, 70),
         "int8_row_dots_dp4a": lambda: elementwise.int8_row_dots.get_ir(64, 48),
         "conv2d_im2col": lambda: conv.conv2d_nhwc.get_ir(2, 16, 10, 11, 48, 3, 1, 1, 1, block_N=32),

@@ -349,3 +349,13 @@ def test_block_statements_store_once_then_sync(arch: str) -> None:
     body = _body(cuda_source(elementwise.count_up.get_ir(6, 5), arch)[0])
     for store in ("C[bx] = C[bx] + 1;", "S[0] = S[0] + 2;", "C[bx] = C[bx] + S[0];"):
         assert re.search(r"if \(tx == 0\) \{\s*" + re.escape(store) + r"\s*\}\s*__syncthreads\(\);", body), store
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_restrict_is_dropped_for_buffers_that_may_alias(arch: str) -> None:
+    from tests.kernels import elementwise
+
+    src = cuda_source(elementwise.add_into.get_ir(300), arch)[0]
+    assert "main_kernel(const float* X, float* Y)" in src  # annotated: no __restrict__
+    plain = cuda_source(elementwise.vector_add.get_ir(), arch)[0]
+    assert "__restrict__" in plain

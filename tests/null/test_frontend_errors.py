@@ -508,6 +508,31 @@ def test_transpose_and_dp4a_check_their_operands():
     raises(TileLangTypeError, "dp4a", wide_ints, "T.dp4a multiplies 8-bit integers")
 
 
+def test_tilelang_hints_check_their_arguments():
+    def nonzero_safe_value():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1) as bx:
+                T.annotate_safe_value({A: -1.0})  # E:safe-value
+
+    def shared_restrict():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1) as bx:
+                s = T.alloc_shared((64,), T.float32)
+                T.annotate_restrict_buffers(s)  # E:restrict
+
+    def bad_ratio():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1) as bx:
+                T.annotate_l2_hit_ratio({A: 2.0})  # E:l2
+
+    raises(NotSupportedError, "safe-value", nonzero_safe_value, "out-of-range loads of `A` read 0, not -1.0")
+    raises(TileLangTypeError, "restrict", shared_restrict, "T.annotate_restrict_buffers takes tensor parameters")
+    raises(TileLangSyntaxError, "l2", bad_ratio, "hit ratio 2.0 is not a number in [0, 1]")
+
+
 def test_break_under_symbolic_if_in_python_loop():
     def build():
         @T.prim_func

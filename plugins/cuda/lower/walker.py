@@ -74,7 +74,7 @@ class _Walker:
                 raise LayoutError(f"the CUDA backend cannot lower T.{s.name} here", loc=s.loc)
             return out if isinstance(out, Block) else Block(out, s.name, s.loc)
         if isinstance(s, Annotate):
-            return s if s.kind == "swizzle" else Seq(())
+            return s if s.kind in ("swizzle", "non_restrict") else Seq(())
         if isinstance(s, Store):
             out = self.fix(s)
             if s.buffer.scope in ("global", "shared"):
