@@ -3,6 +3,21 @@ import tilelang_x.language as T
 
 
 @T.macro
+def softmax_state(rows, cols, dim):
+    """The fragments ``online_softmax`` works on, for ``rows`` query rows, ``cols`` keys a block and
+    head dim ``dim``: the scores (fp32) and their fp16 copy, the output rows, the row statistics."""
+    acc_s = T.alloc_fragment([rows, cols], T.float32)
+    acc_s_cast = T.alloc_fragment([rows, cols], T.float16)
+    acc_o = T.alloc_fragment([rows, dim], T.float32)
+    scores_max = T.alloc_fragment([rows], T.float32)
+    scores_max_prev = T.alloc_fragment([rows], T.float32)
+    scores_scale = T.alloc_fragment([rows], T.float32)
+    scores_sum = T.alloc_fragment([rows], T.float32)
+    logsum = T.alloc_fragment([rows], T.float32)
+    return acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum
+
+
+@T.macro
 def online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum, scale):
     """One key block of FlashAttention's online softmax: the running row maxima and sums take in
     the scores ``acc_s`` (``exp2`` of scores times ``scale``, which folds in log2(e)), ``acc_s_cast``
@@ -39,14 +54,8 @@ def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=6
             K_shared = T.alloc_shared([block_N, dim], dtype)
             V_shared = T.alloc_shared([block_N, dim], dtype)
             O_shared = T.alloc_shared([block_M, dim], dtype)
-            acc_s = T.alloc_fragment([block_M, block_N], accum_dtype)
-            acc_s_cast = T.alloc_fragment([block_M, block_N], dtype)
-            acc_o = T.alloc_fragment([block_M, dim], accum_dtype)
-            scores_max = T.alloc_fragment([block_M], accum_dtype)
-            scores_max_prev = T.alloc_fragment([block_M], accum_dtype)
-            scores_scale = T.alloc_fragment([block_M], accum_dtype)
-            scores_sum = T.alloc_fragment([block_M], accum_dtype)
-            logsum = T.alloc_fragment([block_M], accum_dtype)
+            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = \
+                softmax_state(block_M, block_N, dim)
 
             T.copy(Q[bz, by, bx * block_M:(bx + 1) * block_M, :], Q_shared)
             T.fill(acc_o, 0)
@@ -97,14 +106,8 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
             Q_shared = T.alloc_shared([block_H, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
             V_shared = T.alloc_shared([block_N, dim], dtype)
-            acc_s = T.alloc_fragment([block_H, block_N], accum_dtype)
-            acc_s_cast = T.alloc_fragment([block_H, block_N], dtype)
-            acc_o = T.alloc_fragment([block_H, dim], accum_dtype)
-            scores_max = T.alloc_fragment([block_H], accum_dtype)
-            scores_max_prev = T.alloc_fragment([block_H], accum_dtype)
-            scores_scale = T.alloc_fragment([block_H], accum_dtype)
-            scores_sum = T.alloc_fragment([block_H], accum_dtype)
-            logsum = T.alloc_fragment([block_H], accum_dtype)
+            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = \
+                softmax_state(block_H, block_N, dim)
 
             T.copy(Q[b, h * group:h * group + block_H, :], Q_shared)
             T.fill(acc_o, 0)
@@ -175,14 +178,8 @@ def blocksparse_attention(batch, heads, seq_len, dim, block_M=64, block_N=64, nu
             Q_shared = T.alloc_shared([block_M, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
             V_shared = T.alloc_shared([block_N, dim], dtype)
-            acc_s = T.alloc_fragment([block_M, block_N], accum_dtype)
-            acc_s_cast = T.alloc_fragment([block_M, block_N], dtype)
-            acc_o = T.alloc_fragment([block_M, dim], accum_dtype)
-            scores_max = T.alloc_fragment([block_M], accum_dtype)
-            scores_max_prev = T.alloc_fragment([block_M], accum_dtype)
-            scores_scale = T.alloc_fragment([block_M], accum_dtype)
-            scores_sum = T.alloc_fragment([block_M], accum_dtype)
-            logsum = T.alloc_fragment([block_M], accum_dtype)
+            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = \
+                softmax_state(block_M, block_N, dim)
             block_mask = T.alloc_local([blocks_n], T.bool)
 
             T.copy(Q[bz, by, bx * block_M:(bx + 1) * block_M, :], Q_shared)
