@@ -370,6 +370,27 @@ def copy(src: Any, dst: Any, *, coalesced_width: int | None = None, disable_tma:
     b.emit(op)
 
 
+def _tile_dims(r: Region) -> list[tuple[int, int | None]]:
+    """The dimensions of ``r`` wider than 1, each with its extent (``None`` when not constant)."""
+    return [(k, E.as_int(e)) for k, e in enumerate(r.extents) if E.as_int(e) != 1]
+
+
+def _is_constant_tile(dims: list[tuple[int, int | None]]) -> bool:
+    return len(dims) == 2 and all(e is not None for _, e in dims)
+
+
+def _at(r: Region, first: int, second: int, i: E.Expr, j: E.Expr) -> tuple[E.Expr, ...]:
+    """The indices of element (``i``, ``j``) of the 2-d tile ``r``: ``i`` along dimension
+    ``first``, ``j`` along ``second``."""
+    return tuple(st + i if k == first else st + j if k == second else st for k, st in enumerate(r.starts))
+
+
+def _tile_loop(rows: int, cols: int, loc: SourceLoc | None, store: Any) -> For:
+    """``for i, j in T.Parallel(rows, cols): store(i, j)``."""
+    i, j = E.Var("i", dtypes.int32, loc), E.Var("j", dtypes.int32, loc)
+    return For(i, E.const(rows), "parallel", For(j, E.const(cols), "parallel", store(i, j), loc=loc), loc=loc)
+
+
 def im2col(img: Any, col: Any, nhw_step: Any, c_step: Any, kernel: int, stride: int, dilation: int, pad: int,
            eviction_policy: str | None = None, annotations: dict[str, Any] | None = None) -> None:
     """``T.im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad)``: the im2col tile of a
@@ -383,8 +404,8 @@ def im2col(img: Any, col: Any, nhw_step: Any, c_step: Any, kernel: int, stride: 
     if type(img) is not Buffer or img.ndim != 4:
         raise TileLangTypeError(f"T.im2col image must be a 4-d NHWC buffer, got {img!r}", loc=loc)
     r = _region(col, "T.im2col column tile")
-    tile = [(d, E.as_int(e)) for d, e in enumerate(r.extents) if E.as_int(e) != 1]
-    if len(tile) != 2 or any(e is None for _, e in tile):
+    tile = _tile_dims(r)
+    if not _is_constant_tile(tile):
         raise TileLangSyntaxError(f"T.im2col column tile `{r.buffer.name}` must be a [block_M, block_K] tile of "
                                   f"constant size, got extents {', '.join(str(e) for e in r.extents)}", loc=loc)
     ksize, step, dil, padding = (_py_int(v, f"T.im2col {name}", loc) for v, name in
@@ -393,19 +414,20 @@ def im2col(img: Any, col: Any, nhw_step: Any, c_step: Any, kernel: int, stride: 
     oh = fold_extent((h + 2 * padding - dil * (ksize - 1) - 1) // step + 1)
     ow = fold_extent((w + 2 * padding - dil * (ksize - 1) - 1) // step + 1)
     (row_dim, rows), (col_dim, cols) = tile
-    i, j = E.Var("i", dtypes.int32, loc), E.Var("j", dtypes.int32, loc)
-    m = E.convert(nhw_step) * rows + i
-    k = E.convert(c_step) * cols + j
-    y = m % (oh * ow) // ow * step + k // (ksize * c) * dil - padding
-    x = m % ow * step + k // c % ksize * dil - padding
-    inside = E.binary("and", E.binary("<", m, n * oh * ow), E.binary("<", k, ksize * ksize * c))
-    for bound in (E.binary(">=", y, 0), E.binary(">=", x, 0), E.binary("<", y, h), E.binary("<", x, w)):
-        inside = E.binary("and", inside, bound)
-    pixel = E.Load(img, (m // (oh * ow), y, x, k % c), loc)
-    value = E.cast(E.select(inside, pixel, E.const(0, img.dtype)), r.buffer.dtype)
-    idx = tuple(st + i if d == row_dim else st + j if d == col_dim else st for d, st in enumerate(r.starts))
-    body = Store(r.buffer, idx, value, loc=loc)
-    b.emit(For(i, E.const(rows), "parallel", For(j, E.const(cols), "parallel", body, loc=loc), loc=loc))
+
+    def store(i: E.Var, j: E.Var) -> Store:
+        m = E.convert(nhw_step) * rows + i
+        k = E.convert(c_step) * cols + j
+        y = m % (oh * ow) // ow * step + k // (ksize * c) * dil - padding
+        x = m % ow * step + k // c % ksize * dil - padding
+        inside = E.binary("and", E.binary("<", m, n * oh * ow), E.binary("<", k, ksize * ksize * c))
+        for bound in (E.binary(">=", y, 0), E.binary(">=", x, 0), E.binary("<", y, h), E.binary("<", x, w)):
+            inside = E.binary("and", inside, bound)
+        pixel = E.Load(img, (m // (oh * ow), y, x, k % c), loc)
+        value = E.cast(E.select(inside, pixel, E.const(0, img.dtype)), r.buffer.dtype)
+        return Store(r.buffer, _at(r, row_dim, col_dim, i, j), value, loc=loc)
+
+    b.emit(_tile_loop(rows, cols, loc, store))
 
 
 def transpose(src: Any, dst: Any) -> None:
@@ -414,23 +436,21 @@ def transpose(src: Any, dst: Any) -> None:
     b = bld.require_kernel("T.transpose")
     loc = caller_loc()
     s, d = _region(src, "T.transpose source"), _region(dst, "T.transpose destination")
-    dims = [[(k, E.as_int(e)) for k, e in enumerate(r.extents) if E.as_int(e) != 1] for r in (s, d)]
-    if any(len(x) != 2 or any(e is None for _, e in x) for x in dims) or \
+    dims = [_tile_dims(r) for r in (s, d)]
+    if not all(_is_constant_tile(x) for x in dims) or \
             (dims[0][0][1], dims[0][1][1]) != (dims[1][1][1], dims[1][0][1]):
         raise ShapeMismatchError(
             f"T.transpose takes an [M, N] and an [N, M] tile of constant size, got `{s.buffer.name}` "
             f"{', '.join(str(e) for e in s.extents)} and `{d.buffer.name}` {', '.join(str(e) for e in d.extents)}",
             loc=loc)
-    i, j = E.Var("i", dtypes.int32, loc), E.Var("j", dtypes.int32, loc)
-
-    def index(r: Region, first: int, second: int) -> tuple[E.Expr, ...]:
-        return tuple(st + i if k == first else st + j if k == second else st for k, st in enumerate(r.starts))
-
     (s0, rows), (s1, cols) = dims[0]
     (d0, _), (d1, _) = dims[1]
-    value = E.cast(E.Load(s.buffer, index(s, s0, s1), loc), d.buffer.dtype)
-    body = Store(d.buffer, index(d, d1, d0), value, loc=loc)
-    b.emit(For(i, E.const(rows), "parallel", For(j, E.const(cols), "parallel", body, loc=loc), loc=loc))
+
+    def store(i: E.Var, j: E.Var) -> Store:
+        value = E.cast(E.Load(s.buffer, _at(s, s0, s1, i, j), loc), d.buffer.dtype)
+        return Store(d.buffer, _at(d, d1, d0, i, j), value, loc=loc)
+
+    b.emit(_tile_loop(rows, cols, loc, store))
 
 
 def dp4a(A: Any, B: Any, C: Any) -> None:
