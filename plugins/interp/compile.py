@@ -76,7 +76,8 @@ class _Continue(Exception):
 
 
 def _iteration(body: Fn) -> Callable[[list], bool]:
-    """One iteration of a loop whose body holds a ``break`` / ``continue``: False where it breaks."""
+    """One iteration of a loop whose body holds a ``break`` / ``continue``: False where it breaks
+    (a plain body returns None, so loops stop on ``is False``)."""
 
     def iteration(env: list) -> bool:
         try:
@@ -174,27 +175,18 @@ class Compiler(ExprCompiler):
         body = self.stmt(s.body, par)
         if body is None:
             return None
-        if _has_jump(s.body):  # outside T.Parallel (the verifier checks): the bounds are scalars
-            iteration = _iteration(body)
-
-            def serial_with_jumps(env: list) -> None:
-                lo = int(0 if fs is None else fs(env))
-                for k in range(lo, lo + int(fe(env))):
-                    env[slot] = vt(k)
-                    if not iteration(env):
-                        break
-
-            return serial_with_jumps
+        step = _iteration(body) if _has_jump(s.body) else body
 
         def serial(env: list) -> None:
             lo = 0 if fs is None else fs(env)
             n = fe(env)
-            if is_vec(lo) or is_vec(n):
+            if is_vec(lo) or is_vec(n):  # inside T.Parallel, where no loop jumps (the verifier checks)
                 return lane_varying_loop(env, slot, vt, lo, n, body)
             lo = int(lo)
             for k in range(lo, lo + int(n)):
                 env[slot] = vt(k)
-                body(env)
+                if step(env) is False:  # a `break`
+                    break
 
         return serial
 
@@ -279,7 +271,7 @@ class Compiler(ExprCompiler):
         fc = self.expr(self.coerce(s.cond, dtypes.bool_), s.loc)
         body = self.stmt(s.body, par)
         spin = self._spin_guard(s)
-        iteration = _iteration(body) if body is not None and _has_jump(s.body) else None
+        step = _iteration(body) if body is not None and _has_jump(s.body) else body
 
         def loop(env: list) -> None:
             old = env[MASK]
@@ -297,11 +289,8 @@ class Compiler(ExprCompiler):
                         break
                     if spin is not None:
                         spin(env, seen)
-                    if iteration is not None:
-                        if not iteration(env):
-                            break
-                    elif body is not None:
-                        body(env)
+                    if step is not None and step(env) is False:  # a `break`
+                        break
             finally:
                 env[MASK] = old
 
