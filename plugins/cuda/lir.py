@@ -11,14 +11,21 @@ from dataclasses import dataclass, field
 from ...core_ir import dtypes
 from ...core_ir.buffer import Buffer
 from ...core_ir.dtypes import DType
-from ...core_ir.expr import Expr, Var
+from ...core_ir.expr import Expr, Var, binary
 from ...core_ir.source import SourceLoc
-from ...core_ir.stmt import Stmt
+from ...core_ir.stmt import If, Stmt
 
 _NODE = dict(frozen=True, eq=False, slots=True, repr=False)
 
 #: The linear thread index inside a block (``threadIdx.x`` for 1-d blocks).
 THREAD = Var("tx")
+
+
+
+def by_thread_0(body: Stmt, loc: SourceLoc | None = None) -> If:
+    """``if (tx == 0) body``: what one thread does for the whole block."""
+    return If(binary("==", THREAD, 0), body, None, loc)
+
 
 #: C-side type of shared-memory addresses and packed registers.
 U32 = DType("uint32", "uint", 32)

@@ -48,7 +48,7 @@ from ....core_ir.visit import rewrite, substitute, views_of, walk
 from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
 from ..layout_inference import find_kernel
-from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr
+from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr, by_thread_0
 from ..pipelining import _pipeline, after_previous_run, is_producer, num_stages, pipeline_stage, rerun_pipelines, staged
 from ..rasterize import block_remap
 from . import rotate
@@ -156,8 +156,7 @@ def _init(bars: list[tuple[Buffer, int]]) -> list[Stmt]:
     """Allocation and initialisation (one arrival count per barrier, for each of its stages)."""
     inits: list[Stmt] = [_call("tlx_mbar_init", _bar(b, E.const(s)), count) for b, count in bars
                          for s in range(E.as_int(b.shape[0]) or 1)]
-    return [Alloc(b) for b, _ in bars] + [If(E.binary("==", THREAD, 0), Seq(tuple(inits) + (_call(
-        "tlx_mbar_fence_init"),)), None)]
+    return [Alloc(b) for b, _ in bars] + [by_thread_0(Seq((*inits, _call("tlx_mbar_fence_init"))))]
 
 
 def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
@@ -167,10 +166,9 @@ def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
     it = E.Var(k.name + "_i", k.dtype)
-    lead = E.binary("==", THREAD, 0)
 
     def issue(i: E.Expr, s: E.Expr) -> Stmt:
-        return If(lead, Seq(tuple(_issue(plans, cx.multi, k, start + i, s, _bar(full, s)))), None, loop.loc)
+        return by_thread_0(Seq(tuple(_issue(plans, cx.multi, k, start + i, s, _bar(full, s)))), loop.loc)
 
     out: list[Stmt] = _init([(full, 1)]) + [Barrier()]
     for s in range(stages - 1):

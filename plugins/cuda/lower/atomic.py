@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....core_ir import expr as E
 from ....core_ir.buffer import Region
-from ....core_ir.stmt import If, Seq, Stmt
+from ....core_ir.stmt import Seq, Stmt
 from ....core_ir.tileops import Atomic
-from ..lir import THREAD, Barrier
+from ..lir import Barrier, by_thread_0
 from ..nests import atomic_nest, element_atomic
 from .parallel import lower_nest
 
@@ -33,4 +32,4 @@ def _lower(op: Atomic, lc: Any) -> Stmt:
     from .walker import _Walker
 
     value = _Walker(lc, lambda s: None).fix(op.value)
-    return If(E.binary("==", THREAD, 0), element_atomic(op, op.dst.starts, value), None, op.loc)
+    return by_thread_0(element_atomic(op, op.dst.starts, value), op.loc)

@@ -16,7 +16,7 @@ from ....core_ir.errors import BackendNotImplementedError
 from ....core_ir.stmt import For, If, Jump, Seq, Stmt, Store, While
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import children, rewrite
-from ..lir import THREAD, Barrier
+from ..lir import Barrier, by_thread_0
 
 #: the expression fields of the statements that hold other statements (which are lowered on their own)
 _OWN_FIELDS = {If: ("cond",), While: ("cond",), For: ("start", "extent")}
@@ -39,7 +39,7 @@ def uniform_atomic_loads(s: Stmt, lc: Any, lower: Callable[[Stmt], Stmt], fix: C
             ws = lc.workspace("aload", 1, ld.dtype)
             slots[id(ld)] = E.Load(ws, (E.const(0),), ld.loc)
             fetches.append(Store(ws, (E.const(0),), fix(ld), ld.loc))
-    fetch = Seq((Barrier(s.loc), If(E.binary("==", THREAD, 0), Seq(tuple(fetches)), None, s.loc), Barrier(s.loc)))
+    fetch = Seq((Barrier(s.loc), by_thread_0(Seq(tuple(fetches)), s.loc), Barrier(s.loc)))
 
     def swap(n: Any) -> Any:
         return slots.get(id(n))

@@ -13,7 +13,7 @@ from ....core_ir.stmt import Alloc, Annotate, Assert, For, If, Kernel, Print, Se
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import rewrite
 from ..analysis import bounds
-from ..lir import THREAD, AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo
+from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
 from .atomic_load import uniform_atomic_loads
 from .parallel import lower_nest
 
@@ -81,10 +81,10 @@ class _Walker:
                 # a statement of the whole block: one thread stores, and the barrier lets the block
                 # see it (every thread storing would race with a read-modify-write such as
                 # `S[0] = S[0] + 1`, or with another thread's later read)
-                return Seq((If(E.binary("==", THREAD, 0), out, None, s.loc), Barrier(s.loc)), s.loc)
+                return Seq((by_thread_0(out, s.loc), Barrier(s.loc)), s.loc)
             return out
         if isinstance(s, AtomicStore):
-            return If(E.binary("==", THREAD, 0), self.fix(s), None, s.loc)
+            return by_thread_0(self.fix(s), s.loc)
         if isinstance(s, Print):
             return self.print_tile(s) if isinstance(s.value, (Buffer, Region)) else self.fix(device_print(s))
         if isinstance(s, Assert):
