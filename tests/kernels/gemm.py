@@ -2,7 +2,7 @@ import tilelang_x as tilelang
 import tilelang_x.language as T
 from examples.gemm_relu import matmul_relu  # the quick-start kernel (eager style), shared with the demo
 
-__all__ = ["matmul", "matmul_dynamic_m", "matmul_persistent", "matmul_relu"]
+__all__ = ["blocksparse_matmul", "matmul", "matmul_dynamic_m", "matmul_persistent", "matmul_relu"]
 
 
 @tilelang.jit(out_idx=[-1])
@@ -77,5 +77,29 @@ def matmul_persistent(M, N, K, blocks, block_M=64, block_N=64, block_K=32, group
                     T.copy(B[k * block_K, bx * block_N], B_s)
                     T.gemm(A_s, B_s, C_f)
                 T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def blocksparse_matmul(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256):
+    """C = A @ B over the k-blocks ``BlockMask[by, bx, k]`` keeps, as TileLang's block-sparse GEMM
+    example writes it: the whole pipelined body under ``if BlockMask[by, bx, k]``."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16),
+             BlockMask: T.Tensor((M // block_M, N // block_N, K // block_K), T.bool),
+             C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), T.float16)
+            B_shared = T.alloc_shared((block_K, block_N), T.float16)
+            C_local = T.alloc_fragment((block_M, block_N), T.float32)
+            T.clear(C_local)
+            for k in T.Pipelined(K // block_K, num_stages=num_stages):
+                if BlockMask[by, bx, k]:
+                    T.copy(A[by * block_M, k * block_K], A_shared)
+                    T.copy(B[k * block_K, bx * block_N], B_shared)
+                    T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main

@@ -47,6 +47,19 @@ def _gemm_persistent(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return gemm.matmul_persistent(200, 328, 96, 5, group_size=3)(a, b), (a.float() @ b.float()).half()
 
 
+def _blocksparse_gemm(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    M, N, K, bm, bn, bk = 256, 256, 512, 128, 128, 64
+    a = _randn(M, K, dtype=torch.float16, device=device, seed=6)
+    b = _randn(K, N, dtype=torch.float16, device=device, seed=7)
+    mask = torch.rand(M // bm, N // bn, K // bk, generator=torch.Generator().manual_seed(8)) > 0.5
+    mask[0, 1] = False  # a tile that takes no k-block: C stays 0
+    keep = mask.repeat_interleave(bm, 0).repeat_interleave(bn, 1).to(device)  # [M, N, K / bk]
+    parts = (a.float().reshape(M, K // bk, bk).transpose(0, 1) @ b.float().reshape(K // bk, bk, N))  # [K/bk, M, N]
+    ref = (parts * keep.permute(2, 0, 1)).sum(0)
+    kernel = gemm.blocksparse_matmul(M, N, K, block_M=bm, block_N=bn, block_K=bk, num_stages=3, threads=256)
+    return kernel(a, b, mask.to(device)), ref.half().to(device)
+
+
 def _gemm_eager(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     a = _randn(256, 192, dtype=torch.float16, device=device, seed=3)
     b = _randn(192, 128, dtype=torch.float16, device=device, seed=4)
@@ -451,6 +464,7 @@ CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
     Case("gemm_tilelang_persistent", _gemm_persistent),
+    Case("gemm_blocksparse_masked_pipeline", _blocksparse_gemm),
     Case("gemm_transpose_B", _gemm(256, 128, 128, trans_B=True, block_M=64, block_N=64)),
     Case("gemm_bf16_fp32_accum", _gemm(128, 256, 128, dtype=torch.bfloat16, out=torch.float32,
                                         block_M=64, block_N=64), atol=2e-2),

@@ -53,6 +53,7 @@ from ..pipelining import _pipeline, after_previous_run, is_producer, num_stages,
 from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
+from .guard import Guard, plan_guard, taken_counter, unguard
 from .layout import panel_layout
 from .multicast import Multicast, plan_multicast
 from .persistent import DEFAULT_SMS, STREAM_K_MAX_ITERS, plan_persistent
@@ -228,7 +229,8 @@ def _owns_sm(kernel: Kernel, loop: For) -> bool:
     return 2 * (total + SMEM_PER_BLOCK_RESERVED) > SMEM_PER_SM
 
 
-def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt], int, list[TmaCopy]] | None:
+def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx, clustered: bool
+                  ) -> tuple[list[Stmt], int, list[TmaCopy], Guard | None] | None:
     if len(kernel.threads) != 1 or kernel.num_threads % 128:
         return None
     top = _flatten(kernel.body)
@@ -236,8 +238,16 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt],
     nested = [n for n in walk(kernel.body) if isinstance(n, For) and n.kind == "pipelined"]
     if len(loops) != 1 or len(nested) != 1:
         return None
-    loop = top[loops[0]]
-    assert isinstance(loop, For)
+    at = loops[0]
+    loop, cond = unguard(top[at])  # type: ignore[arg-type]
+    guard = None
+    if cond is not None:
+        guard = None if clustered else plan_guard(cx.params, cx.host_vars, kernel.body, top, at, loop, cond)
+        if guard is None:
+            log.debug("T.Pipelined at line %s: the producer cannot evaluate the guard of the body on its own "
+                      "(or the kernel is clustered); its copies stay synchronous", getattr(loop.loc, "line", "?"))
+            return None
+        top = top[:at] + [loop] + top[at + 1:]
     allowed = cx.host_vars | {id(loop.var)}
     exprs = [loop.extent] + ([loop.start] if loop.start is not None else [])
     for s in _body(loop):
@@ -246,14 +256,16 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt],
     if not _host_only(exprs, allowed):
         return None
     compute = _computes([s for s in _body(loop) if not is_producer(s)])
-    if compute and not (_owns_sm(kernel, loop) if cx.ws_compute is None else cx.ws_compute):
+    # a guarded loop has no other pipelined form: warp-specialize it whatever the shared memory
+    owns = guard is not None or _owns_sm(kernel, loop)
+    if compute and not (owns if cx.ws_compute is None else cx.ws_compute):
         log.debug("T.Pipelined at line %s computes more than gemms and two blocks fit on an SM: plain TMA "
                   "pipeline", getattr(loop.loc, "line", "?"))
         return None
     plans = cx.plan(loop)
     if plans is None:
         return None
-    return top, loops[0], plans
+    return top, at, plans, guard
 
 
 def _written_buffers(node: Stmt, but: Stmt | None = None) -> list[Buffer]:
@@ -335,14 +347,15 @@ def _release(g: _Group, stage: E.Expr, mc: Multicast | None) -> Stmt:
 
 
 def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, pers: Any,
-                   mc: Multicast | None) -> list[Stmt]:
+                   mc: Multicast | None, guard: Guard | None) -> list[Stmt]:
     """The consumers' loop: each group's statements between a wait on its full barrier and an
-    arrive on its empty one."""
+    arrive on its empty one (with a guard, in the iterations it takes, counted by ``taken``)."""
     stages = num_stages(loop)
     k, n = loop.var, loop.extent
     start = loop.start if loop.start is not None else E.const(0)
     it = E.Var(k.name + "_i", k.dtype)
-    gc = pers.counter(n, it) if pers else it
+    taken = taken_counter("tlx_taken") if guard else None
+    gc = taken[1] if taken else pers.counter(n, it) if pers else it
     sc = gc % stages
     sk = pers.stream_k if pers else None
     if sk is not None:  # the tile's segment: iterations k0 .. k0 + length - 1
@@ -350,7 +363,7 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
     rest = [staged(substitute(s, {k: start + it}), cx.multi, sc) for s in work]
     compute = _computes(rest)
     after: list[Stmt] = []
-    if cx.overlap and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
+    if cx.overlap and taken is None and len(rest) == 1 and isinstance(rest[0], Gemm) and rest[0].wg_wait == 0:
         # one wgmma group stays in flight: iteration it releases the stage of iteration it - 1
         # ptxas (nvcc 13.0) schedules a ``wait_group 0`` placed after the loop below the epilogue's
         # reads of the accumulators (it loses track of the group still in flight across the back
@@ -368,7 +381,11 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
             body.append(s)
             body += [_release(g, sc, mc) for g in groups if g.last == i]
     ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
-    return [For(it, n, "serial", Seq(tuple(body)), None, ann, loop.loc), *after]
+    if taken is None:
+        return [For(it, n, "serial", Seq(tuple(body)), None, ann, loop.loc), *after]
+    assert guard is not None
+    step = If(substitute(guard.cond, {k: start + it}), Seq((*body, taken[2])), None, loop.loc)
+    return [taken[0], For(it, n, "serial", step, None, ann, loop.loc)]
 
 
 def _stream_k_ignored(csize: int, acc: Buffer | None, pers: Any) -> str:
@@ -390,7 +407,8 @@ def _with_stream_k(consumer: list[Stmt], cons_loop: list[Stmt], acc: Buffer, per
     return consumer[:at] + fixup(acc, pers, consumers, ws, consumer[at:])
 
 
-def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], cx: _Ctx, ctx: Any) -> Kernel:
+def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], guard: Guard | None, cx: _Ctx,
+               ctx: Any) -> Kernel:
     loop = top[at]
     assert isinstance(loop, For)
     stages = num_stages(loop)
@@ -401,20 +419,23 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
     cshape = launch_dims(kernel, ctx.target.arch)
     csize = math.prod(cshape or (1,))
     work = [s for s in _body(loop) if not is_producer(s)]
-    wanted = cx.persistent if cx.persistent is not None else not _computes(work)
-    acc = accumulator([s for s in top[:at]], work, cx.overlap) if cx.stream_k is not False and csize == 1 else None
+    # a guarded loop's trip count varies by block, which the persistent tile walk cannot share
+    wanted = guard is None and (cx.persistent if cx.persistent is not None else not _computes(work))
+    acc = accumulator([s for s in top[:at]], work, cx.overlap) \
+        if cx.stream_k is not False and csize == 1 and guard is None else None
     pers = plan_persistent(kernel, n, start, DEFAULT_SMS, block_remap(kernel, ctx), cshape,
                            stream_k=cx.stream_k if acc is not None else False) if wanted else None
     if cx.stream_k and (pers is None or pers.stream_k is None):
         log.debug("T.Pipelined at line %s: tlx.stream_k ignored (%s)", getattr(loop.loc, "line", "?"),
                   _stream_k_ignored(csize, acc, pers))
     by_use = _groups(work, plans, stages, True)
-    rot = rotate.match(work, by_use) if cx.rotation and pers is None else None
+    rot = rotate.match(work, by_use) if cx.rotation and pers is None and guard is None else None
     groups = by_use if rot is not None or cx.barrier_groups else _groups(work, plans, stages, False)
     mc = plan_multicast(kernel, loop, plans, cx.specs, ctx, persistent=pers is not None)
     # producer: one thread walks all iterations (of all its tiles when persistent: counter gp)
     kp = E.Var(k.name + "_p", k.dtype)
-    gp = pers.counter(n, kp) if pers else kp
+    taken = taken_counter("tlx_taken_p") if guard else None
+    gp = taken[1] if taken else pers.counter(n, kp) if pers else kp
     sp = gp % stages
     sk = pers.stream_k if pers else None
     first, trips = sk.segment(start) if sk else (start, n)
@@ -422,6 +443,11 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
                                               *_issue(list(g.plans), cx.multi, k, first + kp, sp, _bar(g.full, sp),
                                                       mc))]
     prod_loop: Stmt = For(kp, trips, "serial", Seq(tuple(prod_body)), None, (), loop.loc)
+    if taken is not None:  # the producer fills what the guard reads, then issues the iterations it takes
+        assert guard is not None
+        step = If(substitute(guard.cond, {k: first + kp}), Seq((*prod_body, taken[2])), None, loop.loc)
+        prod_loop = Seq((*(top[i] for i in guard.setup), taken[0],
+                         For(kp, trips, "serial", step, None, (), loop.loc)))
     pre = _prologue_loads(kernel, top, at, cx) if cx.prologue_loads and pers is None and mc is None else {}
     pre_bar = Buffer("tlx_pre", (1,), dtypes.uint64, "shared")
     pre_full = _bar(pre_bar, E.const(0))
@@ -440,7 +466,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], c
                                    block_ranges(kernel, unknown_extent=2**31),
                                    any(_writes_shared(s) for s in before))
     else:
-        cons_loop = _consumer_loop(loop, work, groups, cx, pers, mc)
+        cons_loop = _consumer_loop(loop, work, groups, cx, pers, mc, guard)
     hoisted = [s for s in top if isinstance(s, (Alloc, Annotate)) and (not isinstance(s, Alloc) or s.init is None)]
     consumer = [x for i, s in enumerate(top) if not any(s is h for h in hoisted) and i not in pre
                 for x in (cons_loop if i == at else [s])]
@@ -480,7 +506,8 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
               cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k)
     body = func.body
-    ws = _ws_candidate(func, kernel, cx) if cfg.warp_specialize else None
+    ws = _ws_candidate(func, kernel, cx, launch_dims(kernel, ctx.target.arch) is not None) \
+        if cfg.warp_specialize else None
     sm80: dict[Buffer, Buffer] = {}
     if ws is not None:
         new_kernel = _ws_kernel(kernel, *ws, cx, ctx)

@@ -93,3 +93,30 @@ def test_persistent_flash_attention(dim: int) -> None:
     ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
     torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
     assert "tlx_tile_j" in kernel.get_kernel_source()
+
+
+@pytest.mark.parametrize("dim,block,threads,stages,pingpong", [(128, 128, 256, 2, True), (128, 128, 256, 2, False),
+                                                               (64, 64, 128, 2, True), (128, 64, 128, 3, True)])
+def test_blocksparse_attention_guarded_pipeline(dim: int, block: int, threads: int, stages: int,
+                                                pingpong: bool) -> None:
+    """The body under ``if block_mask[k]`` on the warp-specialized pipeline (hopper/guard.py): runs
+    of skipped blocks longer than the stage ring, rows that keep one block, rows that keep all."""
+    b, h, s = 2, 3, 1024
+    n = s // block
+    gen = torch.Generator(device="cuda").manual_seed(dim + block)
+    q, k, v = (torch.randn(b, h, s, dim, device="cuda", generator=gen).half() for _ in range(3))
+    mask = torch.rand(b, h, n, n, device="cuda", generator=gen) > 0.5
+    mask[..., 0] = True
+    mask[0, 0, 1] = False
+    mask[0, 0, 1, 0] = True  # one block kept
+    mask[0, 1, 2] = True  # every block kept
+    mask[1, 2, 3, 1:n - 1] = False  # a long run skipped
+    func = attention.blocksparse_attention.get_ir(b, h, s, dim, block_M=block, block_N=block, num_stages=stages,
+                                                  threads=threads)
+    kernel = tilelang_x.compile(func, out_idx=[4], pass_configs={"tlx.pingpong": pingpong})
+    assert "tlx_taken" in kernel.get_kernel_source()
+    out = kernel(q, k, v, mask)
+    keep = mask.repeat_interleave(block, -2).repeat_interleave(block, -1)
+    scores = (q.float() @ k.float().transpose(-1, -2)) / dim ** 0.5
+    ref = torch.softmax(scores.masked_fill(~keep, float("-inf")), -1) @ v.float()
+    torch.testing.assert_close(out.float(), ref, atol=2e-3, rtol=2e-3)
