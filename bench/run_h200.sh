@@ -35,6 +35,8 @@ tail -3 "$OUT/cuda_tests.log"
   python3 bench/decode.py --timeout 150 --out "$work/decode.json"
   # weight-only int4 GEMM (W4A16) against cuBLAS on fp16 weights and torch dequantize-then-matmul
   python3 bench/dequant.py --timeout 200 --out "$work/dequant.json"
+  # block-sparse attention (the pipelined body under `if block_mask[k]`) against FlexAttention
+  python3 bench/blocksparse.py --timeout 300 --out "$work/blocksparse.json"
   # A/B of compiler switches, each variant timed round-robin in one process (bench/variants.py)
   python3 bench/variants.py attention --dims 128,64 --timeout 150 --out "$work/variants_attention.json" \
     --variants '{"default": {}, "no_rotation": {"tlx.softmax_rotation": false}, "plain": {"tlx.ws_compute_loops": false}, "ieee_division": {"tlx.reciprocal_division": false}, "no_prologue_loads": {"tlx.prologue_loads": false}, "default_again": {}}'
