@@ -1,4 +1,4 @@
-"""Decode attention (one query token, GQA, fp16 KV cache) against torch SDPA, same run.
+"""Decode attention (one query token, GQA and DeepSeek MLA, fp16 KV cache) against torch, same run.
 
 Ours is ``tests/kernels/attention.gqa_decode`` (split-KV, written as TileLang's decode examples
 are: two ``T.Kernel`` blocks in one function) over a few split counts, KV tile sizes and pipeline depths; the
@@ -7,6 +7,10 @@ enable_gqa=True)`` on the same cache, restricted to each SDPA backend that takes
 ``sdpa``. The work is reading the cache, so the figure is TB/s of K and V read (``2 * B * S * HK
 * D * 2`` bytes); ``ratio`` = best SDPA time / our time (>= 1: we are faster), both from
 ``--rounds`` rounds timed in turn with the L2 flushed.
+
+MLA rows (``kind: mla``): ``tests/kernels/attention.mla_decode`` (TileLang's MLA example: 128 query
+heads on one latent KV head, 512 + 64 dims) against SDPA and against the same attention in torch
+matmuls (cuBLAS), in TB/s of the latent cache read (``B * S * 576 * 2`` bytes).
 
 Run: ``python bench/decode.py --out $OUT/decode.json`` (``--quick``: one shape, fewer configs).
 """
@@ -91,6 +95,66 @@ def bench_case(b: int, h: int, hk: int, s: int, d: int, args: Any) -> dict[str, 
     return row
 
 
+# DeepSeek MLA decode: (batch, query heads, seqlen_kv); one latent KV head of 512 + 64 rotary dims
+MLA_SHAPES = [(64, 128, 8192), (128, 128, 4096)]
+MLA_KEYS = ("num_split", "block_N", "num_stages")
+MLA_CONFIGS = [(4, 32, 2), (8, 32, 2), (4, 32, 3), (2, 32, 2), (4, 64, 1)]
+
+
+def bench_mla_case(b: int, h: int, s: int, args: Any) -> dict[str, Any]:
+    """``attention.mla_decode`` against SDPA (each backend that takes a 576-wide key and a 512-wide
+    value) and against the same attention as torch matmuls and softmax (cuBLAS)."""
+    import torch
+
+    from tests.kernels import attention
+
+    d, pe = 512, 64
+    q, q_pe = torch.randn(b, h, d, device="cuda", dtype=torch.float16), torch.randn(b, h, pe, device="cuda",
+                                                                                       dtype=torch.float16)
+    kv, k_pe = torch.randn(b, s, 1, d, device="cuda", dtype=torch.float16), torch.randn(b, s, 1, pe, device="cuda",
+                                                                                           dtype=torch.float16)
+    nbytes = 1.0 * b * s * (d + pe) * 2
+    row: dict[str, Any] = {"kind": "mla", "B": b, "H": h, "S": s, "D": d + pe}
+    q4 = torch.cat([q, q_pe], -1)[:, :, None, :]
+    k4 = torch.cat([kv, k_pe], -1).permute(0, 2, 1, 3)
+    v4 = kv.permute(0, 2, 1, 3)
+    refs: dict[str, Callable[[], Any]] = {}
+    for name in BACKENDS:
+        run = sdpa(q4, k4, v4, name)
+        _, err = attempt(run)
+        if err is None:
+            refs[name] = run
+        else:
+            row[f"{name.lower()}_error"] = err
+    scale = 1.0 / math.sqrt(d + pe)
+    keys_t, values = k4[:, 0].transpose(-1, -2), v4[:, 0]
+    refs["torch_matmul"] = lambda: torch.softmax((q4[:, :, 0] @ keys_t) * scale, -1) @ values
+    ref = (torch.softmax((q4[:, :, 0].float() @ keys_t.float()) * scale, -1) @ values.float()).half()
+    configs = [dict(zip(MLA_KEYS, c)) for c in (MLA_CONFIGS[:2] if args.quick else MLA_CONFIGS)]
+
+    def build(cfg: dict[str, Any]) -> Any:
+        kernel = attention.mla_decode(b, h, s, **cfg)
+        lse = torch.empty(b, h, cfg["num_split"], device="cuda", dtype=torch.float32)
+        partial = torch.empty(b, h, cfg["num_split"], d, device="cuda", dtype=torch.float32)
+        return lambda: kernel(q, q_pe, kv, k_pe, lse, partial)
+
+    tried, best, kernel = try_configs(configs, build, lambda run: run(), ref, nbytes, args)
+    for entry in tried:
+        if "tflops" in entry:
+            entry["tb_s"] = entry.pop("tflops")
+    final = round_robin_ms({**refs, **({"ours": kernel} if best else {})}, args.rounds, args.warmup, args.rep)
+    for key, ms in final.items():
+        row[f"{key.lower()}_ms"] = round(ms, 4)
+        row[f"{key.lower()}_tb_s"] = round(nbytes / ms / 1e9, 2)
+    fastest = min((k for k in final if k != "ours"), key=lambda k: final[k], default=None)
+    if best is not None and fastest is not None:
+        row["reference"] = fastest
+        row["best_config"] = {k: v for k, v in best.items() if k in MLA_KEYS}
+        row["ratio"] = round(final[fastest] / final["ours"], 3)
+    row["configs"] = tried
+    return row
+
+
 def _extra(p: Any) -> None:
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
 
@@ -102,6 +166,10 @@ def main() -> None:
     for shape in SHAPES[:1] if args.quick else SHAPES:
         row, err = attempt(lambda shape=shape: bench_case(*shape, args))
         results.append(row if err is None else {"shape": list(shape), "error": err})
+        checkpoint(doc, args.out)
+    for shape in MLA_SHAPES[:1] if args.quick else MLA_SHAPES:
+        row, err = attempt(lambda shape=shape: bench_mla_case(*shape, args))
+        results.append(row if err is None else {"kind": "mla", "shape": list(shape), "error": err})
         checkpoint(doc, args.out)
     emit(doc, args.out)
 

@@ -17,10 +17,10 @@ def main() -> None:
             continue
         docs = [doc] if "bench" in doc else [d for d in doc.values() if isinstance(d, dict)]
         for doc, r in ((d, r) for d in docs for r in d.get("results", []) if isinstance(r, dict)):
-            keys = ("dtype", "M", "N", "K", "B", "H", "S", "D", "causal", "ours_tflops", "torch_tflops", "ratio",
-                    "cudnn_tflops", "flash_tflops", "ratio_cudnn", "ratio_flash", "ours_weight_gb_s", "ratio_cublas",
-                    "ratio_torch_dequant", "density", "flex_tflops", "speedup_over_synchronous", "best_config",
-                    "error")
+            keys = ("kind", "dtype", "M", "N", "K", "B", "H", "S", "D", "causal", "density", "ours_tflops",
+                    "torch_tflops", "ratio", "cudnn_tflops", "flash_tflops", "ratio_cudnn", "ratio_flash",
+                    "ours_weight_gb_s", "ratio_cublas", "ratio_torch_dequant", "ours_tb_s", "reference", "flex_tflops",
+                    "speedup_over_synchronous", "best_config", "error")
             print(doc.get("bench"), {k: r[k] for k in keys if k in r})
             for c in r.get("configs", []):
                 print("   ", {k: v for k, v in c.items() if k != "error"}, (c.get("error") or "")[:300])

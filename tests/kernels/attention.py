@@ -86,6 +86,30 @@ def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=6
     return main
 
 
+def combine_slices(batch, heads, num_split, dim):
+    """The second kernel of a split-KV decode: each head's output is the sum of its slices'
+    partial outputs, weighted by their share of the log-sum-exp (base 2)."""
+    accum_dtype = T.float32
+
+    @T.macro
+    def combine(lse, partial, Output):
+        with T.Kernel(heads, batch, threads=128) as (h, b):
+            lse_max = T.alloc_var(accum_dtype, -T.infinity(accum_dtype))
+            total = T.alloc_var(accum_dtype, 0.0)
+            for k in T.serial(num_split):
+                lse_max = T.max(lse_max, lse[b, h, k])
+            for k in T.serial(num_split):
+                total += T.exp2(lse[b, h, k] - lse_max)
+            lse_all = T.log2(total) + lse_max
+            for j in T.Parallel(dim):
+                o = T.alloc_var(accum_dtype, 0.0)
+                for k in T.serial(num_split):
+                    o += partial[b, h, k, j] * T.exp2(lse[b, h, k] - lse_all)
+                Output[b, h, j] = o
+
+    return combine
+
+
 @tilelang.jit(out_idx=[-1])
 def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, num_split=8, num_stages=2,
                threads=128):
@@ -132,21 +156,7 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
                 if i < group:
                     partial[b, h * group + i, s, j] = acc_o[i, j]
 
-    @T.macro
-    def combine(lse, partial, Output):
-        with T.Kernel(heads, batch, threads=128) as (h, b):
-            lse_max = T.alloc_var(accum_dtype, -T.infinity(accum_dtype))
-            total = T.alloc_var(accum_dtype, 0.0)
-            for k in T.serial(num_split):
-                lse_max = T.max(lse_max, lse[b, h, k])
-            for k in T.serial(num_split):
-                total += T.exp2(lse[b, h, k] - lse_max)
-            lse_all = T.log2(total) + lse_max
-            for j in T.Parallel(dim):
-                o = T.alloc_var(accum_dtype, 0.0)
-                for k in T.serial(num_split):
-                    o += partial[b, h, k, j] * T.exp2(lse[b, h, k] - lse_all)
-                Output[b, h, j] = o
+    combine = combine_slices(batch, heads, num_split, dim)
 
     @T.prim_func
     def main(Q: T.Tensor([batch, heads, dim], dtype), K: T.Tensor([batch, seqlen_kv, kv_heads, dim], dtype),
@@ -155,6 +165,67 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
              partial: T.Tensor([batch, heads, num_split, dim], accum_dtype),
              Output: T.Tensor([batch, heads, dim], dtype)):
         attend_slices(Q, K, V, lse, partial)
+        combine(lse, partial, Output)
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def mla_decode(batch, heads, seqlen_kv, dim=512, pe_dim=64, block_N=32, block_H=64, num_split=4, num_stages=2,
+               threads=256):
+    """DeepSeek's multi-head latent attention at decode, as TileLang's MLA example writes it: every
+    query head attends the one latent KV head (``dim`` wide, which is also V) plus its rotary part
+    (``pe_dim``); ``block_H`` heads a block, the scores as two gemms into one accumulator, the two
+    warpgroups splitting the columns (``FullCol``, so P goes through shared memory to reach both);
+    split-KV, combined by a second kernel."""
+    part = seqlen_kv // num_split
+    scale = (1.0 / (dim + pe_dim)) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
+    dtype = T.float16
+    accum_dtype = T.float32
+
+    @T.macro
+    def attend_slices(Q, Q_pe, KV, K_pe, lse, partial):
+        with T.Kernel(batch, heads // block_H, num_split, threads=threads) as (b, hb, s):
+            Q_shared = T.alloc_shared([block_H, dim], dtype)
+            Q_pe_shared = T.alloc_shared([block_H, pe_dim], dtype)
+            KV_shared = T.alloc_shared([block_N, dim], dtype)
+            K_pe_shared = T.alloc_shared([block_N, pe_dim], dtype)
+            S_shared = T.alloc_shared([block_H, block_N], dtype)  # P: each warpgroup holds half its columns
+            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = \
+                softmax_state(block_H, block_N, dim)
+
+            T.copy(Q[b, hb * block_H:(hb + 1) * block_H, :], Q_shared)
+            T.copy(Q_pe[b, hb * block_H:(hb + 1) * block_H, :], Q_pe_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+            for k in T.Pipelined(part // block_N, num_stages=num_stages):
+                kv_start = s * part + k * block_N
+                T.copy(KV[b, kv_start:kv_start + block_N, 0, :], KV_shared)
+                T.copy(K_pe[b, kv_start:kv_start + block_N, 0, :], K_pe_shared)
+                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, clear_accum=True,
+                       policy=T.GemmWarpPolicy.FullCol)
+                T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
+                online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
+                               scale)
+                T.copy(acc_s_cast, S_shared)
+                T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
+            for i, j in T.Parallel(block_H, dim):
+                acc_o[i, j] /= logsum[i]
+            for i in T.Parallel(block_H):
+                logsum[i] = T.log2(logsum[i]) + scores_max[i] * scale
+            T.copy(logsum, lse[b, hb * block_H:(hb + 1) * block_H, s])
+            T.copy(acc_o, partial[b, hb * block_H:(hb + 1) * block_H, s, :])
+
+    combine = combine_slices(batch, heads, num_split, dim)
+
+    @T.prim_func
+    def main(Q: T.Tensor([batch, heads, dim], dtype), Q_pe: T.Tensor([batch, heads, pe_dim], dtype),
+             KV: T.Tensor([batch, seqlen_kv, 1, dim], dtype), K_pe: T.Tensor([batch, seqlen_kv, 1, pe_dim], dtype),
+             lse: T.Tensor([batch, heads, num_split], accum_dtype),
+             partial: T.Tensor([batch, heads, num_split, dim], accum_dtype),
+             Output: T.Tensor([batch, heads, dim], dtype)):
+        attend_slices(Q, Q_pe, KV, K_pe, lse, partial)
         combine(lse, partial, Output)
 
     return main

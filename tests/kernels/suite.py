@@ -230,6 +230,21 @@ def _gqa_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return out, ref.half()
 
 
+def _mla_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    b, h, s, d, pe, splits = 1, 64, 256, 512, 64, 2
+    q = _randn(b, h, d, dtype=torch.float16, device=device, seed=23)
+    q_pe = _randn(b, h, pe, dtype=torch.float16, device=device, seed=24)
+    kv = _randn(b, s, 1, d, dtype=torch.float16, device=device, seed=25)
+    k_pe = _randn(b, s, 1, pe, dtype=torch.float16, device=device, seed=26)
+    lse = torch.zeros(b, h, splits, dtype=torch.float32, device=device)
+    partial = torch.zeros(b, h, splits, d, dtype=torch.float32, device=device)
+    out = attention.mla_decode(b, h, s, num_split=splits)(q, q_pe, kv, k_pe, lse, partial)
+    keys = torch.cat([kv, k_pe], -1)[:, :, 0].float()
+    ref = F.scaled_dot_product_attention(torch.cat([q, q_pe], -1).float()[:, :, None, :], keys[:, None],
+                                         kv[:, :, 0].float()[:, None])[:, :, 0]
+    return out, ref.half()
+
+
 def _packed_atomic_sum(lanes: int, dtype: torch.dtype) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         from tilelang_x.core_ir.dtypes import as_dtype
@@ -520,6 +535,7 @@ CASES: list[Case] = [
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
     Case("gqa_decode_split_kv_two_kernels", _gqa_decode),
+    Case("mla_decode_fullcol_two_kernels", _mla_decode),
     Case("blocksparse_attention_masked_pipeline", _blocksparse_attention),
     Case("view_reshape_global", _flat_affine, atol=0, rtol=0),
     Case("view_reshape_shared_pairs", _swap_pairs, atol=0, rtol=0),

@@ -54,6 +54,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "cummax_fp16": lambda: reductions.cumsum.get_ir(32, 128, dtype=dtypes.float16, running_max=True),
         "column_sum_atomic_add": lambda: reductions.column_sum.get_ir(200, 100),
         "gemm_tilelang_persistent": lambda: gemm.matmul_persistent.get_ir(200, 328, 96, 5, group_size=3),
+        "gemm_blocksparse_masked_pipeline": lambda: gemm.blocksparse_matmul.get_ir(256, 256, 512),
         "atomic_addx2_fp16": lambda: reductions.packed_atomic_sum.get_ir(4, 64, 128),
         "atomic_addx4_fp32": lambda: reductions.packed_atomic_sum.get_ir(4, 64, 128, lanes=4, dtype=dtypes.float32),
         "block_sparse_row_sum_continue_break": lambda: control_flow.block_sparse_row_sum.get_ir(128, 512),

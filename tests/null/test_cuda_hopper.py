@@ -239,3 +239,18 @@ def test_a_kernel_wg_wait_leaves_no_group_in_flight(caplog: pytest.LogCaptureFix
     body = src[src.index("__global__"):]
     assert "tlx_wgmma_wait0();" in body and "TLX_WGMMA_WAIT(1)" not in body
     assert "wg_wait=1" in caplog.text and "the compiler places the wgmma waits" in caplog.text
+
+
+def test_mla_decode_takes_the_warp_specialized_path_with_two_column_warpgroups() -> None:
+    # TileLang's MLA decode: FullCol splits the score and output columns between the two consumer
+    # warpgroups, whose row maxima and sums meet in shared memory behind named barriers
+    from tilelang_x.core_ir.kernel_parts import kernel_parts
+
+    attend = kernel_parts(attention.mla_decode.get_ir(64, 128, 8192, num_split=4))[0]
+    src, ctx = cuda_source(attend, "sm_90a")
+    body = src[src.index("__global__"):]
+    assert "TLX_SETMAXNREG_INC" in body and "tlx_tma_load_4d(KV_shared_s" in body
+    assert "tlx_named_bar_sync(1, 256)" in body
+    assert ctx.data["cuda.meta"].smem_bytes <= 227 * 1024
+    ops = sass_ops(attend, r"\b(HGMMA|UTMALDG|SYNCS)\b")
+    assert ops.get("HGMMA") and ops.get("UTMALDG") and ops.get("SYNCS"), ops
