@@ -93,6 +93,10 @@ class Expr:
 
     __str__ = __repr__
 
+    def astype(self, dtype: DType | str) -> Expr:
+        """``T.cast(self, dtype)``, as TVM expressions spell it."""
+        return cast(self, dtype)
+
     # ---- arithmetic ------------------------------------------------------------------------
     def __add__(self, o: Any) -> Expr:
         return binary("+", self, o)
