@@ -12,7 +12,23 @@ import numpy as np
 
 from .arith import COMPARE, dtype_range, round_float, trunc_div
 from .dtypes import DType
-from .expr import FAST_MATH, INT_FUNCS, AtomicLoad, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var, int_call
+from .expr import (
+    FAST_MATH,
+    INT_FUNCS,
+    AtomicLoad,
+    BinOp,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Load,
+    Select,
+    ThreadIndex,
+    UnaryOp,
+    Var,
+    WarpOp,
+    int_call,
+)
 
 _MATH_SCALAR = {
     "exp": math.exp, "exp2": lambda x: 2.0**x, "exp10": lambda x: 10.0**x, "log": math.log,
@@ -83,6 +99,12 @@ class _Eval:
         if isinstance(e, (Load, AtomicLoad)):
             idx = tuple(self.eval(i) for i in e.indices)
             return self.env[e.buffer][idx]
+        if isinstance(e, ThreadIndex):  # given like a variable, keyed by the node
+            if e not in self.env:
+                raise KeyError(f"no value for thread index {e.dim}")
+            return self.env[e]
+        if isinstance(e, WarpOp):
+            raise TypeError(f"T.{e.op} reads the other lanes of a warp: it has no value for one thread alone")
         raise TypeError(f"cannot evaluate {type(e).__name__}")
 
     def binop(self, op: str, a: Any, b: Any, dt: DType, adt: DType) -> Any:

@@ -93,6 +93,10 @@ class Expr:
 
     __str__ = __repr__
 
+    def astype(self, dtype: DType | str) -> Expr:
+        """``T.cast(self, dtype)``, as TVM expressions spell it."""
+        return cast(self, dtype)
+
     # ---- arithmetic ------------------------------------------------------------------------
     def __add__(self, o: Any) -> Expr:
         return binary("+", self, o)
@@ -362,6 +366,48 @@ class AtomicLoad(Element):
 
     def structural_key(self) -> tuple:
         return ("atomic_load", *self.element_key(), self.order)
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class ThreadIndex(Expr):
+    """``T.get_thread_binding(dim)``: the index of the executing thread along dimension ``dim``
+    (0, 1, 2: x, y, z) of the block shape ``T.Kernel(threads=...)``. Its value differs between the
+    threads of a block (see ``core_ir.uniformity``)."""
+
+    dim: int
+    dtype: DType = dtypes.int32
+
+    def structural_key(self) -> tuple:
+        return ("thread", self.dim)
+
+
+#: Warp-collective operations (``WarpOp.op``): shuffles take ``(value, lane or offset)``, the
+#: reductions and votes ``(value)``, ``activemask`` nothing.
+SHUFFLE_OPS = ("shfl_sync", "shfl_xor", "shfl_down", "shfl_up")
+WARP_REDUCE_OPS = ("sum", "max", "min", "bitand", "bitor")
+VOTE_OPS = ("any_sync", "all_sync", "ballot_sync", "activemask")
+WARP_SIZE = 32
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class WarpOp(Expr):
+    """A warp-collective operation: every lane of a warp of 32 threads executes it together and
+    reads the others' operands. ``op`` is one of ``SHUFFLE_OPS`` (``width``: the lanes split into
+    groups of ``width``), ``warp_reduce_<kind>`` for the ``WARP_REDUCE_OPS`` or one of ``VOTE_OPS``.
+
+    Not a pure function of its operands: passes must not fold it, merge it with another one,
+    hoist it out of a loop or move it across control flow."""
+
+    op: str
+    args: tuple[Expr, ...]
+    width: int
+    dtype: DType
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def structural_key(self) -> tuple:
+        return ("warp", self.op, tuple(a.structural_key() for a in self.args), self.width, self.dtype.name)
 
 
 # ---- construction helpers ------------------------------------------------------------------

@@ -99,6 +99,13 @@ class _Printer:
         if isinstance(e, E.AtomicLoad):
             element = f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
             return f"T.atomic_load({element}, memory_order={e.order!r})"
+        if isinstance(e, E.ThreadIndex):
+            return f"T.get_thread_binding({e.dim})"
+        if isinstance(e, E.WarpOp):
+            args = [self.expr(a) for a in e.args]
+            if e.op in E.SHUFFLE_OPS and e.width != E.WARP_SIZE:
+                args.append(f"width={e.width}")
+            return f"T.{e.op}({', '.join(args)})"
         return repr(e)
 
     def shape(self, b: Buffer) -> str:

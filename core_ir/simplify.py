@@ -29,7 +29,23 @@ from . import dtypes
 from .arith import COMPARE, Interval, dtype_range, round_float, trunc_div
 from .dtypes import DType
 from .evaluate import evaluate
-from .expr import COMPARE_OPS, AtomicLoad, BinOp, Call, Cast, Const, Expr, Load, Select, UnaryOp, Var, convert, fold_int
+from .expr import (
+    COMPARE_OPS,
+    AtomicLoad,
+    BinOp,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Load,
+    Select,
+    ThreadIndex,
+    UnaryOp,
+    Var,
+    WarpOp,
+    convert,
+    fold_int,
+)
 
 Bounds = Mapping[Var, tuple[int | None, int | None]]
 
@@ -195,7 +211,11 @@ class _Atoms:
             return (6, e.dtype.name, self.okey(e.a))
         if isinstance(e, Call):
             return (7, e.name, tuple(self.okey(a) for a in e.args), e.dtype.name)
-        return (8, type(e).__name__, self.index(e))
+        if isinstance(e, ThreadIndex):
+            return (8, e.dim)
+        if isinstance(e, WarpOp):
+            return (9, e.op, tuple(self.okey(a) for a in e.args), e.width, e.dtype.name)
+        return (10, type(e).__name__, self.index(e))
 
     def register(self, e: Expr) -> int:
         key = e.structural_key()
@@ -274,6 +294,9 @@ class _Ctx:
         if isinstance(e, Call):
             args = tuple(self.simp(a) for a in e.args)
             return e if all(a is b for a, b in zip(args, e.args)) else Call(e.name, args, e.dtype)
+        if isinstance(e, WarpOp):  # operands only: the lanes it reads decide its value, never folded
+            args = tuple(self.simp(a) for a in e.args)
+            return e if all(a is b for a, b in zip(args, e.args)) else WarpOp(e.op, args, e.width, e.dtype)
         if isinstance(e, UnaryOp):
             a = self.simp(e.a)
             return e if a is e.a else UnaryOp(e.op, a, e.dtype)

@@ -40,6 +40,7 @@ from .stmt import (
     While,
 )
 from .tileops import CumSum, Gemm, Reduce, TileOp, squeeze
+from .verify_simt import verify_simt
 
 __all__ = ["verify", "NO_JUMP_LOOPS"]
 
@@ -56,6 +57,7 @@ NO_JUMP_LOOPS = {
 def verify(func: PrimFunc) -> None:
     """Raise ``VerificationError`` (with the source location) if ``func`` is ill formed."""
     _Verifier(func).run()
+    verify_simt(func)
 
 
 class _Verifier:

@@ -99,6 +99,7 @@ class Builder:
         self.outputs: list[Buffer] = []
         self.auto_named: set[int] = set()
         self.kernel_open = 0
+        self.kernel_frame: Any = None  # the open T.Kernel (frames.KernelFrame): its threads and block variables
         self.kernels = 0
         # T.const: the placeholder variables of a probe trace, or the values of a real one.
         self.const_vars: dict[str, E.Var] = {}

@@ -120,6 +120,7 @@ class KernelFrame:
         self.depth = b.depth
         self.frame = b.push("kernel", self.loc)
         b.kernel_open += 1
+        b.kernel_frame = self
         if isinstance(names, tuple) or (names is None and n > 1) or (isinstance(names, str) and n > 1):
             return self.vars
         return self.vars[0]
@@ -127,6 +128,7 @@ class KernelFrame:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         b = self.builder
         b.kernel_open -= 1
+        b.kernel_frame = None
         if exc_type is not None:
             b.unwind(self.depth)
             return False

@@ -31,6 +31,34 @@ from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
+from .simt import (
+    activemask,
+    all_sync,
+    any_sync,
+    ballot,
+    ballot_sync,
+    get_block_binding,
+    get_block_bindings,
+    get_block_extent,
+    get_block_extents,
+    get_lane_idx,
+    get_thread_binding,
+    get_thread_bindings,
+    get_thread_extent,
+    get_thread_extents,
+    get_warp_group_idx,
+    get_warp_idx,
+    get_warp_idx_sync,
+    shfl_down,
+    shfl_sync,
+    shfl_up,
+    shfl_xor,
+    warp_reduce_bitand,
+    warp_reduce_bitor,
+    warp_reduce_max,
+    warp_reduce_min,
+    warp_reduce_sum,
+)
 from .surface import (
     FragmentBuffer,
     GemmWarpPolicy,
@@ -201,6 +229,12 @@ __all__ = [
     # annotations, debugging
     "annotate_layout", "annotate_restrict_buffers", "annotate_l2_hit_ratio", "annotate_safe_value", "use_swizzle",
     "print", "device_assert", "assume", "sync_threads", "sync_warp",
+    # threads and warps
+    "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
+    "get_block_bindings", "get_block_extent", "get_block_extents", "get_lane_idx", "get_warp_idx",
+    "get_warp_idx_sync", "get_warp_group_idx", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "warp_reduce_sum",
+    "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor", "any_sync", "all_sync",
+    "ballot_sync", "ballot", "activemask",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",

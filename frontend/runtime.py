@@ -19,7 +19,7 @@ from ..core_ir.buffer import Buffer
 from ..core_ir.dtypes import DType
 from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import caller_loc
-from ..core_ir.stmt import If, While
+from ..core_ir.stmt import Alloc, If, While
 from . import builder as B
 from .frames import IRLoop, serial_loop
 from .spec import TensorSpec
@@ -301,6 +301,12 @@ class Runtime:
             return old
         if type(new) is Buffer:
             b.name_buffer(new, name)
+        elif b.kernel_open and isinstance(new, E.Expr) and _has_warp_op(new):
+            # TileLang evaluates an assigned expression where it is assigned (a let binding); for a warp
+            # operation that matters (its lanes must all reach it), so it is kept in a variable
+            var = b.new_buffer(name, (1,), new.dtype, "var", caller_loc())
+            b.emit(Alloc(var, new, loc=caller_loc()))
+            return var
         return new
 
     @staticmethod
@@ -435,3 +441,13 @@ class Runtime:
 
 RUNTIME = Runtime()
 RUNTIME_CELL = types.CellType(RUNTIME)
+
+
+def _has_warp_op(e: E.Expr) -> bool:
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, E.WarpOp):
+            return True
+        stack.extend(node.children())
+    return False

@@ -43,6 +43,7 @@ from .lir import (
 )
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
 from .rasterize import block_remap
+from .warp import thread_index, warp_header, warp_op
 
 CTYPES: dict[str, str] = {
     "float16": "tlx_half", "bfloat16": "tlx_bf16", "float32": "float", "float64": "double",
@@ -165,6 +166,7 @@ class _Gen:
         if kernel is None:
             raise BackendNotImplementedError("no T.Kernel in the function", loc=func.loc)
         self.names[id(THREAD)] = "tx"
+        self.block_rank = len(kernel.threads)
         self.views = views_of(kernel.body)
         self._scan_writes(kernel)
         params, specs = self._params()
@@ -619,7 +621,19 @@ class _Gen:
             return f"({nm}_s + ({self.offset(e.buffer, e.indices)}) * {e.buffer.dtype.bytes})"
         if isinstance(e, PtrTo):
             return f"(&{self.ref(e.buffer, e.indices)})"
+        if isinstance(e, E.ThreadIndex):
+            return thread_index(e, self.block_rank)
+        if isinstance(e, E.WarpOp):
+            return self._warp_op(e)
         raise BackendNotImplementedError(f"CUDA codegen: unexpected expression {type(e).__name__}")
+
+    def _warp_op(self, e: E.WarpOp) -> str:
+        if e.op.startswith("warp_reduce_"):
+            extra = self.ctx.data.setdefault("cuda.extra_headers", [])
+            header = warp_header()
+            if header not in extra:
+                extra.append(header)
+        return warp_op(e, [self.expr(a, True) for a in e.args], eval_ctype(e.dtype))
 
     def _binop(self, e: E.BinOp) -> str:
         a, b = self._expr(e.a), self._expr(e.b)

@@ -46,6 +46,7 @@ from tilelang_x.core_ir.stmt import (
     While,
 )
 from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce, TileOp
+from tilelang_x.core_ir.uniformity import Uniformity, written_regions
 from tilelang_x.core_ir.visit import buffers_used, views_of, walk
 
 from . import numerics
@@ -104,6 +105,9 @@ class Compiler(ExprCompiler):
         super().__init__(func)
         self.lower_op = lower_op
         self.views = views_of(func.body)
+        self.uni: Uniformity | None = None  # of a kernel that runs one lane per thread (see ``threads``)
+        self.thread_par: Par | None = None  # the lanes of such a kernel, for its per-thread buffers
+        self.divergence = 0  # divergent ``if`` / loops around the statement being compiled
 
     def written_params(self) -> set[int]:
         """Indices of the buffer parameters the kernel may write (through a view too)."""
@@ -172,7 +176,7 @@ class Compiler(ExprCompiler):
         vt = numerics.storage_dtype(s.var.dtype).type
         fs = None if s.start is None else self.expr(s.start, s.loc)
         fe = self.expr(s.extent, s.loc)
-        body = self.stmt(s.body, par)
+        body = self.nested(s, s.body, par)
         if body is None:
             return None
         step = _iteration(body) if _has_jump(s.body) else body
@@ -237,8 +241,8 @@ class Compiler(ExprCompiler):
 
     def _if(self, s: If, par: Par | None) -> Fn | None:
         fc = self.expr(self.coerce(s.cond, dtypes.bool_), s.loc)
-        then = self.stmt(s.then, par)
-        other = None if s.otherwise is None else self.stmt(s.otherwise, par)
+        then = self.nested(s, s.then, par)
+        other = None if s.otherwise is None else self.nested(s, s.otherwise, par)
         if then is None and other is None:
             return None
 
@@ -269,7 +273,7 @@ class Compiler(ExprCompiler):
 
     def _while(self, s: While, par: Par | None) -> Fn:
         fc = self.expr(self.coerce(s.cond, dtypes.bool_), s.loc)
-        body = self.stmt(s.body, par)
+        body = self.nested(s, s.body, par)
         spin = self._spin_guard(s)
         step = _iteration(body) if body is not None and _has_jump(s.body) else body
 
@@ -295,6 +299,15 @@ class Compiler(ExprCompiler):
                 env[MASK] = old
 
         return loop
+
+    def nested(self, s: Stmt, body: Stmt, par: Par | None) -> Fn | None:
+        """Compile the body of ``s``, counting ``s`` as divergent when its threads may part ways."""
+        div = self.uni is not None and par is None and self.uni.divergent(s)
+        self.divergence += div
+        try:
+            return self.stmt(body, par)
+        finally:
+            self.divergence -= div
 
     def _jump(self, s: Jump) -> Fn:
         signal = _Break if s.kind == "break" else _Continue
@@ -378,6 +391,8 @@ class Compiler(ExprCompiler):
         finit = None if s.init is None else self.expr(self.coerce(s.init, buf.dtype), s.loc)
         if par is not None:
             return self._private_alloc(s, par, bk, fshape, sdt, finit)
+        if self.thread_par is not None and self.uni is not None and self.uni.varying_buffer(buf):
+            return self._private_alloc(s, self.thread_par, bk, fshape, sdt, finit)
         bind_views = view_binder(self, buf, 0)
 
         def alloc(env: list) -> None:
@@ -431,6 +446,8 @@ class Compiler(ExprCompiler):
         fgrid = [self.expr(g, s.loc) for g in s.grid]
         slots = [self.var_slot(v) for v in s.block_vars]
         types = [numerics.storage_dtype(v.dtype).type for v in s.block_vars]
+        uni = Uniformity(s.body)
+        bind_threads = self._threads(s, uni) if uni.simt else None
         body = self.stmt(s.body)
 
         def kernel(env: list) -> None:
@@ -438,6 +455,8 @@ class Compiler(ExprCompiler):
             frame = env[FRAME]
             if body is None:
                 return
+            if bind_threads is not None:
+                bind_threads(env)
             for rev in itertools.product(*[range(n) for n in reversed(dims)]):
                 block = rev[::-1]
                 for k, t, b in zip(slots, types, block):
@@ -448,6 +467,30 @@ class Compiler(ExprCompiler):
             frame.first_block = True
 
         return kernel
+
+    def _threads(self, s: Kernel, uni: Uniformity) -> Fn:
+        """Set up a kernel that uses thread queries or warp operations: its statements run with one
+        lane per thread (the linear thread index), its per-thread buffers hold one copy per lane.
+        Returns the binder of the lanes' thread indices."""
+        self.uni = uni
+        self.nthreads = n = s.num_threads
+        lanes = len(self.objects)
+        self.objects.append(("threads", s))
+        self.thread_par = Par(1, 1, (lanes,))
+        linear = np.arange(n, dtype=np.int32)
+        values = {lanes: linear}
+        stride = 1
+        for d, extent in enumerate(s.threads):
+            self.thread_slots[d] = len(self.objects)
+            self.objects.append(("thread", d))
+            values[self.thread_slots[d]] = (linear // stride % extent).astype(np.int32)
+            stride *= extent
+
+        def bind(env: list) -> None:
+            for slot, v in values.items():
+                env[slot] = v
+
+        return bind
 
     def _print(self, s: Print) -> Fn:
         value = s.value
@@ -506,6 +549,8 @@ class Compiler(ExprCompiler):
                 hint="a plugin that defines this op must answer tlx_lower_op for target 'interp'",
             )
         loc = s.loc
+        if self.uni is not None:
+            executor = self._per_thread(s, executor)
 
         def tileop(env: list) -> None:
             frame = env[FRAME]
@@ -518,6 +563,42 @@ class Compiler(ExprCompiler):
                 frame.loc = None
 
         return tileop
+
+    def _per_thread(self, s: TileOp, executor: Executor) -> Executor:
+        """In a kernel with one lane per thread: an element atomic that differs between threads (or
+        runs under divergent control flow) runs once per active lane, as inside ``T.Parallel``; a
+        tile op writing per-thread buffers runs once per thread, on that thread's copies."""
+        uni = self.uni
+        assert uni is not None
+        if isinstance(s, Atomic) and isinstance(s.value, E.Expr) and all(E.as_int(x) == 1 for x in s.dst.extents):
+            if self.divergence or uni.varying(s.value) or uni.varying_region(s.dst):
+                def lanes(frame: Any) -> None:
+                    frame.parallel_depth += 1
+                    try:
+                        executor(frame)
+                    finally:
+                        frame.parallel_depth -= 1
+
+                return lanes
+            return executor
+        slots = [self.buffer_slot(r.buffer) for r in written_regions(s) if uni.varying_buffer(r.buffer)]
+        if not slots:
+            return executor
+        n = self.nthreads
+
+        def per_thread(frame: Any) -> None:
+            env = frame.env
+            arrays = [env[k] for k in slots]
+            try:
+                for t in range(n):
+                    for k, arr in zip(slots, arrays):
+                        env[k] = arr[t]
+                    executor(frame)
+            finally:
+                for k, arr in zip(slots, arrays):
+                    env[k] = arr
+
+        return per_thread
 
 
 def _parallel_depth(s: Stmt) -> int:

@@ -21,6 +21,7 @@ from . import numerics
 from .ieee import ieee_function
 from .lanes import out_of_bounds, vec_load
 from .runtime import MASK, UNBOUND, is_vec
+from .warp import warp_fn
 
 Fn = Callable[[list], Any]
 
@@ -101,6 +102,8 @@ class ExprCompiler:
         self._expr_cache: dict[int, tuple[Any, Fn]] = {}
         self._region_cache: dict[int, tuple[Region, Fn]] = {}
         self.private: dict[int, int] = {}  # id(buffer) -> env slot of its lane index grids
+        self.thread_slots: dict[int, int] = {}  # thread dimension -> env slot of its per-thread indices
+        self.nthreads = 0  # lanes of a kernel that runs one lane per thread (see ``threads``), else 0
 
     # ---- slots ----------------------------------------------------------------------------------
     @property
@@ -355,6 +358,19 @@ class ExprCompiler:
             return arr[idx]
 
         return load
+
+    def _threadindex(self, e: E.ThreadIndex, loc: SourceLoc | None) -> Fn:
+        slot = self.thread_slots.get(e.dim)
+        if slot is None:
+            raise BackendNotImplementedError("the interpreter evaluates thread indices only in the statements of a "
+                                             "T.Kernel body", loc=loc)
+        return lambda env: env[slot]
+
+    def _warpop(self, e: E.WarpOp, loc: SourceLoc | None) -> Fn:
+        if not self.nthreads:
+            raise BackendNotImplementedError(f"the interpreter evaluates T.{e.op} only in the statements of a "
+                                             "T.Kernel body", loc=loc)
+        return warp_fn(e, [self.expr(a, loc) for a in e.args], self.nthreads, loc)
 
     def _atomicload(self, e: E.AtomicLoad, loc: SourceLoc | None) -> Fn:
         """Blocks run one after another and a block's statements in order, so every load is atomic;

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import attention, control_flow, conv, dequant, elementwise, gemm, reductions, scalar_intrinsics, views
+from . import attention, control_flow, conv, dequant, elementwise, gemm, reductions, scalar_intrinsics, simt, views
 
 
 @dataclass(frozen=True)
@@ -475,6 +475,34 @@ def _ieee_rounding(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return out, ref.to(device)
 
 
+def _gemv(kernel: str, N: int, K: int, **tiles: int) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(K, dtype=torch.float16, device=device, seed=60)
+        b = _randn(N, K, dtype=torch.float16, device=device, seed=61)
+        return getattr(simt, kernel)(N, K, **tiles)(a, b), (b.float() @ a.float()).half()
+
+    return run
+
+
+def _warp_shuffles(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(64, dtype=torch.float32, device=device, seed=62)
+    n = x.numel()
+    t = torch.arange(n, device=device)
+    lane = t % 32
+    first = t - lane  # the warp's lane 0
+    group = lane - lane % 8
+    ref = torch.stack([
+        x.view(-1, 32).sum(1).repeat_interleave(32),
+        torch.where(lane + 1 <= group + 7, x[first + (lane + 1).clamp(max=31)], x),
+        torch.where(lane - 2 >= group, x[first + (lane - 2).clamp(min=0)], x),
+        x[first + 5],
+        x.view(-1, 32).amax(1).repeat_interleave(32),
+        (lane + 100 * (t // 32)).float(),
+        (x.view(-1, 32) > 0).sum(1).repeat_interleave(32).float(),
+    ], dim=1)
+    return simt.warp_shuffles()(x), ref
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -551,4 +579,7 @@ CASES: list[Case] = [
     # CUDA's __expf & co. are within a few ulp here (__sinf / __cosf / __logf: 2^-21.4 absolute)
     Case("fast_math_intrinsics", _fast_math, atol=1e-5, rtol=1e-5),
     Case("ieee_rounding_modes", _ieee_rounding, atol=0, rtol=0),
+    Case("gemv_splitk_warp_reduce", _gemv("splitk_gemv", 200, 1000)),
+    Case("gemv_shared_atomic_add", _gemv("gemv_shared_atomic", 64, 256)),
+    Case("warp_shuffles_votes", _warp_shuffles, atol=1e-5, rtol=1e-5),
 ]

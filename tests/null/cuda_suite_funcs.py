@@ -14,6 +14,7 @@ from tests.kernels import (
     gemm,
     reductions,
     scalar_intrinsics,
+    simt,
     views,
 )
 from tilelang_x.core_ir import dtypes
@@ -88,4 +89,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "bit_counts_limits_nearbyint": lambda: scalar_intrinsics.bit_counts.get_ir(150),
         "fast_math_intrinsics": lambda: scalar_intrinsics.fast_math.get_ir(300),
         "ieee_rounding_modes": lambda: scalar_intrinsics.ieee_rounding.get_ir(256),
+        "gemv_splitk_warp_reduce": lambda: simt.splitk_gemv.get_ir(200, 1000),
+        "gemv_shared_atomic_add": lambda: simt.gemv_shared_atomic.get_ir(64, 256),
+        "warp_shuffles_votes": lambda: simt.warp_shuffles.get_ir(),
     }

@@ -44,6 +44,7 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Store
 from ....core_ir.tileops import Copy, Gemm
+from ....core_ir.uniformity import uses_simt
 from ....core_ir.visit import rewrite, substitute, views_of, walk
 from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
@@ -506,8 +507,9 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
               cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k)
     body = func.body
+    # warp specialization gives the threads new roles: kernels that query threads keep their own
     ws = _ws_candidate(func, kernel, cx, launch_dims(kernel, ctx.target.arch) is not None) \
-        if cfg.warp_specialize else None
+        if cfg.warp_specialize and not uses_simt(kernel.body) else None
     sm80: dict[Buffer, Buffer] = {}
     if ws is not None:
         new_kernel = _ws_kernel(kernel, *ws, cx, ctx)

@@ -10,10 +10,12 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import Alloc, Annotate, Assert, For, If, Kernel, Print, Seq, Stmt, Store, Sync, While
-from ....core_ir.tileops import TileOp
-from ....core_ir.visit import rewrite
+from ....core_ir.tileops import Atomic, TileOp
+from ....core_ir.uniformity import Uniformity, written_regions
+from ....core_ir.visit import rewrite, walk
 from ..analysis import bounds
 from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
+from ..nests import element_atomic
 from .atomic_load import uniform_atomic_loads
 from .parallel import lower_nest
 
@@ -33,6 +35,8 @@ class _Walker:
     def __init__(self, lc: Any, dispatch: Callable[[Stmt], Stmt | None]) -> None:
         self.lc = lc
         self.dispatch = dispatch
+        self.uni: Uniformity | None = None  # of the kernel, when it uses thread queries or warp ops
+        self.div = 0  # divergent `if` / loops around the statement being lowered
 
     def stmt(self, s: Stmt) -> Stmt:
         lc = self.lc
@@ -43,6 +47,8 @@ class _Walker:
             if uniform is not None:
                 return uniform
         if isinstance(s, Kernel):
+            uni = Uniformity(s.body)
+            self.uni = uni if uni.simt else None
             body = self.stmt(s.body)
             allocs = tuple(Alloc(b) for b in lc.workspaces)
             return Kernel(s.grid, s.block_vars, s.threads, Seq(allocs + (body,)), s.annotations, s.loc)
@@ -58,16 +64,14 @@ class _Walker:
             st = E.as_int(s.start) if s.start is not None else 0
             if ext is not None and st is not None:
                 lc.ranges[s.var] = (st, st + max(ext, 1) - 1)
-            return self.loop(s)
+            return self.divergent(s, lambda: self.loop(s))
         if isinstance(s, If):
-            saved = dict(lc.ranges)
-            lc.ranges.update(implied_ranges(s.cond, lc.ranges))  # e.g. a pipeline's `k + 2 < n`
-            then = self.stmt(s.then)
-            lc.ranges.clear()
-            lc.ranges.update(saved)
-            return If(self.fix(s.cond), then, None if s.otherwise is None else self.stmt(s.otherwise), s.loc)
+            return self.divergent(s, lambda: self.branch(s))
         if isinstance(s, While):
-            return While(self.fix(s.cond), self.stmt(s.body), s.loc)
+            return self.divergent(s, lambda: While(self.fix(s.cond), self.stmt(s.body), s.loc))
+        if isinstance(s, Atomic) and isinstance(s.value, E.Expr) and self.per_thread(s):
+            atomic = Block(element_atomic(s, s.dst.starts, self.fix(s.value)), s.name, s.loc)
+            return atomic if self.div else Seq((atomic, Barrier(s.loc)), s.loc)
         if isinstance(s, TileOp):
             out = self.dispatch(s)
             if out is None:
@@ -77,6 +81,10 @@ class _Walker:
             return s if s.kind in ("swizzle", "non_restrict") else Seq(())
         if isinstance(s, Store):
             out = self.fix(s)
+            if s.buffer.scope in ("global", "shared") and self.per_thread(s):
+                # every thread makes its own store; outside divergent code the barrier lets the block see
+                # it (inside, the barrier follows the divergent statement: see `divergent`)
+                return out if self.div else Seq((out, Barrier(s.loc)), s.loc)
             if s.buffer.scope in ("global", "shared"):
                 # a statement of the whole block: one thread stores, and the barrier lets the block
                 # see it (every thread storing would race with a read-modify-write such as
@@ -95,6 +103,43 @@ class _Walker:
                 and s.value.args and isinstance(s.value.args[0], PtrTo):
             return self.fragment_call(s.value.fn, s.value.args[0], s.value.args[1:], s)
         return self.fix(s)
+
+    def branch(self, s: If) -> Stmt:
+        lc = self.lc
+        saved = dict(lc.ranges)
+        lc.ranges.update(implied_ranges(s.cond, lc.ranges))  # e.g. a pipeline's `k + 2 < n`
+        then = self.stmt(s.then)
+        lc.ranges.clear()
+        lc.ranges.update(saved)
+        return If(self.fix(s.cond), then, None if s.otherwise is None else self.stmt(s.otherwise), s.loc)
+
+    def divergent(self, s: Stmt, lower: Callable[[], Stmt]) -> Stmt:
+        """Lower ``s``, counting it as divergent when the threads may take different paths through
+        it. A divergent statement is a ``Block``, which barrier insertion (sync.py) never puts a
+        barrier into (not every thread would reach it); the outermost one that stores to global or
+        shared memory is followed by a barrier of the block."""
+        if self.uni is None or not self.uni.divergent(s):
+            return lower()
+        self.div += 1
+        try:
+            out: Stmt = Block(lower(), "divergent", s.loc)
+        finally:
+            self.div -= 1
+        if self.div or not any(isinstance(n, (Store, TileOp)) and _shared_write(n) for n in walk(s)):
+            return out
+        return Seq((out, Barrier(s.loc)), s.loc)
+
+    def per_thread(self, s: Store | Atomic) -> bool:
+        """Whether every thread makes this store / element atomic itself: its index or value is
+        per-thread, or it runs under divergent control flow."""
+        uni = self.uni
+        if uni is None:
+            return False
+        if self.div:
+            return True
+        if isinstance(s, Store):
+            return uni.varying(s.value) or any(uni.varying(i) for i in s.indices)
+        return uni.varying(s.value) or uni.varying_region(s.dst)
 
     def fragment_call(self, fn: str, ptr: PtrTo, rest: tuple[Any, ...], s: Evaluate) -> Stmt:
         assert ptr.buffer.scope == "fragment", s
@@ -255,3 +300,10 @@ def whole_slot(lc: Any, buf: Any, indices: tuple[E.Expr, ...], loc: Any) -> E.Ex
             term = x % d.extent if d.extent != 1 else E.const(0)
             slot = slot + term * d.stride
     return slot
+
+
+def _shared_write(n: Stmt) -> bool:
+    """Whether ``n`` (a store or tile op) writes global or shared memory."""
+    if isinstance(n, Store):
+        return n.buffer.scope in ("global", "shared")
+    return any(r.buffer.scope in ("global", "shared") for r in written_regions(n))  # type: ignore[arg-type]
