@@ -31,6 +31,7 @@ from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
+from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .surface import (
     FragmentBuffer,
     GemmWarpPolicy,
@@ -188,7 +189,7 @@ __all__ = [
     "prim_func", "macro", "Kernel", "Tensor", "Buffer", "StridedTensor", "SharedBuffer", "FragmentBuffer",
     "LocalBuffer", "const", "dynamic", "symbolic", "empty",
     # allocation
-    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "view", "reshape",
+    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "alloc_reducer", "view", "reshape",
     # loops
     "Parallel", "Pipelined", "Persistent", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     "loop_break",
@@ -196,6 +197,7 @@ __all__ = [
     "copy", "fill", "clear", "gemm", "im2col", "c2d_im2col", "transpose", "dp4a", "GemmWarpPolicy", "reduce",
     "reduce_sum", "reduce_max", "reduce_min",
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
+    "reducer_init", "reducer_update", "finalize_reducer",
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min", "atomic_or", "atomic_and",
     "atomic_xor", "atomic_load", "atomic_store",
     # annotations, debugging

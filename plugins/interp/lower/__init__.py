@@ -72,7 +72,7 @@ def default_executor(op: Stmt, ctx: LowerContext) -> Executor | None:
     """The built-in executor for ``op`` (``None`` for an op this package does not know)."""
     from tilelang_x.core_ir import tileops
 
-    from . import atomic, copy, cumsum, fill, gemm, reduce
+    from . import atomic, copy, cumsum, fill, gemm, reduce, reducer
 
     factories: dict[type, Callable[[Any, LowerContext], Executor]] = {
         tileops.Copy: copy.lower,
@@ -81,6 +81,9 @@ def default_executor(op: Stmt, ctx: LowerContext) -> Executor | None:
         tileops.Reduce: reduce.lower,
         tileops.CumSum: cumsum.lower,
         tileops.Atomic: atomic.lower,
+        tileops.ReducerInit: reducer.lower_init,
+        tileops.ReducerUpdate: reducer.lower_update,
+        tileops.FinalizeReducer: reducer.lower_finalize,
     }
     factory = factories.get(type(op))
     return None if factory is None else factory(op, ctx)
