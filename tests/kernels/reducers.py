@@ -65,7 +65,7 @@ def histogram_bits(M, bins, threads=128):
             ors = T.alloc_reducer((bins,), T.int32, op="bitor")
             ands = T.alloc_reducer((bins,), T.int32, op="bitand")
             xors = T.alloc_reducer((bins,), T.int32, op="bitxor")
-            out = T.alloc_fragment((5, bins), T.int32)
+            outs = [T.alloc_fragment((bins,), T.int32) for _ in range(5)]
             T.reducer_init(count)
             T.reducer_init(low, T.max_value(T.int32))
             T.reducer_init(ors)
@@ -78,11 +78,29 @@ def histogram_bits(M, bins, threads=128):
                     T.reducer_update(ors[X[i] % bins], X[i])
                     T.reducer_update(ands[X[i] % bins], X[i])
                     T.reducer_update(xors[X[i] % bins], X[i])
-            T.finalize_reducer(count, out[0, :])
-            T.finalize_reducer(low, out[1, :])
-            T.finalize_reducer(ors, out[2, :])
-            T.finalize_reducer(ands, out[3, :])
-            T.finalize_reducer(xors, out[4, :])
-            T.copy(out, H)
+            for k, r in enumerate((count, low, ors, ands, xors)):
+                T.finalize_reducer(r, outs[k])
+                T.copy(outs[k], H[k, :])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def column_sums_pipelined(M, N, block_M=32, block_N=32, num_stages=2, threads=128):
+    """The sum of each column of X: each block walks all rows of its ``block_N`` columns in a
+    pipelined loop, every iteration adding its tile into the same reducer."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), T.float16), S: T.Tensor((N,), T.float32)):
+        with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
+            tile = T.alloc_shared((block_M, block_N), T.float16)
+            sums = T.alloc_reducer((block_N,), T.float32)
+            T.fill(sums, 0)
+            for k in T.Pipelined(T.ceildiv(M, block_M), num_stages=num_stages):
+                T.copy(X[k * block_M, bx * block_N], tile)
+                for i, j in T.Parallel(block_M, block_N):
+                    sums[j] += tile[i, j]
+            T.finalize_reducer(sums)
+            T.copy(sums, S[bx * block_N])
 
     return main

@@ -43,7 +43,7 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Store
-from ....core_ir.tileops import Copy, Gemm
+from ....core_ir.tileops import Copy, Gemm, ReducerInit
 from ....core_ir.visit import rewrite, substitute, views_of, walk
 from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
@@ -230,6 +230,10 @@ def _owns_sm(kernel: Kernel, loop: For) -> bool:
 
 def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx) -> tuple[list[Stmt], int, list[TmaCopy]] | None:
     if len(kernel.threads) != 1 or kernel.num_threads % 128:
+        return None
+    if any(isinstance(n, ReducerInit) for n in walk(kernel.body)):
+        log.debug("the kernel at line %s uses T.alloc_reducer: plain TMA pipeline (the reducer's copies are combined "
+                  "over every thread of the block)", getattr(kernel.loc, "line", "?"))
         return None
     top = _flatten(kernel.body)
     loops = [i for i, s in enumerate(top) if isinstance(s, For) and s.kind == "pipelined"]
