@@ -50,6 +50,7 @@ from .surface import (
     alloc_var,
     annotate_l2_hit_ratio,
     annotate_layout,
+    annotate_min_blocks_per_sm,
     annotate_restrict_buffers,
     annotate_safe_value,
     any_of,
@@ -201,7 +202,8 @@ __all__ = [
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min", "atomic_or", "atomic_and",
     "atomic_xor", "atomic_load", "atomic_store",
     # annotations, debugging
-    "annotate_layout", "annotate_restrict_buffers", "annotate_l2_hit_ratio", "annotate_safe_value", "use_swizzle",
+    "annotate_layout", "annotate_restrict_buffers", "annotate_l2_hit_ratio", "annotate_safe_value",
+    "annotate_min_blocks_per_sm", "use_swizzle",
     "print", "device_assert", "assume", "sync_threads", "sync_warp",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",

@@ -843,6 +843,19 @@ def annotate_restrict_buffers(*buffers: Any) -> None:
     b.emit(Annotate("non_restrict", tuple(_tensor_params(buffers, "T.annotate_restrict_buffers", loc)), loc=loc))
 
 
+def annotate_min_blocks_per_sm(min_blocks: int) -> None:
+    """``T.annotate_min_blocks_per_sm(n)``: the backend compiles the kernel so that ``n`` of its
+    blocks fit on one SM at once (CUDA: ``__launch_bounds__(threads, n)``, which caps the registers
+    per thread)."""
+    b = bld.require_kernel("T.annotate_min_blocks_per_sm")
+    loc = caller_loc()
+    if not isinstance(min_blocks, int) or isinstance(min_blocks, builtins.bool) or min_blocks < 1:
+        raise TileLangSyntaxError(f"T.annotate_min_blocks_per_sm({min_blocks!r}): expected a positive Python int",
+                                  loc=loc, hint="give the number of blocks per SM as a constant, e.g. "
+                                  "T.annotate_min_blocks_per_sm(2)")
+    b.emit(Annotate("min_blocks_per_sm", (min_blocks,), loc=loc))
+
+
 def annotate_l2_hit_ratio(l2_hit_ratio_map: dict[Any, Any]) -> None:
     """``T.annotate_l2_hit_ratio({A: 0.5})``: TileLang's L2 persistence hint. Checked, and ignored:
     no persisting-access window is set."""

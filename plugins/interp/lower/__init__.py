@@ -32,9 +32,10 @@ writes buffers through ``rt`` (``tilelang_x.plugins.interp.runtime.Frame``):
     missing) and stores them; parts of a ``global`` region outside the buffer are skipped.
 ``rt.array(buffer)``
     The numpy array holding a buffer (for executors that need direct access).
-``rt.mask`` / ``rt.in_parallel``
-    The active-lane mask (``None``: all lanes) and whether the op runs inside a ``T.Parallel``
-    body, where ``rt.eval`` may return arrays.
+``rt.mask`` / ``rt.in_parallel`` / ``rt.lane_shape``
+    The active-lane mask (``None``: all lanes), whether the op runs inside a ``T.Parallel``
+    body, where ``rt.eval`` may return arrays, and the shape of the nest's lanes (an array
+    ``rt.eval`` returns broadcasts to it; a value the same in every lane may be a scalar).
 ``rt.block``
     The block index ``(bx, by, bz)`` being run.
 

@@ -78,7 +78,8 @@ def combine_lanes(rt: Frame, dst: Region, value: E.Expr, combine: Any, what: str
     idx = [rt.eval(s) for s in dst.starts]
     v = numerics.convert(rt.eval(value), buf.dtype, value.dtype)
     mask = rt.mask
-    shapes = [np.shape(i) for i in idx] + [np.shape(v)] + ([mask.shape] if mask is not None else [])
+    # the nest's lane shape too: lanes whose index and value are the same all count
+    shapes = [rt.lane_shape] + [np.shape(i) for i in idx] + [np.shape(v)] + ([mask.shape] if mask is not None else [])
     shape = np.broadcast_shapes(*shapes)
     keep = np.ones(shape, dtype=bool) if mask is None else np.broadcast_to(mask, shape).copy()
     full = [np.broadcast_to(np.asarray(i, dtype=np.int64), shape) for i in idx]
