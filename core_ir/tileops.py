@@ -12,6 +12,7 @@ from typing import Any
 
 from . import expr as E
 from .buffer import Region
+from .dtypes import DType
 from .errors import ShapeMismatchError
 from .source import SourceLoc
 from .stmt import Stmt
@@ -42,6 +43,18 @@ def same_extent(a: E.Expr, b: E.Expr) -> bool:
 
 def _fmt(extents: tuple[E.Expr, ...]) -> str:
     return "[" + ", ".join(str(e) for e in extents) + "]"
+
+
+def identity(kind: str, dt: DType) -> E.Expr:
+    """The value that ``kind`` (``REDUCE_KINDS``) combines with any ``x`` to ``x``, in ``dt``."""
+    if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):
+        return E.cast(E.const(0), dt)
+    if kind == "bitand":  # every bit set
+        return E.const(-1 if dt.kind == "int" else 2 ** dt.bits - 1, dt)
+    big = float("inf") if dt.is_float else (2 ** (dt.bits - 1) - 1 if dt.kind == "int" else 2 ** dt.bits - 1)
+    if kind == "max":
+        return E.const(-big if dt.is_float else (-(2 ** (dt.bits - 1)) if dt.kind == "int" else 0), dt)
+    return E.const(big, dt)
 
 
 class TileOp(Stmt):
@@ -205,3 +218,45 @@ class Atomic(TileOp):
                     f"destination `{self.dst.buffer.name}` region {_fmt(self.dst.extents)}",
                     loc=self.loc,
                 )
+
+
+#: the combine operations of ``T.alloc_reducer``; the bitwise ones take integer reducers only
+REDUCER_KINDS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
+
+
+@dataclass(**_NODE)
+class ReducerInit(TileOp):
+    """Opens an epoch of the reducer ``dst`` (``T.alloc_reducer``; a whole buffer): the result of
+    the epoch is ``value`` combined exactly once with every contribution ``ReducerUpdate`` makes
+    until ``FinalizeReducer``."""
+
+    kind: str
+    dst: Region
+    value: E.Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "reducer_init"
+
+
+@dataclass(**_NODE)
+class ReducerUpdate(TileOp):
+    """Combines ``value`` into the element ``dst`` (a one-element region) of an open reducer. Unlike
+    a store, any number of ``T.Parallel`` iterations may update the same element; every
+    contribution counts once, in no particular order."""
+
+    kind: str
+    dst: Region
+    value: E.Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "reducer_update"
+
+
+@dataclass(**_NODE)
+class FinalizeReducer(TileOp):
+    """Closes the epoch of the reducer ``src``: from here on it holds the combined result, which is
+    also copied to ``dst`` when given (``T.finalize_reducer(acc, dst)``)."""
+
+    kind: str
+    src: Region
+    dst: Region | None = None
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "finalize_reducer"

@@ -24,6 +24,7 @@ from ..core_ir.errors import TileLangError, TileLangSyntaxError
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Jump, Seq, Stmt, Store
 from ..core_ir.verify import NO_JUMP_LOOPS
+from .reducer_epochs import Epochs
 
 #: Frame kinds. ``if``/``loop``/``while`` frames hold code that runs conditionally or
 #: repeatedly at kernel run time, so a Python ``return``/``break`` cannot cross them.
@@ -107,9 +108,12 @@ class Builder:
         self.const_values = dict(const_values or {})
         # A probe trace stops as soon as every slot is annotated.
         self.stop_when_bound = False
+        # T.alloc_reducer buffers and the state of their reductions
+        self.reducers = Epochs()
 
     # ---- frames -----------------------------------------------------------------------------
     def emit(self, stmt: Stmt) -> None:
+        self.reducers.check(stmt)
         self.frames[-1].stmts.append(stmt)
 
     def push(self, kind: str, loc: SourceLoc | None = None, loop_kind: str | None = None) -> Frame:
@@ -160,6 +164,12 @@ class Builder:
                 loc=loc,
                 hint="element assignments belong inside the kernel body",
             )
+        reducer = self.reducers.get(buffer)
+        if reducer is not None:
+            from .reducer import store_reducer
+
+            store_reducer(reducer, indices, value, loc)
+            return
         self.emit(Store(buffer, indices, value, loc=loc))
 
     # ---- naming -----------------------------------------------------------------------------

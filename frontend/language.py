@@ -31,6 +31,7 @@ from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
+from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .simt import (
     activemask,
     all_sync,
@@ -77,6 +78,7 @@ from .surface import (
     alloc_var,
     annotate_l2_hit_ratio,
     annotate_layout,
+    annotate_min_blocks_per_sm,
     annotate_restrict_buffers,
     annotate_safe_value,
     any_of,
@@ -216,7 +218,7 @@ __all__ = [
     "prim_func", "macro", "Kernel", "Tensor", "Buffer", "StridedTensor", "SharedBuffer", "FragmentBuffer",
     "LocalBuffer", "const", "dynamic", "symbolic", "empty",
     # allocation
-    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "view", "reshape",
+    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "alloc_reducer", "view", "reshape",
     # loops
     "Parallel", "Pipelined", "Persistent", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     "loop_break",
@@ -224,10 +226,12 @@ __all__ = [
     "copy", "fill", "clear", "gemm", "im2col", "c2d_im2col", "transpose", "dp4a", "GemmWarpPolicy", "reduce",
     "reduce_sum", "reduce_max", "reduce_min",
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
+    "reducer_init", "reducer_update", "finalize_reducer",
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min", "atomic_or", "atomic_and",
     "atomic_xor", "atomic_load", "atomic_store",
     # annotations, debugging
-    "annotate_layout", "annotate_restrict_buffers", "annotate_l2_hit_ratio", "annotate_safe_value", "use_swizzle",
+    "annotate_layout", "annotate_restrict_buffers", "annotate_l2_hit_ratio", "annotate_safe_value",
+    "annotate_min_blocks_per_sm", "use_swizzle",
     "print", "device_assert", "assume", "sync_threads", "sync_warp",
     # threads and warps
     "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",

@@ -30,6 +30,7 @@ from ..core_ir.tileops import BIT_ATOMIC_KINDS, BIT_REDUCE_KINDS, REDUCE_KINDS, 
 from . import builder as bld
 from .fold import fold_extent
 from .frames import IRLoop, KernelFrame, _range_dims, nest, persistent_loop, serial_loop
+from .reducer import fill_reducer
 from .spec import StridedTensorProxy, TensorProxy, dtype_of, shape_of
 
 # ---- kernel and loops --------------------------------------------------------------------------
@@ -480,6 +481,8 @@ def dp4a(A: Any, B: Any, C: Any) -> None:
 def fill(buffer: Any, value: Any) -> None:
     """``T.fill(buf, v)``: set every element of a tile (or a region of one) to ``v``."""
     b = bld.require_kernel("T.fill")
+    if fill_reducer(buffer, value, "T.fill"):
+        return
     loc = caller_loc()
     r = _region(buffer, "T.fill destination")
     op = Fill(r, E.cast(value, r.buffer.dtype), loc=loc)
@@ -490,6 +493,8 @@ def fill(buffer: Any, value: Any) -> None:
 def clear(buffer: Any) -> None:
     """``T.clear(buf)``: fill with zeros."""
     b = bld.require_kernel("T.clear")
+    if fill_reducer(buffer, 0, "T.clear"):
+        return
     loc = caller_loc()
     r = _region(buffer, "T.clear destination")
     op = Fill(r, E.cast(0, r.buffer.dtype), loc=loc)
@@ -836,6 +841,19 @@ def annotate_restrict_buffers(*buffers: Any) -> None:
     b = bld.require_kernel("T.annotate_restrict_buffers")
     loc = caller_loc()
     b.emit(Annotate("non_restrict", tuple(_tensor_params(buffers, "T.annotate_restrict_buffers", loc)), loc=loc))
+
+
+def annotate_min_blocks_per_sm(min_blocks: int) -> None:
+    """``T.annotate_min_blocks_per_sm(n)``: the backend compiles the kernel so that ``n`` of its
+    blocks fit on one SM at once (CUDA: ``__launch_bounds__(threads, n)``, which caps the registers
+    per thread)."""
+    b = bld.require_kernel("T.annotate_min_blocks_per_sm")
+    loc = caller_loc()
+    if not isinstance(min_blocks, int) or isinstance(min_blocks, builtins.bool) or min_blocks < 1:
+        raise TileLangSyntaxError(f"T.annotate_min_blocks_per_sm({min_blocks!r}): expected a positive Python int",
+                                  loc=loc, hint="give the number of blocks per SM as a constant, e.g. "
+                                  "T.annotate_min_blocks_per_sm(2)")
+    b.emit(Annotate("min_blocks_per_sm", (min_blocks,), loc=loc))
 
 
 def annotate_l2_hit_ratio(l2_hit_ratio_map: dict[Any, Any]) -> None:

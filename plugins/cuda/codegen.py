@@ -24,6 +24,7 @@ from ...core_ir.visit import views_of, walk
 from .analysis import block_ranges, bounds, nonneg
 from .cluster import launch_dims
 from .hopper.stream_k import uses_workspace
+from .launch_bounds import launch_bounds
 from .layout import SharedLayout
 from .layout_inference import find_kernel
 from .lir import (
@@ -174,9 +175,7 @@ class _Gen:
         self.ranges.update(block_ranges(kernel))
         kname = self.name(object(), f"{func.name}_kernel")
         block = tuple(list(kernel.threads) + [1] * (3 - len(kernel.threads)))[:3]
-        nthreads = kernel.num_threads
-        bounds = f"{nthreads}, {self.ctx.data['cuda.min_blocks']}" if self.ctx.data.get("cuda.min_blocks") \
-            else f"{nthreads}"  # a min-blocks cap lets setmaxnreg work (Hopper warp specialization)
+        bounds = launch_bounds(kernel, self.ctx)
         arch = getattr(self.ctx.target, "arch", None)
         cluster = launch_dims(kernel, arch)  # sm_90a: a plain launch runs the grid in clusters
         attrs = f"__launch_bounds__({bounds})"

@@ -22,7 +22,7 @@ from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer
 from ...core_ir.errors import BackendNotImplementedError, LayoutError
 from ...core_ir.stmt import Annotate, For, Kernel, PrimFunc, Stmt
-from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce
+from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, Reduce
 from ...core_ir.visit import views_of, walk
 from .layout import (
     Fragment,
@@ -322,6 +322,8 @@ def element_nest(op: Stmt) -> For | None:
         return fill_nest(op)
     if isinstance(op, Atomic):
         return atomic_nest(op)
+    if isinstance(op, FinalizeReducer) and op.dst is not None:  # the result copied to its destination
+        return copy_nest(Copy(op.src, op.dst, loc=op.loc))
     return None
 
 
@@ -360,7 +362,7 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
                     s = s.stmts[0]
                 else:
                     break
-        elif isinstance(n, (Copy, Fill, Atomic)):
+        elif isinstance(n, (Copy, Fill, Atomic, FinalizeReducer)):
             nest = element_nest(n)
             if nest is not None:
                 nests.append((id(n), nest))

@@ -231,10 +231,12 @@ class Compiler(ExprCompiler):
                 grid = np.arange(lo, lo + n, dtype=vdt).reshape(shape)
             env[slot] = grid
             frame.parallel_depth += 1
+            frame.grids.append(grid)
             try:
                 body(env)
             finally:
                 frame.parallel_depth -= 1
+                frame.grids.pop()
                 env[MASK] = old
 
         return parallel

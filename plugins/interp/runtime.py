@@ -52,7 +52,7 @@ def fmt_region(name: str, starts: Sequence[int], extents: Sequence[int]) -> str:
 class Frame:
     """The state of one kernel launch; tile-op executors receive it (see ``lower/__init__``)."""
 
-    __slots__ = ("program", "env", "block", "first_block", "parallel_depth", "loc")
+    __slots__ = ("program", "env", "block", "first_block", "parallel_depth", "grids", "loc")
 
     def __init__(self, program: Program, nslots: int) -> None:
         self.program = program
@@ -62,6 +62,7 @@ class Frame:
         self.block: tuple[int, ...] = ()
         self.first_block = True
         self.parallel_depth = 0
+        self.grids: list[np.ndarray] = []  # the index grids of the T.Parallel loops around this point
         self.loc: SourceLoc | None = None  # of the tile op running now
 
     # ---- what executors use --------------------------------------------------------------------
@@ -73,6 +74,11 @@ class Frame:
     @property
     def in_parallel(self) -> bool:
         return self.parallel_depth > 0
+
+    @property
+    def lane_shape(self) -> tuple[int, ...]:
+        """The shape of the lanes of the ``T.Parallel`` nest running now (``()`` outside one)."""
+        return np.broadcast_shapes(*(g.shape for g in self.grids))
 
     def eval(self, expr: Any) -> Any:
         """The value of ``expr`` (an ``Expr`` or a Python number) at this point of execution."""

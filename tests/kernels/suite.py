@@ -8,7 +8,19 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import attention, control_flow, conv, dequant, elementwise, gemm, reductions, scalar_intrinsics, simt, views
+from . import (
+    attention,
+    control_flow,
+    conv,
+    dequant,
+    elementwise,
+    gemm,
+    reducers,
+    reductions,
+    scalar_intrinsics,
+    simt,
+    views,
+)
 
 
 @dataclass(frozen=True)
@@ -484,6 +496,15 @@ def _gemv(kernel: str, N: int, K: int, **tiles: int) -> Callable:
     return run
 
 
+def _column_sums_reducer(threads: int) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        x = _randn(100, 48, dtype=torch.float32, device=device, seed=31)
+        ref = torch.stack([x[k * 32:(k + 1) * 32].sum(0) for k in range(4)])
+        return reducers.column_sums(100, 48, threads=threads)(x), ref
+
+    return run
+
+
 def _warp_shuffles(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(64, dtype=torch.float32, device=device, seed=62)
     n = x.numel()
@@ -501,6 +522,35 @@ def _warp_shuffles(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         (x.view(-1, 32) > 0).sum(1).repeat_interleave(32).float(),
     ], dim=1)
     return simt.warp_shuffles()(x), ref
+
+
+def _column_sums_pipelined(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(200, 96, dtype=torch.float16, device=device, seed=32)
+    return reducers.column_sums_pipelined(200, 96)(x), x.float().sum(0)
+
+
+def _row_col_max(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(16, 24, dtype=torch.float32, device=device, seed=33)
+    x[:, 5] = -3.0  # a column below the seed -1 reads -1
+    rows, cols = reducers.row_col_max(16, 24)(x)
+    return torch.cat([rows, cols]), torch.cat([x.max(1).values, x.max(0).values.clamp(min=-1)])
+
+
+def _histogram_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(34)
+    x = torch.randint(0, 1000, (300,), generator=g, dtype=torch.int32) | 0x300  # bits every value has
+    x[::17] = -1  # skipped
+    bins = 7
+    ref = torch.zeros(5, bins, dtype=torch.int32)
+    for b in range(bins):
+        v = x[(x >= 0) & (x % bins == b)]
+        ref[0, b], ref[1, b] = len(v), v.min()
+        ref[2, b], ref[3, b], ref[4, b] = 0, -1, 0
+        for t in v:
+            ref[2, b] |= t
+            ref[3, b] &= t
+            ref[4, b] ^= t
+    return reducers.histogram_bits(300, bins)(x.to(device)), ref.to(device)
 
 
 CASES: list[Case] = [
@@ -582,4 +632,9 @@ CASES: list[Case] = [
     Case("gemv_splitk_warp_reduce", _gemv("splitk_gemv", 200, 1000)),
     Case("gemv_shared_atomic_add", _gemv("gemv_shared_atomic", 64, 256)),
     Case("warp_shuffles_votes", _warp_shuffles, atol=1e-5, rtol=1e-5),
+    Case("reducer_column_sums", _column_sums_reducer(128), atol=1e-4, rtol=1e-4),
+    Case("reducer_column_sums_64_threads", _column_sums_reducer(64), atol=1e-4, rtol=1e-4),
+    Case("reducer_column_sums_pipelined", _column_sums_pipelined, atol=1e-2, rtol=1e-3),
+    Case("reducer_row_col_max", _row_col_max, atol=0, rtol=0),
+    Case("reducer_histogram_sum_min_bits", _histogram_bits, atol=0, rtol=0),
 ]

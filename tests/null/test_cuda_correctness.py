@@ -359,3 +359,20 @@ def test_restrict_is_dropped_for_buffers_that_may_alias(arch: str) -> None:
     assert "main_kernel(const float* X, float* Y)" in src  # annotated: no __restrict__
     plain = cuda_source(elementwise.vector_add.get_ir(), arch)[0]
     assert "__restrict__" in plain
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_min_blocks_per_sm_goes_to_launch_bounds(arch: str) -> None:
+    def kernel(blocks: int | None) -> object:
+        @T.prim_func
+        def main(A: T.Tensor((256,), T.float32), B: T.Tensor((256,), T.float32)):
+            with T.Kernel(2, threads=128) as bx:
+                if blocks is not None:
+                    T.annotate_min_blocks_per_sm(blocks)
+                for i in T.Parallel(128):
+                    B[bx * 128 + i] = A[bx * 128 + i] * 2.0
+
+        return main
+
+    assert "__launch_bounds__(128, 3) main_kernel(" in cuda_source(kernel(3), arch)[0]
+    assert "__launch_bounds__(128) main_kernel(" in cuda_source(kernel(None), arch)[0]

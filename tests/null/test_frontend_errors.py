@@ -528,7 +528,21 @@ def test_tilelang_hints_check_their_arguments():
             with T.Kernel(1) as bx:
                 T.annotate_l2_hit_ratio({A: 2.0})  # E:l2
 
+    def bad_min_blocks():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1) as bx:
+                T.annotate_min_blocks_per_sm(0)  # E:min-blocks
+
+    def symbolic_min_blocks():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(2) as bx:
+                T.annotate_min_blocks_per_sm(bx + 1)  # E:min-blocks-symbolic
+
     raises(NotSupportedError, "safe-value", nonzero_safe_value, "out-of-range loads of `A` read 0, not -1.0")
+    raises(TileLangSyntaxError, "min-blocks", bad_min_blocks, "T.annotate_min_blocks_per_sm(0): expected a positive")
+    raises(TileLangSyntaxError, "min-blocks-symbolic", symbolic_min_blocks, "expected a positive Python int")
     raises(TileLangTypeError, "restrict", shared_restrict, "T.annotate_restrict_buffers takes tensor parameters")
     raises(TileLangSyntaxError, "l2", bad_ratio, "hit ratio 2.0 is not a number in [0, 1]")
 

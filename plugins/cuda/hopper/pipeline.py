@@ -43,11 +43,12 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Store
-from ....core_ir.tileops import Copy, Gemm
+from ....core_ir.tileops import Copy, Gemm, ReducerInit
 from ....core_ir.uniformity import uses_simt
 from ....core_ir.visit import rewrite, substitute, views_of, walk
 from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
+from ..launch_bounds import annotated_min_blocks
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr, by_thread_0
 from ..pipelining import _pipeline, after_previous_run, is_producer, num_stages, pipeline_stage, rerun_pipelines, staged
@@ -233,6 +234,14 @@ def _owns_sm(kernel: Kernel, loop: For) -> bool:
 def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx, clustered: bool
                   ) -> tuple[list[Stmt], int, list[TmaCopy], Guard | None] | None:
     if len(kernel.threads) != 1 or kernel.num_threads % 128:
+        return None
+    if any(isinstance(n, ReducerInit) for n in walk(kernel.body)):
+        log.debug("the kernel at line %s uses T.alloc_reducer: plain TMA pipeline (the reducer's copies are combined "
+                  "over every thread of the block)", getattr(kernel.loc, "line", "?"))
+        return None
+    if annotated_min_blocks(kernel.body) not in (None, 1):
+        log.debug("the kernel at line %s asks for more than one block per SM: plain TMA pipeline (setmaxnreg plans "
+                  "the registers of one)", getattr(kernel.loc, "line", "?"))
         return None
     top = _flatten(kernel.body)
     loops = [i for i, s in enumerate(top) if isinstance(s, For) and s.kind == "pipelined"]

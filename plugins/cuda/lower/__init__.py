@@ -17,7 +17,7 @@ from .context import LowerCtx
 
 def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
     """The lowered form of one tile op (``ctx`` is the StageContext of the compilation)."""
-    from ....core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce
+    from ....core_ir.tileops import Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, Reduce, ReducerInit
 
     lc: LowerCtx = ctx.data["cuda.lower"]
     if isinstance(op, Copy):
@@ -48,6 +48,14 @@ def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
         from .atomic import lower_atomic
 
         return lower_atomic(op, lc)
+    if isinstance(op, ReducerInit):
+        from .reducer import lower_reducer_init
+
+        return lower_reducer_init(op, lc)
+    if isinstance(op, FinalizeReducer):
+        from .reducer import lower_finalize
+
+        return lower_finalize(op, lc)
     return None
 
 

@@ -14,6 +14,7 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Region
 from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import For, If, Seq, Stmt, Store
+from ....core_ir.tileops import ReducerUpdate
 from ....core_ir.visit import rewrite, substitute
 from ..analysis import prove_lt
 from ..layout import Fragment, local_map, slot_expr
@@ -45,6 +46,7 @@ def drop_proven(node: Any, ranges: dict[E.Var, tuple[int, int]]) -> Any:
 def lower_nest(nest: For, lay: Fragment | None, lc: Any) -> Stmt:
     from .private import check_private_writes
     from .reciprocal import reciprocal_division
+    from .reducer import update_stores
 
     check_private_writes(nest)
     vars_, exts, body = nest_info(nest)
@@ -59,7 +61,7 @@ def lower_nest(nest: For, lay: Fragment | None, lc: Any) -> Stmt:
     if lc.reciprocal_division:
         body = reciprocal_division(body, vars_, exts)
     if lay is None:
-        return Block(_strided(vars_, exts, starts, body, lc), "parallel", nest.loc)
+        return Block(_strided(vars_, exts, starts, update_stores(body), lc), "parallel", nest.loc)
     v = E.Var(lc.fresh("v"))
     body = rewrite_fragments(body, vars_, lay, v, lc, nest.loc)
     coords = lay.coords(THREAD, v)
@@ -70,6 +72,7 @@ def lower_nest(nest: For, lay: Fragment | None, lc: Any) -> Stmt:
     guard = lay.replica_guard(THREAD)
     if guard is not None:
         body = guard_effects(body, guard)
+    body = update_stores(body)
     if lay.num_local == 1:
         body = substitute(body, {v: E.const(0)})
         return Block(body, "parallel", nest.loc)
@@ -79,13 +82,13 @@ def lower_nest(nest: For, lay: Fragment | None, lc: Any) -> Stmt:
 def lower_inner(body: Stmt, lc: Any) -> Stmt:
     """Nested serial loops inside a parallel body: record their ranges; scalar atomics become
     ``AtomicStore``s."""
-    from ....core_ir.tileops import Atomic, TileOp
+    from ....core_ir.tileops import Atomic, ReducerUpdate, TileOp
     from ....core_ir.visit import walk
 
     def atom(n: Any) -> Any:
         if isinstance(n, Atomic) and not isinstance(n.value, Region):
             return element_atomic(n, n.dst.starts, n.value)
-        if isinstance(n, TileOp):
+        if isinstance(n, TileOp) and not isinstance(n, ReducerUpdate):  # updates: after the replica guard
             raise LayoutError(f"T.{n.name} inside a T.Parallel loop is not supported on CUDA", loc=n.loc)
         return None
 
@@ -138,7 +141,7 @@ def guard_effects(body: Stmt, guard: E.Expr) -> Stmt:
     def fn(n: Any) -> Any:
         if isinstance(n, Store) and n.buffer.scope in ("global", "shared"):
             return If(guard, n, None, n.loc)
-        if isinstance(n, (AtomicStore, DevicePrint)):  # a replicated iteration prints once
+        if isinstance(n, (AtomicStore, DevicePrint, ReducerUpdate)):  # a replicated iteration prints, counts once
             return If(guard, n, None, n.loc)
         return None
 

@@ -12,22 +12,11 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
 from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import Alloc, For, Seq, Stmt, Store
-from ....core_ir.tileops import Reduce
+from ....core_ir.tileops import Reduce, identity
 from ..layout import local_map, slot_expr
 from ..lir import THREAD, Barrier, Intrin
 
 _BIT_OPS = {"bitand": "&", "bitor": "|", "bitxor": "^"}
-
-
-def identity(kind: str, dt: dtypes.DType) -> E.Expr:
-    if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):
-        return E.cast(E.const(0), dt)
-    if kind == "bitand":  # every bit set
-        return E.const(-1 if dt.kind == "int" else 2 ** dt.bits - 1, dt)
-    big = float("inf") if dt.is_float else (2 ** (dt.bits - 1) - 1 if dt.kind == "int" else 2 ** dt.bits - 1)
-    if kind == "max":
-        return E.const(-big if dt.is_float else (-(2 ** (dt.bits - 1)) if dt.kind == "int" else 0), dt)
-    return E.const(big, dt)
 
 
 def combine(kind: str, a: E.Expr, b: E.Expr) -> E.Expr:

@@ -14,6 +14,7 @@ from ....core_ir.tileops import Atomic, TileOp
 from ....core_ir.uniformity import Uniformity, written_regions
 from ....core_ir.visit import rewrite, walk
 from ..analysis import bounds
+from ..launch_bounds import MIN_BLOCKS
 from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
 from ..nests import element_atomic
 from .atomic_load import uniform_atomic_loads
@@ -78,7 +79,7 @@ class _Walker:
                 raise LayoutError(f"the CUDA backend cannot lower T.{s.name} here", loc=s.loc)
             return out if isinstance(out, Block) else Block(out, s.name, s.loc)
         if isinstance(s, Annotate):
-            return s if s.kind in ("swizzle", "non_restrict") else Seq(())
+            return s if s.kind in ("swizzle", "non_restrict", MIN_BLOCKS) else Seq(())
         if isinstance(s, Store):
             out = self.fix(s)
             if s.buffer.scope in ("global", "shared") and self.per_thread(s):

@@ -32,9 +32,10 @@ writes buffers through ``rt`` (``tilelang_x.plugins.interp.runtime.Frame``):
     missing) and stores them; parts of a ``global`` region outside the buffer are skipped.
 ``rt.array(buffer)``
     The numpy array holding a buffer (for executors that need direct access).
-``rt.mask`` / ``rt.in_parallel``
-    The active-lane mask (``None``: all lanes) and whether the op runs inside a ``T.Parallel``
-    body, where ``rt.eval`` may return arrays.
+``rt.mask`` / ``rt.in_parallel`` / ``rt.lane_shape``
+    The active-lane mask (``None``: all lanes), whether the op runs inside a ``T.Parallel``
+    body, where ``rt.eval`` may return arrays, and the shape of the nest's lanes (an array
+    ``rt.eval`` returns broadcasts to it; a value the same in every lane may be a scalar).
 ``rt.block``
     The block index ``(bx, by, bz)`` being run.
 
@@ -72,7 +73,7 @@ def default_executor(op: Stmt, ctx: LowerContext) -> Executor | None:
     """The built-in executor for ``op`` (``None`` for an op this package does not know)."""
     from tilelang_x.core_ir import tileops
 
-    from . import atomic, copy, cumsum, fill, gemm, reduce
+    from . import atomic, copy, cumsum, fill, gemm, reduce, reducer
 
     factories: dict[type, Callable[[Any, LowerContext], Executor]] = {
         tileops.Copy: copy.lower,
@@ -81,6 +82,9 @@ def default_executor(op: Stmt, ctx: LowerContext) -> Executor | None:
         tileops.Reduce: reduce.lower,
         tileops.CumSum: cumsum.lower,
         tileops.Atomic: atomic.lower,
+        tileops.ReducerInit: reducer.lower_init,
+        tileops.ReducerUpdate: reducer.lower_update,
+        tileops.FinalizeReducer: reducer.lower_finalize,
     }
     factory = factories.get(type(op))
     return None if factory is None else factory(op, ctx)

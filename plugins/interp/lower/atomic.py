@@ -49,7 +49,7 @@ def lower(op: Atomic, ctx: LowerContext) -> Executor:
                     f"T.atomic_{kind} of a whole region inside a T.Parallel loop",
                     hint="inside T.Parallel, pass one element: T.atomic_add(dst[i, j], value)",
                 )
-            _lanes(rt, op, combine)
+            combine_lanes(rt, op.dst, op.value, combine, f"T.atomic_{kind}", kind == "store")
             return
         if isinstance(value, Region):
             v = numerics.convert(rt.read(value), dst_dt, value_dt)
@@ -63,21 +63,23 @@ def lower(op: Atomic, ctx: LowerContext) -> Executor:
     return atomic
 
 
-def _lanes(rt: Frame, op: Atomic, combine: Any) -> None:
-    """The element-wise form: ``dst`` is one element per lane, its start indices per-lane arrays."""
-    dst = op.dst
+def combine_lanes(rt: Frame, dst: Region, value: E.Expr, combine: Any, what: str, store: bool = False) -> None:
+    """The element-wise form: ``dst`` is one element per lane, its start indices per-lane arrays;
+    every active lane combines its ``value`` into its element (``store``: one of the lanes storing
+    to an element wins)."""
     buf = dst.buffer
     arr = rt.array(buf)
     for x in dst.extents:
         if E.as_int(x) != 1:
             raise TileLangSyntaxError(
-                f"T.atomic_{op.kind} on a region of `{buf.name}` inside a T.Parallel loop",
+                f"{what} on a region of `{buf.name}` inside a T.Parallel loop",
                 hint="inside T.Parallel, pass one element: T.atomic_add(dst[i, j], value)",
             )
     idx = [rt.eval(s) for s in dst.starts]
-    v = numerics.convert(rt.eval(op.value), buf.dtype, op.value.dtype)
+    v = numerics.convert(rt.eval(value), buf.dtype, value.dtype)
     mask = rt.mask
-    shapes = [np.shape(i) for i in idx] + [np.shape(v)] + ([mask.shape] if mask is not None else [])
+    # the nest's lane shape too: lanes whose index and value are the same all count
+    shapes = [rt.lane_shape] + [np.shape(i) for i in idx] + [np.shape(v)] + ([mask.shape] if mask is not None else [])
     shape = np.broadcast_shapes(*shapes)
     keep = np.ones(shape, dtype=bool) if mask is None else np.broadcast_to(mask, shape).copy()
     full = [np.broadcast_to(np.asarray(i, dtype=np.int64), shape) for i in idx]
@@ -90,13 +92,13 @@ def _lanes(rt: Frame, op: Atomic, combine: Any) -> None:
             pos = np.unravel_index(int(np.argmax(outside)), shape)
             lane = [int(i[pos]) for i in full]
             raise OutOfBoundsError(
-                f"out-of-bounds T.atomic_{op.kind} on {buf.scope} buffer "
+                f"out-of-bounds {what} on {buf.scope} buffer "
                 f"{fmt_region(buf.name, lane, [1] * len(lane))}: the buffer's shape is {tuple(arr.shape)}"
             )
         keep &= ~outside
     sel = tuple(i[keep] for i in full)
     vals = np.broadcast_to(v, shape)[keep] if is_vec(v) else v
-    if op.kind == "store":  # lanes storing to one element: one of them wins, as on a GPU
+    if store:  # lanes storing to one element: one of them wins, as on a GPU
         arr[sel] = vals
     elif numerics.is_narrow(buf.dtype):
         combine.at(arr, sel, np.asarray(vals, dtype=arr.dtype))
