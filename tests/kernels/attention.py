@@ -171,13 +171,15 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
 
 
 @tilelang.jit(out_idx=[-1])
-def mla_decode(batch, heads, seqlen_kv, dim=512, pe_dim=64, block_N=32, block_H=64, num_split=4, num_stages=2,
+def mla_decode(batch, heads, seqlen_kv, dim=512, pe_dim=64, block_N=64, block_H=64, num_split=4, num_stages=1,
                threads=256):
     """DeepSeek's multi-head latent attention at decode, as TileLang's MLA example writes it: every
     query head attends the one latent KV head (``dim`` wide, which is also V) plus its rotary part
     (``pe_dim``); ``block_H`` heads a block, the scores as two gemms into one accumulator, the two
     warpgroups splitting the columns (``FullCol``, so P goes through shared memory to reach both);
-    split-KV, combined by a second kernel."""
+    split-KV, combined by a second kernel. ``block_N=64``: on the sm_80 path a narrower score tile
+    is split between the warps unlike the output (a ``LayoutError``); two stages of it do not fit
+    in shared memory next to Q."""
     part = seqlen_kv // num_split
     scale = (1.0 / (dim + pe_dim)) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
     dtype = T.float16
