@@ -48,35 +48,11 @@ def sdpa(q: Any, k: Any, v: Any, backend_name: str) -> Callable[[], Any]:
     return run
 
 
-def bench_case(b: int, h: int, hk: int, s: int, d: int, args: Any) -> dict[str, Any]:
-    import torch
-
-    from tests.kernels import attention
-
-    q = torch.randn(b, h, d, device="cuda", dtype=torch.float16)
-    k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.float16) for _ in range(2))
-    q4, k4, v4 = q[:, :, None, :], k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3)
-    nbytes = 2.0 * b * s * hk * d * 2
-    row: dict[str, Any] = {"B": b, "H": h, "HK": hk, "S": s, "D": d}
-    refs: dict[str, Callable[[], Any]] = {}
-    for name in BACKENDS:
-        run = sdpa(q4, k4, v4, name)
-        _, err = attempt(run)
-        if err is None:
-            refs[name] = run
-            row[f"{name.lower()}_ms_alone"] = round(median_ms(run, args.warmup, args.rep), 4)
-        else:
-            row[f"{name.lower()}_error"] = err
-    ref = (torch.softmax((q.float()[:, :, None, :] @ k4.float().repeat_interleave(h // hk, 1).transpose(-1, -2))
-                         / math.sqrt(d), -1) @ v4.float().repeat_interleave(h // hk, 1))[:, :, 0].half()
-    configs = [dict(zip(CONFIG_KEYS, c)) for c in (CONFIGS[:2] if args.quick else CONFIGS)]
-
-    def build(cfg: dict[str, Any]) -> Any:
-        kernel = attention.gqa_decode(b, h, hk, s, d, **cfg)
-        lse = torch.empty(b, h, cfg["num_split"], device="cuda", dtype=torch.float32)
-        partial = torch.empty(b, h, cfg["num_split"], d, device="cuda", dtype=torch.float32)
-        return lambda: kernel(q, k, v, lse, partial)
-
+def _compare(row: dict[str, Any], refs: dict[str, Callable[[], Any]], configs: list[dict[str, Any]],
+             keys: tuple[str, ...], build: Callable[[dict[str, Any]], Any], ref: Any, nbytes: float, args: Any,
+             fastest_key: str) -> dict[str, Any]:
+    """Our fastest correct configuration against the references ``refs``, timed in turns: ``row``
+    gets every time in ms and TB/s, the fastest reference under ``fastest_key`` and the ratio."""
     tried, best, kernel = try_configs(configs, build, lambda run: run(), ref, nbytes, args)
     for entry in tried:  # try_configs counts "flops": here bytes, so its figure is TB/s
         if "tflops" in entry:
@@ -87,12 +63,51 @@ def bench_case(b: int, h: int, hk: int, s: int, d: int, args: Any) -> dict[str, 
         row[f"{key.lower()}_tb_s"] = round(nbytes / ms / 1e9, 2)
     fastest = min((k for k in final if k != "ours"), key=lambda k: final[k], default=None)
     if fastest is not None:
-        row["sdpa"] = fastest
+        row[fastest_key] = fastest
     if best is not None:
-        row["best_config"] = {k: v for k, v in best.items() if k in CONFIG_KEYS}
+        row["best_config"] = {k: v for k, v in best.items() if k in keys}
         row["ratio"] = round(final[fastest] / final["ours"], 3) if fastest is not None else None
     row["configs"] = tried
     return row
+
+
+def _sdpa_backends(q4: Any, k4: Any, v4: Any, row: dict[str, Any], args: Any) -> dict[str, Callable[[], Any]]:
+    """A runner per SDPA backend that takes these tensors (timed alone into ``row``); the others'
+    errors go into ``row``."""
+    refs: dict[str, Callable[[], Any]] = {}
+    for name in BACKENDS:
+        run = sdpa(q4, k4, v4, name)
+        _, err = attempt(run)
+        if err is None:
+            refs[name] = run
+            row[f"{name.lower()}_ms_alone"] = round(median_ms(run, args.warmup, args.rep), 4)
+        else:
+            row[f"{name.lower()}_error"] = err
+    return refs
+
+
+def bench_case(b: int, h: int, hk: int, s: int, d: int, args: Any) -> dict[str, Any]:
+    import torch
+
+    from tests.kernels import attention
+
+    q = torch.randn(b, h, d, device="cuda", dtype=torch.float16)
+    k, v = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.float16) for _ in range(2))
+    q4, k4, v4 = q[:, :, None, :], k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3)
+    nbytes = 2.0 * b * s * hk * d * 2
+    row: dict[str, Any] = {"B": b, "H": h, "HK": hk, "S": s, "D": d}
+    refs = _sdpa_backends(q4, k4, v4, row, args)
+    ref = (torch.softmax((q.float()[:, :, None, :] @ k4.float().repeat_interleave(h // hk, 1).transpose(-1, -2))
+                         / math.sqrt(d), -1) @ v4.float().repeat_interleave(h // hk, 1))[:, :, 0].half()
+    configs = [dict(zip(CONFIG_KEYS, c)) for c in (CONFIGS[:2] if args.quick else CONFIGS)]
+
+    def build(cfg: dict[str, Any]) -> Any:
+        kernel = attention.gqa_decode(b, h, hk, s, d, **cfg)
+        lse = torch.empty(b, h, cfg["num_split"], device="cuda", dtype=torch.float32)
+        partial = torch.empty(b, h, cfg["num_split"], d, device="cuda", dtype=torch.float32)
+        return lambda: kernel(q, k, v, lse, partial)
+
+    return _compare(row, refs, configs, CONFIG_KEYS, build, ref, nbytes, args, "sdpa")
 
 
 # DeepSeek MLA decode: (batch, query heads, seqlen_kv); one latent KV head of 512 + 64 rotary dims
@@ -118,14 +133,7 @@ def bench_mla_case(b: int, h: int, s: int, args: Any) -> dict[str, Any]:
     q4 = torch.cat([q, q_pe], -1)[:, :, None, :]
     k4 = torch.cat([kv, k_pe], -1).permute(0, 2, 1, 3)
     v4 = kv.permute(0, 2, 1, 3)
-    refs: dict[str, Callable[[], Any]] = {}
-    for name in BACKENDS:
-        run = sdpa(q4, k4, v4, name)
-        _, err = attempt(run)
-        if err is None:
-            refs[name] = run
-        else:
-            row[f"{name.lower()}_error"] = err
+    refs = _sdpa_backends(q4, k4, v4, row, args)
     scale = 1.0 / math.sqrt(d + pe)
     keys_t, values = k4[:, 0].transpose(-1, -2), v4[:, 0]
     refs["torch_matmul"] = lambda: torch.softmax((q4[:, :, 0] @ keys_t) * scale, -1) @ values
@@ -138,21 +146,7 @@ def bench_mla_case(b: int, h: int, s: int, args: Any) -> dict[str, Any]:
         partial = torch.empty(b, h, cfg["num_split"], d, device="cuda", dtype=torch.float32)
         return lambda: kernel(q, q_pe, kv, k_pe, lse, partial)
 
-    tried, best, kernel = try_configs(configs, build, lambda run: run(), ref, nbytes, args)
-    for entry in tried:
-        if "tflops" in entry:
-            entry["tb_s"] = entry.pop("tflops")
-    final = round_robin_ms({**refs, **({"ours": kernel} if best else {})}, args.rounds, args.warmup, args.rep)
-    for key, ms in final.items():
-        row[f"{key.lower()}_ms"] = round(ms, 4)
-        row[f"{key.lower()}_tb_s"] = round(nbytes / ms / 1e9, 2)
-    fastest = min((k for k in final if k != "ours"), key=lambda k: final[k], default=None)
-    if best is not None and fastest is not None:
-        row["reference"] = fastest
-        row["best_config"] = {k: v for k, v in best.items() if k in MLA_KEYS}
-        row["ratio"] = round(final[fastest] / final["ours"], 3)
-    row["configs"] = tried
-    return row
+    return _compare(row, refs, configs, MLA_KEYS, build, ref, nbytes, args, "reference")
 
 
 def _extra(p: Any) -> None:
