@@ -29,7 +29,7 @@ from _common import attempt, checkpoint, device_info, emit, median_ms, parse_arg
 
 # (M, N, K)
 SHAPES = [(16, 4096, 4096), (16, 14336, 4096), (4096, 4096, 4096), (4096, 14336, 4096)]
-CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads", "split_k", "registers")
+CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads", "split_k", "registers", "ws")
 # M <= 64: one 16-row tile streaming the weights. One tile per block leaves few blocks (N = 4096,
 # block_N = 32: 128 for 132 SMs), so the k-tiles are also split over split_k blocks each
 # (matmul_w4a16_split_k: fp32 partial sums, then a second kernel adds them). With block_K <=
@@ -39,29 +39,38 @@ CONFIG_KEYS = ("block_M", "block_N", "block_K", "num_stages", "threads", "split_
 SMALL_M_CONFIGS = [(16, 32, 128, 6, 128, 1, 0), (16, 32, 128, 4, 128, 4, 0), (16, 32, 128, 4, 128, 8, 0),
                    (16, 64, 128, 4, 128, 4, 0), (16, 64, 128, 4, 128, 1, 1), (16, 64, 128, 4, 128, 4, 1),
                    (16, 64, 128, 4, 128, 8, 1)]
-# large M: wgmma tiles as in bench/gemm.py, in both forms
+# large M: wgmma tiles as in bench/gemm.py, in both forms; ws = 1: warp-specialized
+# (``tlx.ws_compute_loops``), so that the two consumer warpgroups take turns (ping-pong): one
+# unpacks its weights while the other's MMA runs
 BIG_CONFIGS = [(128, 128, 64, 3, 256, 1, 0), (128, 128, 64, 4, 128, 1, 0), (128, 256, 64, 3, 256, 1, 0),
-               (128, 128, 64, 3, 256, 1, 1), (256, 128, 64, 3, 256, 1, 1), (128, 128, 64, 4, 128, 1, 1)]
+               (128, 128, 64, 3, 256, 1, 1), (256, 128, 64, 3, 256, 1, 1), (128, 128, 64, 4, 128, 1, 1),
+               (256, 128, 64, 3, 256, 1, 1, 1), (256, 128, 64, 4, 256, 1, 1, 1), (128, 128, 64, 4, 256, 1, 1, 1),
+               (128, 256, 64, 3, 256, 1, 0, 1)]
 
 
 def configs_for(m: int, quick: bool, custom: str = "") -> list[dict[str, Any]]:
     if custom:  # "BMxBNxBKxSTAGESxTHREADS[xSPLIT_K[xREGISTERS]],..."
         configs = [dict(zip(CONFIG_KEYS, (int(x) for x in c.split("x")))) for c in custom.split(",") if c]
-        return [{"split_k": 1, "registers": 0, **c} for c in configs]
+        return [{"split_k": 1, "registers": 0, "ws": 0, **c} for c in configs]
     cands = SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
-    return [dict(zip(CONFIG_KEYS, c)) for c in (cands[:2] if quick else cands)]
+    return [{"ws": 0, **dict(zip(CONFIG_KEYS, c))} for c in (cands[:2] if quick else cands)]
 
 
 def build(m: int, n: int, k: int, group_size: int, cfg: dict[str, Any], a: Any, packed: Any, scales: Any) -> Any:
     """A call of the kernel ``cfg`` picks (its split-K workspace allocated once)."""
     import torch
 
+    import tilelang_x
     from tests.kernels import dequant
 
-    tiles = {key: cfg[key] for key in CONFIG_KEYS if key not in ("split_k", "registers")}
+    tiles = {key: cfg[key] for key in CONFIG_KEYS if key not in ("split_k", "registers", "ws")}
     tiles["registers"] = bool(cfg["registers"])
     if cfg["split_k"] == 1:
-        kernel = dequant.matmul_w4a16(m, n, k, group_size, **tiles)
+        if cfg["ws"]:
+            kernel = tilelang_x.compile(dequant.matmul_w4a16.get_ir(m, n, k, group_size, **tiles), out_idx=[-1],
+                                        pass_configs={"tlx.ws_compute_loops": True})
+        else:
+            kernel = dequant.matmul_w4a16(m, n, k, group_size, **tiles)
         return lambda: kernel(a, packed, scales)
     kernel = dequant.matmul_w4a16_split_k(m, n, k, cfg["split_k"], group_size, **tiles)
     partial = torch.empty(cfg["split_k"], m, n, device="cuda", dtype=torch.float32)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ...core_ir import expr as E
+from ...core_ir.dtypes import DType
 from ...core_ir.stmt import Kernel
 
 Range = tuple[int, int]
@@ -51,6 +52,8 @@ def bounds(e: E.Expr, ranges: dict[E.Var, Range]) -> Range | None:
         return ranges.get(e)
     if isinstance(e, E.Cast):
         return bounds(e.a, ranges) if e.dtype.is_int else None
+    if isinstance(e, (E.Load, E.AtomicLoad)):
+        return _type_range(e.dtype)
     if not isinstance(e, E.BinOp):
         return None
     a, b = bounds(e.a, ranges), bounds(e.b, ranges)
@@ -69,8 +72,8 @@ def bounds(e: E.Expr, ranges: dict[E.Var, Range]) -> Range | None:
         if a[0] >= 0 and a[1] < b[0]:
             return a
         return 0, min(a[1], b[1] - 1) if a[0] >= 0 else b[1] - 1
-    if e.op == ">>" and b[0] == b[1] and 0 <= b[0] < 63 and a[0] >= 0:
-        return a[0] >> b[0], a[1] >> b[0]
+    if e.op == ">>" and 0 <= b[0] <= b[1] < 63 and a[0] >= 0:
+        return a[0] >> b[1], a[1] >> b[0]
     if e.op == "&" and b[0] == b[1] and b[0] >= 0 and a[0] >= 0:
         return 0, min(a[1], b[0])
     if e.op == "min":
@@ -78,6 +81,15 @@ def bounds(e: E.Expr, ranges: dict[E.Var, Range]) -> Range | None:
     if e.op == "max":
         return max(a[0], b[0]), max(a[1], b[1])
     return None
+
+
+def _type_range(dt: DType) -> Range | None:
+    """The values a loaded integer of type ``dt`` can have (a byte: 0..255); ``None`` for other
+    types."""
+    if not dt.is_int or dt.bits > 32:
+        return None
+    lo = -(1 << (dt.bits - 1)) if dt.kind == "int" else 0
+    return lo, lo + (1 << dt.bits) - 1
 
 
 def prove_lt(a: E.Expr, b: E.Expr, ranges: dict[E.Var, Range]) -> bool:

@@ -647,13 +647,13 @@ class _Gen:
                 return f"floorf({a} / {b})"
             if nonneg(e.a, self.ranges) and nonneg(e.b, self.ranges):
                 return _nonneg_divmod(a, b, e.b, dt, "/")
-            return f"tlx_floordiv{'64' if dt.bits == 64 else ''}({a}, {b})"
+            return _pow2_floor(a, e.b, dt, "//") or f"tlx_floordiv{'64' if dt.bits == 64 else ''}({a}, {b})"
         if e.op == "%":
             if dt.is_float:
                 return f"({a} - floorf({a} / {b}) * {b})"
             if nonneg(e.a, self.ranges) and nonneg(e.b, self.ranges):
                 return _nonneg_divmod(a, b, e.b, dt, "%")
-            return f"tlx_floormod{'64' if dt.bits == 64 else ''}({a}, {b})"
+            return _pow2_floor(a, e.b, dt, "%") or f"tlx_floormod{'64' if dt.bits == 64 else ''}({a}, {b})"
         if e.op == "**":
             return f"powf({a}, {b})" if dt.bits <= 32 else f"pow({a}, {b})"
         sym = {"and": "&&", "or": "||"}.get(e.op, e.op)
@@ -662,6 +662,8 @@ class _Gen:
     def _cast(self, e: E.Cast) -> str:
         src, dst = e.a.dtype, e.dtype
         inner = self._expr(e.a)
+        if dst in (dtypes.float16, dtypes.bfloat16) and src.is_int and self._exact_in(e.a, dst):
+            return f"((float)({inner}))"  # computed in float: the rounding to 16 bits changes nothing
         if dst == dtypes.float16:
             return f"tlx_h2f(tlx_f2h({inner}))" if src.is_float else f"tlx_h2f(tlx_f2h((float)({inner})))"
         if dst == dtypes.bfloat16:
@@ -672,6 +674,13 @@ class _Gen:
         if src.is_float and src.bits < 32 and dst == dtypes.float32:
             return inner
         return f"(({eval_ctype(dst)})({inner}))"
+
+    def _exact_in(self, e: E.Expr, dst: DType) -> bool:
+        """Whether every value the integer ``e`` can take is exact in the 16-bit float ``dst``
+        (integers up to 2^11 in float16, 2^8 in bfloat16: their significand bits plus one)."""
+        r = bounds(e, self.ranges)
+        limit = 1 << (11 if dst == dtypes.float16 else 8)
+        return r is not None and -limit <= r[0] and r[1] <= limit
 
     def _call(self, e: E.Call) -> str:
         args = [self.expr(a, True) for a in e.args]
@@ -760,6 +769,18 @@ def _int_func(name: str, x: str, dt: DType) -> str:
         return f"__popc{'ll' if wide else ''}({bits})"
     text = f"__clz{'ll' if wide else ''}(({'long long' if wide else 'int'})({bits}))"
     return text if dt.bits >= 32 else f"({text} - {32 - dt.bits})"
+
+
+def _pow2_floor(a: str, rhs: E.Expr, dt: DType, op: str) -> str | None:
+    """Floor division or modulo of an integer by a positive power of two, whatever the sign of
+    ``a``: an arithmetic shift or a mask, as two's complement makes them (-3 // 4 = -3 >> 2 = -1,
+    -3 % 4 = -3 & 3 = 1); ``None`` for other divisors."""
+    c = E.as_int(rhs)
+    if not dt.is_int or c is None or c <= 0 or c & (c - 1):
+        return None
+    if op == "//":
+        return a if c == 1 else f"({a} >> {c.bit_length() - 1})"
+    return "0" if c == 1 else f"({a} & {c - 1}{'ll' if dt.bits == 64 else ''})"
 
 
 def _nonneg_divmod(a: str, b: str, rhs: E.Expr, dt: DType, op: str) -> str:

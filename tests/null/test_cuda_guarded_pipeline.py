@@ -29,7 +29,7 @@ def test_blocksparse_attention_is_warp_specialized() -> None:
     assert "tlx_taken_p = tlx_taken_p + 1;" in producer
     # the consumers wait on the stage of the n-th block taken, not of block k
     assert "if (block_mask[0 + k_i])" in consumer
-    assert "tlx_mbar_wait(tlx_full_s + (0 + tlx_floormod(tlx_taken, 2)) * 8" in consumer
+    assert "tlx_mbar_wait(tlx_full_s + (0 + (tlx_taken & 1)) * 8" in consumer
     assert "tlx_copy16(&K_shared" not in body  # no synchronous copy left
 
 

@@ -34,7 +34,14 @@ class PanelLayout(SharedLayout):
         """Swizzle span in bytes (W · elem bytes)."""
         return self.panel * self.elem_bytes
 
+    @property
+    def tma_swizzle(self) -> int:
+        """The ``CUtensorMapSwizzle`` a TMA load writes this layout with."""
+        return 0 if self.swizzle == "none" else TMA_SWIZZLE[self.span]
+
     def offset(self, indices: tuple[E.Expr, ...]) -> E.Expr:
+        if self.swizzle == "none":
+            return SharedLayout.offset(self, indices)
         rows, cols, w = self.shape[-2], self.shape[-1], self.panel
         lead: E.Expr = E.const(0)
         for i, ext in zip(indices[:-2], self.shape[:-2]):
@@ -64,6 +71,16 @@ def panel_layout(shape: tuple[int, ...], elem_bytes: int) -> PanelLayout | None:
         return None
     return PanelLayout(tuple(shape), elem_bytes, {128: "sw128", 64: "sw64", 32: "sw32"}[span],
                        span // elem_bytes)
+
+
+def linear_layout(shape: tuple[int, ...], elem_bytes: int) -> PanelLayout | None:
+    """The unswizzled row-major layout one TMA box fills, for a tile that ``panel_layout`` does
+    not take because its rows are not a multiple of 8 (a row of scales): never a wgmma operand,
+    whose tiles have whole 8-row swizzle atoms. ``None`` when a box cannot hold a row (not a
+    multiple of 16 bytes, or more than 256 elements)."""
+    if len(shape) < 2 or shape[-2] % 8 == 0 or (shape[-1] * elem_bytes) % 16 or shape[-1] > 256:
+        return None
+    return PanelLayout(tuple(shape), elem_bytes, "none", shape[-1])
 
 
 def _strip(dim: tuple[Digit, ...]) -> tuple[Digit, ...]:

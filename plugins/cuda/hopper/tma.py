@@ -20,7 +20,7 @@ from ....core_ir.buffer import Buffer, Region
 from ....core_ir.tileops import Copy
 from ..analysis import divisor
 from ..lir import U32, Evaluate, Intrin, SmemAddr
-from .layout import TMA_SWIZZLE, PanelLayout, panel_layout
+from .layout import PanelLayout, linear_layout, panel_layout
 
 #: CUtensorMapDataType per element dtype name
 TMA_DTYPE = {"uint8": 0, "int8": 0, "float8_e4m3": 0, "float8_e5m2": 0, "uint16": 1, "int16": 1,
@@ -93,15 +93,18 @@ def tile_dims(r: Region) -> list[int]:
     return [d for d, e in enumerate(r.extents) if E.as_int(e) != 1]
 
 
-def tma_tensor(r: Region, params: tuple[Any, ...]) -> tuple[int, list[int]] | None:
+def tma_tensor(r: Region, params: tuple[Any, ...], one_row: bool = False) -> tuple[int, list[int]] | None:
     """(argument index, tile dims) when a tensor map can describe the global tensor of ``r`` and
     its tile: a kernel argument without explicit strides whose row byte stride is a multiple of 16,
-    the tile spanning two dims, the last one contiguous. Shared by TMA loads and stores."""
+    the tile spanning two dims, the last one contiguous (with ``one_row``, also a single row, whose
+    rows dim is then the one before). Shared by TMA loads and stores."""
     b = r.buffer
     if b.scope != "global" or b.strides is not None or b.dtype.name not in TMA_DTYPE or not 1 <= b.ndim <= 5:
         return None
     arg = next((i for i, p in enumerate(params) if p is b), None)
     dims = tile_dims(r)
+    if one_row and dims == [b.ndim - 1] and b.ndim >= 2:
+        dims = [b.ndim - 2, b.ndim - 1]
     if arg is None or len(dims) != 2 or dims[1] != b.ndim - 1:
         return None
     if (divisor(b.shape[-1]) * b.dtype.bytes) % 16:
@@ -129,17 +132,17 @@ def plan_tma(op: Copy, params: tuple[Any, ...], specs: dict[tuple, TmaSpec]) -> 
     sb, db = src.buffer, dst.buffer
     if db.scope != "shared" or sb.dtype != db.dtype:
         return None
-    found = tma_tensor(src, params)
+    found = tma_tensor(src, params, one_row=True)
     shape = db.static_shape()
     if found is None or shape is None or len(shape) != 2 or not dst.is_full():
         return None
     arg, dims = found
     if tuple(E.as_int(src.extents[d]) for d in dims) != shape:
         return None
-    lay = panel_layout(shape, sb.dtype.bytes)
+    lay = panel_layout(shape, sb.dtype.bytes) or linear_layout(shape, sb.dtype.bytes)
     if lay is None or shape[0] > 256:
         return None
-    spec = tensor_map(specs, src, arg, dims, lay.panel, shape[0], TMA_SWIZZLE[lay.span])
+    spec = tensor_map(specs, src, arg, dims, lay.panel, shape[0], lay.tma_swizzle)
     return TmaCopy(op, dims[0], lay, spec)
 
 
