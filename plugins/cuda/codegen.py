@@ -296,7 +296,8 @@ class _Gen:
 
     def _plan_smem(self, kernel: Kernel) -> None:
         off = 0
-        aligns = self.ctx.data.get("cuda.smem_align", {})  # workspaces TMA reads swizzled (lower/tma_store.py)
+        # tiles TMA writes unswizzled (hopper/pipeline.py), workspaces it reads swizzled (lower/tma_store.py)
+        aligns = self.ctx.data.get("cuda.smem_align", {})
         for n in walk(kernel.body):
             if isinstance(n, Alloc) and n.buffer.scope == "shared":
                 b = n.buffer

@@ -254,3 +254,30 @@ def test_mla_decode_takes_the_warp_specialized_path_with_two_column_warpgroups()
     assert ctx.data["cuda.meta"].smem_bytes <= 227 * 1024
     ops = sass_ops(attend, r"\b(HGMMA|UTMALDG|SYNCS)\b")
     assert ops.get("HGMMA") and ops.get("UTMALDG") and ops.get("SYNCS"), ops
+
+
+def test_a_row_of_scales_is_loaded_by_tma_unswizzled_and_aligned() -> None:
+    # W4A16's scale tile is one row (1 x 128 fp16): a linear TMA box; each of its stages starts at a
+    # multiple of 128 bytes, as TMA needs of an unswizzled destination
+    from tests.kernels import dequant
+
+    f = dequant.matmul_w4a16.get_ir(512, 256, 512, 128, block_M=256, block_N=128, block_K=64, num_stages=3,
+                                    threads=256, registers=True)
+    src, ctx = cuda_source(f, "sm_90a")
+    assert "tlx_tma_load_2d(S_shared_s" in src
+    offset = int(re.search(r"S_shared = \(tlx_half\*\)\(tlx_smem \+ (\d+)\)", src).group(1))
+    assert offset % 128 == 0
+    specs = {s.var.name: s for s in ctx.data["cuda.tmaps"]}
+    scales = next(s for name, s in specs.items() if name.startswith("Scales"))
+    assert scales.box == (128, 1) and scales.swizzle == 0
+
+
+def test_a_row_tile_smaller_than_128_bytes_keeps_cp_async() -> None:
+    # a 1 x 32 fp16 row (64 bytes): its second stage would start off TMA's 128-byte alignment
+    from tests.kernels import dequant
+
+    f = dequant.matmul_w4a16_split_k.get_ir(16, 256, 1024, 4, 128, block_M=16, block_N=32, block_K=128)
+    from tilelang_x.core_ir.kernel_parts import kernel_parts
+
+    src = cuda_source(kernel_parts(f)[0], "sm_90a")[0]
+    assert "tlx_tma_load_2d(S_shared_s" not in src and "tlx_cp_async" in src

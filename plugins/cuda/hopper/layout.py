@@ -21,6 +21,8 @@ from ..layout import Digit, Fragment, SharedLayout
 #: descriptor / TMA swizzle code per swizzle span in bytes
 DESC_MODE = {128: 1, 64: 2, 32: 3}
 TMA_SWIZZLE = {128: 3, 64: 2, 32: 1}
+#: bytes a TMA load's shared-memory destination is aligned to (swizzled ones: 1024, by the codegen)
+TMA_ALIGN = 128
 
 
 @dataclass(frozen=True)
@@ -77,10 +79,17 @@ def linear_layout(shape: tuple[int, ...], elem_bytes: int) -> PanelLayout | None
     """The unswizzled row-major layout one TMA box fills, for a tile that ``panel_layout`` does
     not take because its rows are not a multiple of 8 (a row of scales): never a wgmma operand,
     whose tiles have whole 8-row swizzle atoms. ``None`` when a box cannot hold a row (not a
-    multiple of 16 bytes, or more than 256 elements)."""
-    if len(shape) < 2 or shape[-2] % 8 == 0 or (shape[-1] * elem_bytes) % 16 or shape[-1] > 256:
+    multiple of 16 bytes, or more than 256 elements), or when the tile is not a multiple of 128
+    bytes (its stages would not all start where TMA can write: ``TMA_ALIGN``)."""
+    rows, cols = shape[-2:] if len(shape) >= 2 else (0, 0)
+    if not rows or rows % 8 == 0 or (cols * elem_bytes) % 16 or cols > 256 or (rows * cols * elem_bytes) % TMA_ALIGN:
         return None
-    return PanelLayout(tuple(shape), elem_bytes, "none", shape[-1])
+    return PanelLayout(tuple(shape), elem_bytes, "none", cols)
+
+
+def tma_layout(shape: tuple[int, ...], elem_bytes: int) -> PanelLayout | None:
+    """The layout a TMA load writes a tile of ``shape`` in: swizzled panels, else linear rows."""
+    return panel_layout(shape, elem_bytes) or linear_layout(shape, elem_bytes)
 
 
 def _strip(dim: tuple[Digit, ...]) -> tuple[Digit, ...]:

@@ -56,7 +56,7 @@ from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
 from .guard import Guard, plan_guard, taken_counter, unguard
-from .layout import panel_layout
+from .layout import TMA_ALIGN, tma_layout
 from .multicast import Multicast, plan_multicast
 from .persistent import DEFAULT_SMS, STREAM_K_MAX_ITERS, plan_persistent
 from .pingpong import CONSUMER_LOOP
@@ -99,6 +99,7 @@ class _Ctx:
         self.specs: dict[tuple, TmaSpec] = {}
         self.multi: dict[Buffer, Buffer] = {}
         self.preset: dict[Buffer, Any] = {}
+        self.smem_align: dict[Buffer, int] = {}  # unswizzled TMA tiles (codegen's cuda.smem_align)
         self.annotated = {id(b) for n in walk(kernel.body) if isinstance(n, Annotate) and n.kind == "layout"
                           for b, _ in n.data}
         self.viewed = {id(b) for b in views_of(kernel.body)}  # tiles read or written through T.view too
@@ -131,7 +132,9 @@ class _Ctx:
             b = p.op.dst.buffer
             m = Buffer(b.name, (stages,) + tuple(b.shape), b.dtype, "shared", b.loc)
             self.multi[b] = m
-            self.preset[m] = panel_layout((stages,) + p.layout.shape, b.dtype.bytes)
+            self.preset[m] = lay = tma_layout((stages,) + p.layout.shape, b.dtype.bytes)
+            if lay is not None and lay.swizzle == "none":
+                self.smem_align[m] = TMA_ALIGN
 
 
 def _issue(plans: list[TmaCopy], multi: dict[Buffer, Buffer], k: E.Var, it: E.Expr, stage: E.Expr,
@@ -311,6 +314,8 @@ def _prologue_loads(kernel: Kernel, top: list[Stmt], at: int, cx: _Ctx) -> dict[
         plans = cx.plan_copies([s])
         if plans is not None:
             cx.preset[s.dst.buffer] = plans[0].layout
+            if plans[0].layout.swizzle == "none":
+                cx.smem_align[s.dst.buffer] = TMA_ALIGN
             out[i] = plans[0]
     return out
 
@@ -540,5 +545,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
                        if isinstance(x, Alloc) and x.buffer in multi else None)
         ctx.data["cuda.multibuffer"] = {id(v): k for k, v in multi.items()}
     ctx.data["cuda.preset_layouts"] = cx.preset
+    if cx.smem_align:
+        ctx.data["cuda.smem_align"] = {**ctx.data.get("cuda.smem_align", {}), **cx.smem_align}
     ctx.data["cuda.tmaps"] = list(cx.specs.values())
     return dataclasses.replace(func, body=body)

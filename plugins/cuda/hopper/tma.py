@@ -20,7 +20,7 @@ from ....core_ir.buffer import Buffer, Region
 from ....core_ir.tileops import Copy
 from ..analysis import divisor
 from ..lir import U32, Evaluate, Intrin, SmemAddr
-from .layout import PanelLayout, linear_layout, panel_layout
+from .layout import PanelLayout, tma_layout
 
 #: CUtensorMapDataType per element dtype name
 TMA_DTYPE = {"uint8": 0, "int8": 0, "float8_e4m3": 0, "float8_e5m2": 0, "uint16": 1, "int16": 1,
@@ -139,7 +139,7 @@ def plan_tma(op: Copy, params: tuple[Any, ...], specs: dict[tuple, TmaSpec]) -> 
     arg, dims = found
     if tuple(E.as_int(src.extents[d]) for d in dims) != shape:
         return None
-    lay = panel_layout(shape, sb.dtype.bytes) or linear_layout(shape, sb.dtype.bytes)
+    lay = tma_layout(shape, sb.dtype.bytes)
     if lay is None or shape[0] > 256:
         return None
     spec = tensor_map(specs, src, arg, dims, lay.panel, shape[0], lay.tma_swizzle)

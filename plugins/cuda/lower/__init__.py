@@ -88,7 +88,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if lc.tmaps:
         ctx.data["cuda.tmaps"] = [*ctx.data.get("cuda.tmaps", ()), *lc.tmaps.values()]
     if lc.aligns:
-        ctx.data["cuda.smem_align"] = dict(lc.aligns)
+        ctx.data["cuda.smem_align"] = {**ctx.data.get("cuda.smem_align", {}), **lc.aligns}
     return dataclasses.replace(func, body=body)
 
 
