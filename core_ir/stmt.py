@@ -152,8 +152,11 @@ class Assert(Stmt):
 
 @dataclass(**_NODE)
 class Sync(Stmt):
-    """``T.sync_threads()`` (``scope`` ``"block"``) / ``T.sync_warp()`` (``"warp"``): a barrier the
-    kernel asks for, on top of those the backend inserts."""
+    """A synchronization the kernel asks for, on top of those the backend inserts: ``scope``
+    ``"block"`` (``T.sync_threads()``), ``"warp"`` (``T.sync_warp()``), ``"grid"``
+    (``T.sync_grid()``: every block of the grid waits for all the others), or the programmatic
+    dependent launch points ``"pdl_trigger"`` (``T.pdl_trigger()``) and ``"pdl_sync"``
+    (``T.pdl_sync()``), which never change results."""
 
     scope: str = "block"
     loc: SourceLoc | None = field(default=None, compare=False)
@@ -161,7 +164,12 @@ class Sync(Stmt):
     @property
     def call(self) -> str:
         """How the kernel spells it."""
-        return "T.sync_threads()" if self.scope == "block" else "T.sync_warp()"
+        return SYNC_CALLS[self.scope]
+
+
+#: How a kernel spells each ``Sync`` scope.
+SYNC_CALLS: dict[str, str] = {"block": "T.sync_threads()", "warp": "T.sync_warp()", "grid": "T.sync_grid()",
+                              "pdl_trigger": "T.pdl_trigger()", "pdl_sync": "T.pdl_sync()"}
 
 
 @dataclass(**_NODE)

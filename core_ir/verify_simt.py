@@ -73,7 +73,7 @@ class _Checker:
                 self.fail(f"`{s.kind}` under a condition that differs between the threads of the block",
                           s.loc, hint="the threads of a block leave a loop together here: " + _DIVERGENT_HINT)
         elif isinstance(s, Sync):
-            if s.scope == "block" and self.div:
+            if s.scope in ("block", "grid") and self.div:
                 self.fail(f"{s.call} under a condition that differs between the threads of the block: the threads "
                           "that skip it would never arrive", s.loc, hint=_DIVERGENT_HINT)
         elif isinstance(s, TileOp):

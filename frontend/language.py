@@ -31,6 +31,7 @@ from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
+from .grid import pdl_sync, pdl_trigger, sync_grid
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .simt import (
     activemask,
@@ -232,7 +233,7 @@ __all__ = [
     # annotations, debugging
     "annotate_layout", "annotate_restrict_buffers", "annotate_l2_hit_ratio", "annotate_safe_value",
     "annotate_min_blocks_per_sm", "use_swizzle",
-    "print", "device_assert", "assume", "sync_threads", "sync_warp",
+    "print", "device_assert", "assume", "sync_threads", "sync_warp", "sync_grid", "pdl_trigger", "pdl_sync",
     # threads and warps
     "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
     "get_block_bindings", "get_block_extent", "get_block_extents", "get_lane_idx", "get_warp_idx",

@@ -283,6 +283,46 @@ class _LaunchConfig(ctypes.Structure):
                 ("stream", _c.c_void_p), ("attrs", _c.c_void_p), ("num_attrs", _c.c_uint)]
 
 
+#: ``CUlaunchAttributeID`` values (cuda.h) of the attributes tilelang-x sets.
+LAUNCH_ATTR_COOPERATIVE = 2
+LAUNCH_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class LaunchAttribute(ctypes.Structure):
+    """``CUlaunchAttribute`` (cuda.h): an id padded to 8 bytes, then a 64-byte value union, of which
+    the attributes used here read the first ``int``."""
+
+    _fields_ = [("id", _c.c_uint), ("pad", _c.c_char * 4), ("value", _c.c_int), ("rest", _c.c_char * 60)]
+
+
+def launch_config(grid: tuple[int, int, int], block: tuple[int, int, int], smem: int, stream: int,
+                  attrs: Any, num_attrs: int) -> _LaunchConfig:
+    """A ``CUlaunchConfig`` with ``num_attrs`` launch attributes at ``attrs``."""
+    return _LaunchConfig((_c.c_uint * 3)(*grid), (_c.c_uint * 3)(*block), smem, _c.c_void_p(stream),
+                         _c.cast(attrs, _c.c_void_p), num_attrs)
+
+
+def launch_kernel_ex() -> Any:
+    """``cuLaunchKernelEx`` (CUDA 12+), for launches with attributes."""
+    fn = getattr(libcuda(), "cuLaunchKernelEx", None)
+    if fn is None:
+        raise CudaNotAvailableError("the CUDA driver library has no cuLaunchKernelEx: the driver is too old",
+                                    hint="install an NVIDIA driver for CUDA 12 or newer")
+    fn.argtypes = [_c.POINTER(_LaunchConfig), _P, _PP, _PP]
+    fn.restype = _c.c_int
+    return fn
+
+
+def max_active_blocks_per_sm(function: int, threads: int, smem: int) -> int:
+    """``cuOccupancyMaxActiveBlocksPerMultiprocessor``: how many blocks of ``function`` (``threads``
+    threads, ``smem`` bytes of dynamic shared memory) one SM of the current context's device holds."""
+    fn = libcuda().cuOccupancyMaxActiveBlocksPerMultiprocessor
+    fn.argtypes = [_c.POINTER(_I), _P, _I, _c.c_size_t]
+    out = _c.c_int()
+    check(fn(_c.byref(out), _c.c_void_p(function), threads, smem), "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    return out.value
+
+
 def max_active_clusters(function: int, grid: tuple[int, int, int], block: tuple[int, int, int], smem: int) -> int:
     """``cuOccupancyMaxActiveClusters``: how many clusters of ``function`` (with the cluster shape
     it was compiled with) fit on the current context's device at once; 0 when the driver cannot say."""

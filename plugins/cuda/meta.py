@@ -114,6 +114,11 @@ class KernelMeta:
     #: the runtime appends the workspace (``SK_FLAG_BYTES`` of flags, then the slots) as the last
     #: argument (zeroed once; every launch leaves its flags zeroed)
     workspace_per_block: int = 0
+    #: the kernel calls ``T.sync_grid()`` (grid_sync.py): launched cooperatively, after a check that
+    #: the grid fits on the device at once, with a grid-barrier counter appended as the last argument
+    cooperative: bool = False
+    #: the kernel calls ``T.pdl_sync()`` (sm_90+): launched with programmatic stream serialization
+    pdl: bool = False
 
     @property
     def num_threads(self) -> int:

@@ -31,6 +31,7 @@ from . import driver
 from .compile import CudaBinary
 from .grid_program import Program, grid_program
 from .meta import DEFAULT_SMEM_LIMIT, SK_FLAG_BYTES, SK_FLAG_WORDS, KernelMeta, make_grid_fn
+from .runtime_ex import LaunchEx, WithGridCounter, launch_attributes
 
 log = logging.getLogger("tilelang_x.cuda.runtime")
 
@@ -386,7 +387,8 @@ def _conv(code: int) -> Callable[[Any], int]:
 class CtypesLauncher:
     """``launcher(args, dims=())`` through ``ctypes`` (used when the compiled launcher is absent)."""
 
-    def __init__(self, kernel: LoadedKernel, plan: _Plan, check_args: bool = True) -> None:
+    def __init__(self, kernel: LoadedKernel, plan: _Plan, check_args: bool = True,
+                 launch: Callable[..., int] | None = None) -> None:
         lib = driver.libcuda()
         self._check = check_args
         self.kernel = kernel
@@ -402,7 +404,7 @@ class CtypesLauncher:
         self._grid_fn = plan.grid_fn
         self._block = self.meta.block
         self._smem = self.meta.smem_bytes
-        self._launch = lib.cuLaunchKernel
+        self._launch = launch or lib.cuLaunchKernel
         self._ctx_get = lib.cuCtxGetCurrent
         self._push = lib.cuCtxPushCurrent_v2
         self._pop = lib.cuCtxPopCurrent_v2
@@ -638,19 +640,23 @@ def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,
     if meta.persistent_tiles:
         meta = kernel.meta = _one_block_per_sm(kernel, meta)
     launcher = _launcher(kernel, meta, check_args, fallback)
+    if meta.cooperative:
+        return WithGridCounter(launcher, kernel, meta)
     return _WithWorkspace(launcher, meta) if meta.workspace_per_block else launcher
 
 
 def _launcher(kernel: LoadedKernel, meta: KernelMeta, check_args: bool,
               fallback: Callable[[], Callable[..., None]] | None) -> Any:
     plan = _Plan(meta)
+    # launch attributes (cooperative, PDL) need cuLaunchKernelEx: the ctypes launchers call it
+    ex = LaunchEx(meta) if launch_attributes(meta) else None
     if meta.tensor_maps:
         from .runtime_tma import TmaLauncher, TmaMaps
 
         maps = TmaMaps(kernel, fallback)
-        if launcher_kind() == "cython":
+        if ex is None and launcher_kind() == "cython":
             return _EXT.Launcher(kernel, plan, maps.helper(), check_args)
-        return TmaLauncher(kernel, maps)
-    if launcher_kind() == "cython":
+        return TmaLauncher(kernel, maps, ex)
+    if ex is None and launcher_kind() == "cython":
         return _EXT.Launcher(kernel, plan, _Helper(kernel), check_args)
-    return CtypesLauncher(kernel, plan, check_args)
+    return CtypesLauncher(kernel, plan, check_args, ex)

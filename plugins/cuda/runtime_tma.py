@@ -109,8 +109,9 @@ class TmaMaps:
 class TmaLauncher:
     """``launcher(args, dims=())`` for a kernel with tensor-map parameters (ctypes)."""
 
-    def __init__(self, kernel: LoadedKernel, maps: TmaMaps) -> None:
+    def __init__(self, kernel: LoadedKernel, maps: TmaMaps, launch: Callable[..., int] | None = None) -> None:
         self.kernel = kernel
+        self._launch = launch or driver.libcuda().cuLaunchKernel  # runtime_ex.LaunchEx: with attributes
         self.meta = meta = kernel.meta
         self.maps = maps
         n = max(1, len(meta.params))
@@ -186,8 +187,8 @@ class TmaLauncher:
         if switch:
             lib.cuCtxPushCurrent_v2(ctypes.c_void_p(ctx))
         bx, by, bz = self.meta.block
-        res = lib.cuLaunchKernel(ctypes.c_void_p(fn), gx, gy, gz, bx, by, bz, self.meta.smem_bytes,
-                                 ctypes.c_void_p(stream), self._ptrs, None)
+        res = self._launch(ctypes.c_void_p(fn), gx, gy, gz, bx, by, bz, self.meta.smem_bytes,
+                           ctypes.c_void_p(stream), self._ptrs, None)
         if switch:
             lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
         if res != 0:

@@ -29,6 +29,7 @@ from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, SpinWaitError, TileLangError
+from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import (
     Alloc,
     Annotate,
@@ -51,6 +52,7 @@ from tilelang_x.core_ir.visit import buffers_used, views_of, walk
 
 from . import numerics
 from .compile_expr import ExprCompiler, Fn
+from .grid_sync import Turns, run_blocks
 from .lanes import lane_varying_loop, out_of_bounds, vec_store
 from .lower import Executor, LowerContext
 from .runtime import FRAME, MASK, UNBOUND, Program, is_vec
@@ -143,6 +145,8 @@ class Compiler(ExprCompiler):
                     f(env)
 
             return seq
+        if isinstance(s, Sync) and s.scope == "grid":
+            return self._sync_grid(s)
         if isinstance(s, (Annotate, Sync)):  # statements run in order, for the whole block at once
             return None
         if isinstance(s, For):
@@ -451,6 +455,8 @@ class Compiler(ExprCompiler):
         uni = Uniformity(s.body)
         bind_threads = self._threads(s, uni) if uni.simt else None
         body = self.stmt(s.body)
+        if body is not None and any(isinstance(n, Sync) and n.scope == "grid" for n in walk(s.body)):
+            return self._grid_kernel(fgrid, slots, types, bind_threads, body, s.loc)
 
         def kernel(env: list) -> None:
             dims = [int(f(env)) for f in fgrid]
@@ -469,6 +475,35 @@ class Compiler(ExprCompiler):
             frame.first_block = True
 
         return kernel
+
+    def _grid_kernel(self, fgrid: list[Fn], slots: list[int], types: list[Any], bind_threads: Fn | None, body: Fn,
+                     loc: SourceLoc | None) -> Fn:
+        """A kernel with ``T.sync_grid()``: its blocks run side by side (``grid_sync``)."""
+
+        def kernel(env: list) -> None:
+            dims = [int(f(env)) for f in fgrid]
+            if bind_threads is not None:
+                bind_threads(env)
+            launch = env[FRAME]
+
+            def start(block: tuple[int, ...], turns: Turns, i: int) -> Callable[[], None]:
+                benv = launch.fork(block, turns, i).env
+                for k, t, b in zip(slots, types, block):
+                    benv[k] = t(b)
+                return lambda: body(benv)
+
+            run_blocks(dims, start, loc)
+
+        return kernel
+
+    def _sync_grid(self, s: Sync) -> Fn:
+        loc = s.loc
+
+        def sync_grid(env: list) -> None:
+            frame = env[FRAME]
+            frame.turns.arrive(frame.turn, loc)
+
+        return sync_grid
 
     def _threads(self, s: Kernel, uni: Uniformity) -> Fn:
         """Set up a kernel that uses thread queries or warp operations: its statements run with one

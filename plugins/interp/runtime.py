@@ -52,7 +52,7 @@ def fmt_region(name: str, starts: Sequence[int], extents: Sequence[int]) -> str:
 class Frame:
     """The state of one kernel launch; tile-op executors receive it (see ``lower/__init__``)."""
 
-    __slots__ = ("program", "env", "block", "first_block", "parallel_depth", "grids", "loc")
+    __slots__ = ("program", "env", "block", "first_block", "parallel_depth", "grids", "loc", "turns", "turn")
 
     def __init__(self, program: Program, nslots: int) -> None:
         self.program = program
@@ -64,6 +64,23 @@ class Frame:
         self.parallel_depth = 0
         self.grids: list[np.ndarray] = []  # the index grids of the T.Parallel loops around this point
         self.loc: SourceLoc | None = None  # of the tile op running now
+        self.turns: Any = None  # a kernel with T.sync_grid(): its blocks' grid_sync.Turns
+        self.turn = 0  # and this block's place in them
+
+    def fork(self, block: tuple[int, ...], turns: Any, turn: int) -> Frame:
+        """The frame of one block of a kernel with ``T.sync_grid()``, which runs beside the others
+        (``grid_sync``): its own copy of the slots."""
+        f = Frame.__new__(Frame)
+        f.program = self.program
+        f.env = list(self.env)
+        f.env[FRAME] = f
+        f.block = block
+        f.first_block = not any(block)
+        f.parallel_depth = 0
+        f.grids = []
+        f.loc = None
+        f.turns, f.turn = turns, turn
+        return f
 
     # ---- what executors use --------------------------------------------------------------------
     @property

@@ -15,6 +15,7 @@ from . import (
     dequant,
     elementwise,
     gemm,
+    grid,
     reducers,
     reductions,
     scalar_intrinsics,
@@ -227,6 +228,28 @@ def _split_row_sum(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(96, 256, dtype=torch.float32, device=device, seed=19)
     partial = torch.zeros(4, 96, dtype=torch.float32, device=device)
     return reductions.split_row_sum(96, 256)(x, partial), x.sum(1)
+
+
+def _grid_normalize(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.rand(64, 48, generator=torch.Generator().manual_seed(31)).to(device)
+    partial = torch.zeros(64, dtype=torch.float32, device=device)
+    return grid.normalize(64, 48)(x, partial), x / x.sum()
+
+
+def _grid_smooth(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(512, dtype=torch.float32, device=device, seed=32)
+    work = torch.zeros(2, 512, dtype=torch.float32, device=device)
+    ref = x.clone()
+    for _ in range(5):
+        padded = F.pad(ref, (1, 1))
+        ref = (padded[:-2] + padded[1:-1] + padded[2:]) / 3
+    return grid.smooth(512, 5)(x, work), ref
+
+
+def _split_row_sum_pdl(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(96, 256, dtype=torch.float32, device=device, seed=33)
+    partial = torch.zeros(4, 96, dtype=torch.float32, device=device)
+    return grid.split_row_sum_pdl(96, 256)(x, partial), x.sum(1)
 
 
 def _gqa_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -593,6 +616,9 @@ CASES: list[Case] = [
     Case("cummax_fp16_reverse", _cummax(True), atol=0, rtol=0),
     Case("column_sum_atomic_add", _column_sum, atol=1e-4, rtol=1e-4),
     Case("split_row_sum_two_kernels", _split_row_sum, atol=1e-4, rtol=1e-4),
+    Case("split_row_sum_pdl", _split_row_sum_pdl, atol=1e-4, rtol=1e-4),
+    Case("grid_sync_normalize", _grid_normalize, atol=1e-6, rtol=1e-4),
+    Case("grid_sync_smooth_in_a_loop", _grid_smooth, atol=1e-5, rtol=1e-4),
     Case("atomic_addx2_fp16", _packed_atomic_sum(2, torch.float16)),
     Case("atomic_addx4_fp32", _packed_atomic_sum(4, torch.float32), atol=1e-4, rtol=1e-4),
     Case("block_sparse_row_sum_continue_break", _block_sparse_row_sum, atol=1e-4, rtol=1e-4),

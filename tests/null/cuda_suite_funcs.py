@@ -12,6 +12,7 @@ from tests.kernels import (
     dequant,
     elementwise,
     gemm,
+    grid,
     reducers,
     reductions,
     scalar_intrinsics,
@@ -19,6 +20,7 @@ from tests.kernels import (
     views,
 )
 from tilelang_x.core_ir import dtypes
+from tilelang_x.core_ir.kernel_parts import kernel_parts
 from tilelang_x.core_ir.stmt import PrimFunc
 
 
@@ -53,6 +55,9 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "reducer_column_sums_pipelined": lambda: reducers.column_sums_pipelined.get_ir(200, 96),
         "reducer_row_col_max": lambda: reducers.row_col_max.get_ir(16, 24),
         "reducer_histogram_sum_min_bits": lambda: reducers.histogram_bits.get_ir(300, 7),
+        "grid_sync_normalize": lambda: grid.normalize.get_ir(64, 48),
+        "grid_sync_smooth_in_a_loop": lambda: grid.smooth.get_ir(512, 5),
+        "split_row_sum_pdl_second_kernel": lambda: kernel_parts(grid.split_row_sum_pdl.get_ir(96, 256))[1],
         "softmax_rows": lambda: reductions.softmax.get_ir(64, 256),
         "rms_norm": lambda: reductions.rms_norm.get_ir(64, 512),
         "row_bitxor": lambda: reductions.row_bits.get_ir(64, 96, "bitxor"),

@@ -42,7 +42,7 @@ from typing import Any
 from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
-from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Store
+from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Store, Sync
 from ....core_ir.tileops import Copy, Gemm, ReducerInit
 from ....core_ir.uniformity import uses_simt
 from ....core_ir.visit import rewrite, substitute, views_of, walk
@@ -241,6 +241,10 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx, clustered: bool
     if any(isinstance(n, ReducerInit) for n in walk(kernel.body)):
         log.debug("the kernel at line %s uses T.alloc_reducer: plain TMA pipeline (the reducer's copies are combined "
                   "over every thread of the block)", getattr(kernel.loc, "line", "?"))
+        return None
+    if any(isinstance(n, Sync) and n.scope in ("grid", "pdl_sync") for n in walk(kernel.body)):
+        log.debug("the kernel at line %s calls T.sync_grid or T.pdl_sync: not warp-specialized (the producer would "
+                  "not take part)", getattr(kernel.loc, "line", "?"))
         return None
     if annotated_min_blocks(kernel.body) not in (None, 1):
         log.debug("the kernel at line %s asks for more than one block per SM: plain TMA pipeline (setmaxnreg plans "

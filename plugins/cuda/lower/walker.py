@@ -14,6 +14,7 @@ from ....core_ir.tileops import Atomic, TileOp
 from ....core_ir.uniformity import Uniformity, written_regions
 from ....core_ir.visit import rewrite, walk
 from ..analysis import bounds
+from ..grid_sync import lower_sync
 from ..launch_bounds import MIN_BLOCKS
 from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
 from ..nests import element_atomic
@@ -99,7 +100,9 @@ class _Walker:
         if isinstance(s, Assert):
             return self.fix(device_assert(s))
         if isinstance(s, Sync):
-            return Barrier(s.loc) if s.scope == "block" else Evaluate(Intrin("__syncwarp", ()), s.loc)
+            if s.scope == "block":
+                return Barrier(s.loc)
+            return Evaluate(Intrin("__syncwarp", ()), s.loc) if s.scope == "warp" else lower_sync(s)
         if isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn in FRAGMENT_CALLS \
                 and s.value.args and isinstance(s.value.args[0], PtrTo):
             return self.fragment_call(s.value.fn, s.value.args[0], s.value.args[1:], s)
