@@ -202,7 +202,8 @@ class _Gen:
                                tuple((s.arg, s.dtype, s.box, s.swizzle) for s in self.ctx.data.get("cuda.tmaps", ())),
                                cluster, kernel.loc, getattr(self.ctx.data.get("cuda.persistent"), "total", None),
                                self._workspace_per_block(kernel), self.cooperative,
-                               waits_for_previous(kernel.body, arch or "sm_80"))
+                               # a cooperative launch already waits for the previous kernel
+                               not self.cooperative and waits_for_previous(kernel.body, arch or "sm_80"))
         if uses_grid_header(kernel.body):
             self.ctx.data.setdefault("cuda.extra_headers", []).append(grid_header())
         body = "\n".join(self.lines)

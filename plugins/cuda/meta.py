@@ -117,7 +117,8 @@ class KernelMeta:
     #: the kernel calls ``T.sync_grid()`` (grid_sync.py): launched cooperatively, after a check that
     #: the grid fits on the device at once, with a grid-barrier counter appended as the last argument
     cooperative: bool = False
-    #: the kernel calls ``T.pdl_sync()`` (sm_90+): launched with programmatic stream serialization
+    #: the kernel calls ``T.pdl_sync()`` (sm_90+) and not ``T.sync_grid()``: launched with
+    #: programmatic stream serialization
     pdl: bool = False
 
     @property
