@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Every figure of the closing notes in one go, on a machine with one NVIDIA GPU (the H200 here):
 # installs the package, runs the GPU test suite, then the benchmarks, and merges their JSON into
-# "$OUT/all.json" (OUT defaults to ./bench-out). Takes about 6 minutes on the H200.
+# "$OUT/all.json" (OUT defaults to ./bench-out). Takes about 12 minutes on the H200, in three parts
+# of under 10 minutes each: `bash bench/run_h200.sh 1` runs the tests and the GEMM and attention
+# benchmarks, `... 2` the other benchmarks, `... 3` the A/B runs of compiler switches; each part
+# merges what "$OUT/json/" holds so far.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-bench-out}"
-work="$(mktemp -d)"
-mkdir -p "$OUT"
+PART="${1:-all}"
+work="$OUT/json"
+mkdir -p "$work"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/install.log" 2>&1 || tail -20 "$OUT/install.log"
+if [ "$PART" != 2 ]; then
 timeout 260 python3 -m pytest -q -rf tests/backend/cuda > "$OUT/cuda_tests.log" 2>&1
 tail -3 "$OUT/cuda_tests.log"
 {
@@ -31,17 +36,16 @@ tail -3 "$OUT/cuda_tests.log"
     --timeout 40 --out "$work/gemm_relu.json"
   python3 bench/attention.py --dims 64,128 --configs 128x128x2x256,128x64x2x256 --timeout 150 \
     --out "$work/attention.json"
+} > "$OUT/bench1.log" 2>&1
+fi
+if [ "$PART" != 1 ]; then
+{
   # decode attention (GQA, split-KV in two kernels of one function) against torch SDPA
   python3 bench/decode.py --timeout 150 --out "$work/decode.json"
   # weight-only int4 GEMM (W4A16) against cuBLAS on fp16 weights and torch dequantize-then-matmul
   python3 bench/dequant.py --timeout 200 --out "$work/dequant.json"
   # block-sparse attention (the pipelined body under `if block_mask[k]`) against FlexAttention
   python3 bench/blocksparse.py --timeout 300 --out "$work/blocksparse.json"
-  # A/B of compiler switches, each variant timed round-robin in one process (bench/variants.py)
-  python3 bench/variants.py attention --dims 128,64 --timeout 150 --out "$work/variants_attention.json" \
-    --variants '{"default": {}, "no_rotation": {"tlx.softmax_rotation": false}, "plain": {"tlx.ws_compute_loops": false}, "ieee_division": {"tlx.reciprocal_division": false}, "no_prologue_loads": {"tlx.prologue_loads": false}, "default_again": {}}'
-  python3 bench/variants.py gemm --shapes 4096x4096x4096,8192x8192x8192 --timeout 150 \
-    --out "$work/variants_gemm.json" --variants '{"default": {}, "not_persistent": {"tlx.persistent": false}, "lane_stores": {"tlx.tma_store": false}, "default_again": {}}'
   # thread-block clusters with TMA multicast (persistent: cluster tiles in the rasterized order)
   python3 bench/gemm.py --shapes 8192x8192x8192 --dtypes float16 \
     --configs 128x256x64x3x256,128x256x64x3x256@2x1x1,128x256x64x4x256@1x2x1 --timeout 80 \
@@ -54,7 +58,17 @@ tail -3 "$OUT/cuda_tests.log"
   python3 bench/compile_time.py --timeout 60 --out "$work/compile_time.json"
   python3 bench/launch_overhead.py --timeout 40 --out "$work/launch_overhead.json"
   python3 -m tilelang_x doctor
-} > "$OUT/bench.log" 2>&1
+} > "$OUT/bench2.log" 2>&1
+fi
+if [ "$PART" != 1 ] && [ "$PART" != 2 ]; then
+{
+  # A/B of compiler switches, each variant timed round-robin in one process (bench/variants.py)
+  python3 bench/variants.py attention --dims 128,64 --timeout 150 --out "$work/variants_attention.json" \
+    --variants '{"default": {}, "no_rotation": {"tlx.softmax_rotation": false}, "plain": {"tlx.ws_compute_loops": false}, "ieee_division": {"tlx.reciprocal_division": false}, "no_prologue_loads": {"tlx.prologue_loads": false}, "default_again": {}}'
+  python3 bench/variants.py gemm --shapes 4096x4096x4096,8192x8192x8192 --timeout 150 \
+    --out "$work/variants_gemm.json" --variants '{"default": {}, "not_persistent": {"tlx.persistent": false}, "lane_stores": {"tlx.tma_store": false}, "default_again": {}}'
+} > "$OUT/bench3.log" 2>&1
+fi
 python3 - "$work" "$OUT/all.json" <<'PY'
 import json, pathlib, sys
 work, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
