@@ -113,7 +113,7 @@ def bench_case(b: int, h: int, hk: int, s: int, d: int, args: Any) -> dict[str, 
 # DeepSeek MLA decode: (batch, query heads, seqlen_kv); one latent KV head of 512 + 64 rotary dims
 MLA_SHAPES = [(64, 128, 8192), (128, 128, 4096)]
 MLA_KEYS = ("num_split", "block_N", "num_stages")
-MLA_CONFIGS = [(4, 32, 2), (8, 32, 2), (4, 32, 3), (2, 32, 2), (4, 64, 1)]
+MLA_CONFIGS = [(2, 64, 2), (4, 64, 2), (2, 32, 2), (4, 32, 2), (2, 32, 3), (4, 64, 1)]
 
 
 def bench_mla_case(b: int, h: int, s: int, args: Any) -> dict[str, Any]:
@@ -150,6 +150,7 @@ def bench_mla_case(b: int, h: int, s: int, args: Any) -> dict[str, Any]:
 
 
 def _extra(p: Any) -> None:
+    p.add_argument("--kinds", default="gqa,mla", help="which decode attentions: gqa, mla or both")
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
 
 
@@ -157,11 +158,12 @@ def main() -> None:
     args = parse_args(__doc__.splitlines()[0], _extra)
     results: list[dict[str, Any]] = []
     doc = {"bench": "decode", "info": device_info(), "results": results}
-    for shape in SHAPES[:1] if args.quick else SHAPES:
+    kinds = args.kinds.split(",")
+    for shape in (SHAPES[:1] if args.quick else SHAPES) if "gqa" in kinds else ():
         row, err = attempt(lambda shape=shape: bench_case(*shape, args))
         results.append(row if err is None else {"shape": list(shape), "error": err})
         checkpoint(doc, args.out)
-    for shape in MLA_SHAPES[:1] if args.quick else MLA_SHAPES:
+    for shape in (MLA_SHAPES[:1] if args.quick else MLA_SHAPES) if "mla" in kinds else ():
         row, err = attempt(lambda shape=shape: bench_mla_case(*shape, args))
         results.append(row if err is None else {"kind": "mla", "shape": list(shape), "error": err})
         checkpoint(doc, args.out)

@@ -281,3 +281,14 @@ def test_a_row_tile_smaller_than_128_bytes_keeps_cp_async() -> None:
 
     src = cuda_source(kernel_parts(f)[0], "sm_90a")[0]
     assert "tlx_tma_load_2d(S_shared_s" not in src and "tlx_cp_async" in src
+
+
+def test_cross_warpgroup_reductions_share_one_workspace() -> None:
+    # MLA's row maximum and row sum both combine the two warpgroups through shared memory; each
+    # starts with a barrier, so one workspace serves both and two 64-key stages fit beside Q
+    from tilelang_x.core_ir.kernel_parts import kernel_parts
+
+    attend = kernel_parts(attention.mla_decode.get_ir(64, 128, 8192, num_split=2, block_N=64, num_stages=2))[0]
+    src, ctx = cuda_source(attend, "sm_90a")
+    assert len(set(re.findall(r"\bred_ws_\d+\b", src))) == 1
+    assert ctx.data["cuda.meta"].smem_bytes <= 227 * 1024

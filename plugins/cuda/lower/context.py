@@ -53,6 +53,8 @@ class LowerCtx:
     #: ids of workspaces whose every part only its owning warp touches, ordered by the warp's own
     #: ``__syncwarp``s and waits (the staged epilogue's slots): sync insertion leaves them alone
     warp_private: set[int] = field(default_factory=set)
+    #: workspaces ``shared_workspace`` hands out again, by (name, dtype)
+    reusable: dict[tuple[str, dtypes.DType], list[Buffer]] = field(default_factory=dict)
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:
@@ -89,6 +91,18 @@ class LowerCtx:
     def workspace_bytes(self) -> int:
         return sum(b.shape[0].value * b.dtype.bytes + self.aligns.get(b, 16)  # type: ignore[attr-defined]
                    for b in self.workspaces)
+
+    def shared_workspace(self, name: str, size: int, dtype: dtypes.DType) -> Buffer:
+        """A workspace for uses that each start with a barrier of the block before their first
+        write (cross-warp reductions): they can share one, so the first one made of ``name`` and
+        ``dtype`` that holds ``size`` elements is reused (FullCol attention's two row reductions in
+        one 2 KB buffer, not two)."""
+        for b in self.reusable.get((name, dtype), ()):
+            if E.as_int(b.shape[0]) >= size:
+                return b
+        buf = self.workspace(name, size, dtype)
+        self.reusable.setdefault((name, dtype), []).append(buf)
+        return buf
 
     def workspace(self, name: str, size: int, dtype: dtypes.DType, align: int = 16,
                   warp_private: bool = False) -> Buffer:

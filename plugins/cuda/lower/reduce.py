@@ -82,7 +82,7 @@ def lower_reduce(op: Reduce, lc: Any) -> Stmt:
 
 def _through_smem(kind: str, red: Buffer, n: int, extent: int, stride: int, lc: Any, dt: dtypes.DType) -> list[Stmt]:
     t = lc.threads
-    ws = lc.workspace("red_ws", n * t, dt)
+    ws = lc.shared_workspace("red_ws", n * t, dt)  # reused: the barrier below orders the last use's reads
     u = E.Var(lc.fresh("u"))
     k = E.Var(lc.fresh("k"))
     acc = Buffer(lc.fresh("acc"), (1,), dt, "local")
