@@ -31,7 +31,7 @@ from . import driver
 from .compile import CudaBinary
 from .grid_program import Program, grid_program
 from .meta import DEFAULT_SMEM_LIMIT, SK_FLAG_BYTES, SK_FLAG_WORDS, KernelMeta, make_grid_fn
-from .runtime_ex import LaunchEx, WithGridCounter, launch_attributes
+from .runtime_ex import AppendedArgument, LaunchEx, WithGridCounter, launch_attributes
 
 log = logging.getLogger("tilelang_x.cuda.runtime")
 
@@ -581,39 +581,22 @@ def _workspace(device: int, stream: int, nbytes: int) -> Any:
     return spaces[-1]
 
 
-class _WithWorkspace:
+class _WithWorkspace(AppendedArgument):
     """The launcher of a stream-K kernel (hopper/stream_k.py): its last parameter, after the
     kernel's arguments, is a workspace of ``meta.workspace_per_block`` bytes per block, shared by
-    the stream-K kernels of the calling device and stream (``_workspace``) and appended to every
-    call's arguments."""
+    the stream-K kernels of the calling device and stream (``_workspace``)."""
 
     def __init__(self, inner: Any, meta: KernelMeta) -> None:
-        self.inner = inner
-        self.dim_names: tuple[str, ...] = inner.dim_names
+        super().__init__(inner, meta)
         blocks = (meta.grid_static or (1,))[0]
         if blocks > SK_FLAG_WORDS:
             raise ArgumentError(f"{meta.kernel_name}: a stream-K launch of {blocks} blocks has more blocks than its "
                                 f"workspace has flags ({SK_FLAG_WORDS}); compile it with "
                                 f"pass_configs={{'tlx.stream_k': False}}")
         self.bytes = SK_FLAG_BYTES + meta.workspace_per_block * blocks
-        self.first = next((p.index for p in meta.params if p.kind == "buffer"), 0)
-        self.get_stream = _stream_getter()
 
-    def _space(self, device: int) -> Any:
+    def extra(self, device: int) -> Any:
         return _workspace(device, self.get_stream(device), self.bytes)
-
-    def launch_on(self, device: int, args: Sequence[Any], dims: tuple[int, ...]) -> None:
-        self.inner.launch_on(device, (*args, self._space(device)), dims)
-
-    def __call__(self, args: Sequence[Any], dims: Any = ()) -> None:
-        try:
-            device = args[self.first].get_device()
-        except (AttributeError, IndexError, TypeError):
-            device = -1
-        if device < 0:  # the inner launcher says what is wrong with the arguments
-            self.inner(args, dims)
-            return
-        self.inner((*args, self._space(device)), dims)
 
 
 def load(binary: CudaBinary, meta: KernelMeta, *, check_args: bool = True,

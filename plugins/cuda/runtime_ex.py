@@ -19,7 +19,7 @@ from ...core_ir.errors import ArgumentError
 from . import driver
 from .meta import KernelMeta
 
-__all__ = ["LaunchEx", "WithGridCounter", "grid_counter", "launch_attributes"]
+__all__ = ["AppendedArgument", "LaunchEx", "WithGridCounter", "grid_counter", "launch_attributes"]
 
 
 def launch_attributes(meta: KernelMeta) -> list[int]:
@@ -65,21 +65,54 @@ def grid_counter(device: int, stream: int) -> Any:
     return counter
 
 
-class WithGridCounter:
-    """The launcher of a cooperative kernel (see the module docstring)."""
+class AppendedArgument:
+    """A launcher that appends one argument of the calling device and stream to every call's
+    arguments (``extra``): the grid-barrier counter, stream-K's workspace. ``check`` may refuse
+    the launch first."""
 
-    def __init__(self, inner: Any, kernel: Any, meta: KernelMeta) -> None:
+    def __init__(self, inner: Any, meta: KernelMeta) -> None:
         from .runtime import _stream_getter
 
         self.inner = inner
-        self.kernel = kernel
         self.meta = meta
         self.dim_names: tuple[str, ...] = inner.dim_names
         self.first = next((p.index for p in meta.params if p.kind == "buffer"), 0)
         self.get_stream = _stream_getter()
+
+    def extra(self, device: int) -> Any:
+        raise NotImplementedError
+
+    def check(self, device: int, dims: Any) -> None:
+        """Raise when the launch cannot run on ``device`` (nothing by default)."""
+
+    def launch_on(self, device: int, args: Sequence[Any], dims: tuple[int, ...]) -> None:
+        self.check(device, dims)
+        self.inner.launch_on(device, (*args, self.extra(device)), dims)
+
+    def __call__(self, args: Sequence[Any], dims: Any = ()) -> None:
+        try:
+            device = args[self.first].get_device()
+        except (AttributeError, IndexError, TypeError):
+            device = -1
+        if device < 0:  # the inner launcher says what is wrong with the arguments
+            self.inner(args, dims)
+            return
+        self.check(device, dims)
+        self.inner((*args, self.extra(device)), dims)
+
+
+class WithGridCounter(AppendedArgument):
+    """The launcher of a cooperative kernel (see the module docstring)."""
+
+    def __init__(self, inner: Any, kernel: Any, meta: KernelMeta) -> None:
+        super().__init__(inner, meta)
+        self.kernel = kernel
         self.capacity: dict[int, tuple[int, int]] = {}  # device -> (blocks per SM, SMs)
 
-    def _check(self, device: int, dims: Any) -> None:
+    def extra(self, device: int) -> Any:
+        return grid_counter(device, self.get_stream(device))
+
+    def check(self, device: int, dims: Any) -> None:
         meta = self.meta
         if isinstance(dims, Mapping):
             dims = {getattr(k, "name", k): v for k, v in dims.items()}
@@ -99,17 +132,3 @@ class WithGridCounter:
                 hint="use fewer blocks (each may loop over several tiles), or fewer threads, registers or shared "
                 "memory per block so that more fit on an SM")
 
-    def launch_on(self, device: int, args: Sequence[Any], dims: tuple[int, ...]) -> None:
-        self._check(device, dims)
-        self.inner.launch_on(device, (*args, grid_counter(device, self.get_stream(device))), dims)
-
-    def __call__(self, args: Sequence[Any], dims: Any = ()) -> None:
-        try:
-            device = args[self.first].get_device()
-        except (AttributeError, IndexError, TypeError):
-            device = -1
-        if device < 0:  # the inner launcher says what is wrong with the arguments
-            self.inner(args, dims)
-            return
-        self._check(device, dims)
-        self.inner((*args, grid_counter(device, self.get_stream(device))), dims)

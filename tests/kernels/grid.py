@@ -53,31 +53,3 @@ def smooth(N, steps, block=128):
                 Y[bx * block + i] = Work[steps % 2, bx * block + i]
 
     return main
-
-
-@tilelang.jit(out_idx=[-1])
-def split_row_sum_pdl(M, N, splits=4, block_M=32):
-    """``reductions.split_row_sum`` with programmatic dependent launch: the first kernel lets the
-    second start once its blocks have stored their slices; the second waits for them before it
-    reads ``Partial``."""
-    part = N // splits
-
-    @T.prim_func
-    def main(A: T.Tensor((M, N), T.float32), Partial: T.Tensor((splits, M), T.float32),
-             Out: T.Tensor((M,), T.float32)):
-        with T.Kernel(M // block_M, splits, threads=128) as (bx, by):
-            tile = T.alloc_fragment((block_M, part), T.float32)
-            sums = T.alloc_fragment((block_M,), T.float32)
-            T.copy(A[bx * block_M, by * part], tile)
-            T.reduce_sum(tile, sums, dim=1)
-            T.copy(sums, Partial[by, bx * block_M])
-            T.pdl_trigger()
-        with T.Kernel(M // block_M, threads=128) as bx:
-            T.pdl_sync()
-            for i in T.Parallel(block_M):
-                total = Partial[0, bx * block_M + i]
-                for k in list(range(1, splits)):
-                    total = total + Partial[k, bx * block_M + i]
-                Out[bx * block_M + i] = total
-
-    return main

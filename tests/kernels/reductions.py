@@ -189,9 +189,11 @@ def chained_prefix(B, N):
 
 
 @tilelang.jit(out_idx=[-1])
-def split_row_sum(M, N, splits=4, block_M=32):
+def split_row_sum(M, N, splits=4, block_M=32, pdl=False):
     """``Out[r] = sum(A[r, :])`` in two kernels of one function, as split-KV decoding is written:
-    the first sums each of ``splits`` column slices into ``Partial``, the second adds the slices."""
+    the first sums each of ``splits`` column slices into ``Partial``, the second adds the slices.
+    ``pdl``: programmatic dependent launch, the first kernel letting the second start once its
+    blocks have stored their slices, the second waiting for them before it reads ``Partial``."""
     part = N // splits
 
     @T.prim_func
@@ -203,7 +205,11 @@ def split_row_sum(M, N, splits=4, block_M=32):
             T.copy(A[bx * block_M, by * part], tile)
             T.reduce_sum(tile, sums, dim=1)
             T.copy(sums, Partial[by, bx * block_M])
+            if pdl:
+                T.pdl_trigger()
         with T.Kernel(M // block_M, threads=128) as bx:
+            if pdl:
+                T.pdl_sync()
             for i in T.Parallel(block_M):
                 total = Partial[0, bx * block_M + i]
                 for k in list(range(1, splits)):  # a Python loop: unrolled when traced

@@ -249,7 +249,7 @@ def _grid_smooth(device: str) -> tuple[torch.Tensor, torch.Tensor]:
 def _split_row_sum_pdl(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(96, 256, dtype=torch.float32, device=device, seed=33)
     partial = torch.zeros(4, 96, dtype=torch.float32, device=device)
-    return grid.split_row_sum_pdl(96, 256)(x, partial), x.sum(1)
+    return reductions.split_row_sum(96, 256, pdl=True)(x, partial), x.sum(1)
 
 
 def _gqa_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -13,7 +13,7 @@ import torch
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
-from tests.kernels import grid
+from tests.kernels import grid, reductions
 from tests.null.cuda_helpers import cuda_source
 from tilelang_x.core_ir.errors import BackendNotImplementedError, OutOfBoundsError, TileLangError, VerificationError
 from tilelang_x.core_ir.kernel_parts import kernel_parts
@@ -86,7 +86,7 @@ def test_the_interpreter_refuses_grids_above_its_bound() -> None:
 
 def test_pdl_points_change_nothing_in_the_interpreter() -> None:
     a = torch.randn(64, 128)
-    out = _interp(grid.split_row_sum_pdl.get_ir(64, 128))(a, torch.zeros(4, 64))
+    out = _interp(reductions.split_row_sum.get_ir(64, 128, pdl=True))(a, torch.zeros(4, 64))
     torch.testing.assert_close(out, a.sum(1), atol=1e-4, rtol=1e-4)
 
 
@@ -139,9 +139,8 @@ def test_grid_barrier_code_and_cooperative_meta(arch: str) -> None:
 
 
 def test_kernels_without_the_new_statements_do_not_include_the_header() -> None:
-    src, ctx = cuda_source(kernel_parts(grid.split_row_sum_pdl.get_ir(96, 256))[0], "sm_80")
+    src, ctx = cuda_source(kernel_parts(reductions.split_row_sum.get_ir(96, 256, pdl=True))[0], "sm_80")
     assert "tlx_pdl_trigger();" in src and not ctx.data["cuda.meta"].pdl
-    from tests.kernels import reductions
 
     plain, ctx = cuda_source(kernel_parts(reductions.split_row_sum.get_ir(96, 256))[1], "sm_90a")
     assert "tlx_grid.h" not in plain and "griddepcontrol" not in plain
@@ -150,7 +149,7 @@ def test_kernels_without_the_new_statements_do_not_include_the_header() -> None:
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_pdl_wait_is_set_only_for_the_dependent_kernel_on_sm90(arch: str) -> None:
-    parts = kernel_parts(grid.split_row_sum_pdl.get_ir(96, 256))
+    parts = kernel_parts(reductions.split_row_sum.get_ir(96, 256, pdl=True))
     first, second = (cuda_source(p, arch) for p in parts)
     assert not first[1].data["cuda.meta"].pdl
     assert second[1].data["cuda.meta"].pdl == (arch == "sm_90a")
@@ -165,7 +164,7 @@ def test_ptx_has_griddepcontrol_only_on_sm90(arch: str) -> None:
     nvcc = find_nvcc()
     if nvcc is None:
         pytest.skip("needs nvcc")
-    src, _ = cuda_source(kernel_parts(grid.split_row_sum_pdl.get_ir(96, 256))[1], arch)
+    src, _ = cuda_source(kernel_parts(reductions.split_row_sum.get_ir(96, 256, pdl=True))[1], arch)
     ptx = subprocess.run([nvcc, "-ptx", f"-arch={arch.replace('sm_', 'compute_')}", "-x", "cu", "-", "-o", "-"],
                          input=src, capture_output=True, text=True, check=True).stdout
     assert ("griddepcontrol.wait" in ptx) == (arch == "sm_90a")

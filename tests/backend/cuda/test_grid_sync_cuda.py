@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
-from tests.kernels import grid
+from tests.kernels import grid, reductions
 from tilelang_x.core_ir.errors import ArgumentError
 
 
@@ -61,7 +61,7 @@ def test_a_grid_larger_than_the_device_holds_is_refused() -> None:
 
 
 def test_pdl_two_kernels() -> None:
-    kernel = grid.split_row_sum_pdl(4096, 1024, splits=8, block_M=32)
+    kernel = reductions.split_row_sum(4096, 1024, splits=8, block_M=32, pdl=True)
     for _ in range(20):
         a = torch.randn(4096, 1024, device="cuda")
         torch.testing.assert_close(kernel(a, torch.zeros(8, 4096, device="cuda")), a.sum(1), atol=1e-3, rtol=1e-4)
