@@ -86,3 +86,21 @@ def warp_shuffles(threads=64, dtype=T.float32):
             Y[tx, 6] = T.cast(T.popcount(T.ballot(v > 0)), dtype)
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def flagged_copy(n=128):
+    """``Y[t] = X[t]`` where thread ``t``'s own flag ``F[t]`` (read with an acquire load) is set,
+    else -1; each thread of the first half also marks its flag in ``Done``."""
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), T.int32), F: T.Tensor((n,), T.int32), Done: T.Tensor((n,), T.int32),
+             Y: T.Tensor((n,), T.int32)):
+        with T.Kernel(1, threads=n) as _:
+            tx = T.get_thread_binding()
+            flag = T.alloc_var(T.int32, init=T.atomic_load(F[tx], memory_order="acquire"))
+            Y[tx] = T.if_then_else(flag != 0, X[tx], -1)
+            if tx < n // 2:
+                T.atomic_store(Done[tx], T.atomic_load(F[tx]) + 1, memory_order="release")
+
+    return main

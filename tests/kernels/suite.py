@@ -528,6 +528,15 @@ def _column_sums_reducer(threads: int) -> Callable:
     return run
 
 
+def _flagged_copy(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(63)
+    x = torch.randint(0, 1000, (128,), generator=g, dtype=torch.int32)
+    f = torch.randint(0, 2, (128,), generator=g, dtype=torch.int32)
+    done = torch.zeros(128, dtype=torch.int32)
+    y = simt.flagged_copy()(x.to(device), f.to(device), done.to(device))
+    return y, torch.where(f != 0, x, -1).to(device)
+
+
 def _warp_shuffles(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(64, dtype=torch.float32, device=device, seed=62)
     n = x.numel()
@@ -658,6 +667,7 @@ CASES: list[Case] = [
     Case("gemv_splitk_warp_reduce", _gemv("splitk_gemv", 200, 1000)),
     Case("gemv_shared_atomic_add", _gemv("gemv_shared_atomic", 64, 256)),
     Case("warp_shuffles_votes", _warp_shuffles, atol=1e-5, rtol=1e-5),
+    Case("simt_per_thread_atomic_loads", _flagged_copy, atol=0, rtol=0),
     Case("reducer_column_sums", _column_sums_reducer(128), atol=1e-4, rtol=1e-4),
     Case("reducer_column_sums_64_threads", _column_sums_reducer(64), atol=1e-4, rtol=1e-4),
     Case("reducer_column_sums_pipelined", _column_sums_pipelined, atol=1e-2, rtol=1e-3),

@@ -103,4 +103,5 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "gemv_splitk_warp_reduce": lambda: simt.splitk_gemv.get_ir(200, 1000),
         "gemv_shared_atomic_add": lambda: simt.gemv_shared_atomic.get_ir(64, 256),
         "warp_shuffles_votes": lambda: simt.warp_shuffles.get_ir(),
+        "simt_per_thread_atomic_loads": lambda: simt.flagged_copy.get_ir(),
     }

@@ -284,3 +284,15 @@ def test_cuda_warp_reduction_and_no_warp_specialization(arch: str) -> None:
     src, ctx = cuda_source(suite_funcs()["gemv_splitk_warp_reduce"](), arch)
     assert "tlx_warp_sum(C_accum[0])" in src and "TLX_WARP_REDUCE(tlx_warp_sum, float, v + o)" in src
     assert "threadIdx.y" in src and "cuda.ws" not in ctx.data
+
+
+def test_cuda_atomic_load_at_a_per_thread_address_is_each_threads_own() -> None:
+    # a block-uniform atomic load is made by thread 0 and broadcast through shared memory; one at a
+    # per-thread address, or under a per-thread condition (where the block's barriers cannot be),
+    # is made by every thread itself
+    from tests.kernels import simt
+
+    src = cuda_source(simt.flagged_copy.get_ir(), "sm_90a")[0]
+    body = src[src.index("__global__"):]
+    assert "aload" not in body
+    assert "tlx_ld_acquire_32(&F[tx])" in body and "tlx_ld_seq_cst_32(&F[tx])" in body

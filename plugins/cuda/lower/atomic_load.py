@@ -2,7 +2,8 @@
 the same way), so the block must agree on the value. Thread 0 loads it into a shared-memory slot
 between two barriers and every thread reads the slot: ``if`` and ``while`` on it stay uniform (a
 barrier under them is legal), and the other threads' later reads are ordered after thread 0's
-acquire by the barrier. Inside ``T.Parallel`` each iteration's load is its own thread's.
+acquire by the barrier. Inside ``T.Parallel`` each iteration's load is its own thread's, and so is
+a load whose address or control flow differs per thread (``core_ir.uniformity``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,14 @@ from ..lir import Barrier, by_thread_0
 _OWN_FIELDS = {If: ("cond",), While: ("cond",), For: ("start", "extent")}
 
 
-def uniform_atomic_loads(s: Stmt, lc: Any, lower: Callable[[Stmt], Stmt], fix: Callable[[Any], Any]) -> Stmt | None:
-    """``s`` lowered with its own atomic loads read once per block, or None when it has none."""
+def uniform_atomic_loads(s: Stmt, lc: Any, lower: Callable[[Stmt], Stmt], fix: Callable[[Any], Any],
+                         per_thread: Callable[[E.AtomicLoad], bool] | None = None) -> Stmt | None:
+    """``s`` lowered with its own atomic loads read once per block, or None when it has none.
+    ``per_thread`` picks the loads each thread makes itself (in a kernel with thread queries: an
+    address that differs per thread, or a load under a per-thread condition, where the block's
+    barriers cannot be)."""
     fields = _OWN_FIELDS.get(type(s))
-    loads = _own_loads(s, fields)
+    loads = [ld for ld in _own_loads(s, fields) if per_thread is None or not per_thread(ld)]
     if not loads:
         return None
     if isinstance(s, TileOp):  # its lowering plans are keyed by the op itself: it cannot be rebuilt here

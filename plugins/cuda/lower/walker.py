@@ -40,12 +40,16 @@ class _Walker:
         self.uni: Uniformity | None = None  # of the kernel, when it uses thread queries or warp ops
         self.div = 0  # divergent `if` / loops around the statement being lowered
 
+    def per_thread_load(self, ld: E.AtomicLoad) -> bool:
+        """Whether each thread makes atomic load ``ld`` itself (see ``uniform_atomic_loads``)."""
+        return self.uni is not None and (self.div > 0 or self.uni.varying(ld))
+
     def stmt(self, s: Stmt) -> Stmt:
         lc = self.lc
         if isinstance(s, Seq):
             return Seq(tuple(self.stmt(c) for c in s.stmts), s.loc)
         if not isinstance(s, Kernel) and not (isinstance(s, For) and s.kind == "parallel"):
-            uniform = uniform_atomic_loads(s, lc, self.stmt, self.fix)
+            uniform = uniform_atomic_loads(s, lc, self.stmt, self.fix, self.per_thread_load)
             if uniform is not None:
                 return uniform
         if isinstance(s, Kernel):
