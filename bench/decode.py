@@ -8,7 +8,9 @@ enable_gqa=True)`` on the same cache, restricted to each SDPA backend that takes
 * D * 2`` bytes); ``ratio`` = best SDPA time / our time (>= 1: we are faster), both from
 ``--rounds`` rounds timed in turn with the L2 flushed.
 
-MLA rows (``kind: mla``): ``tests/kernels/attention.mla_decode`` (TileLang's MLA example: 128 query
+Paged rows (``kind: paged``): ``tests/kernels/attention.paged_gqa_decode``, the same cache in
+64-token pages at random places through a block table (vLLM's layout), against SDPA on the
+contiguous cache. MLA rows (``kind: mla``): ``tests/kernels/attention.mla_decode`` (TileLang's MLA example: 128 query
 heads on one latent KV head, 512 + 64 dims) against SDPA and against the same attention in torch
 matmuls (cuBLAS), in TB/s of the latent cache read (``B * S * 576 * 2`` bytes).
 
@@ -151,8 +153,42 @@ def bench_mla_case(b: int, h: int, s: int, args: Any) -> dict[str, Any]:
     return _compare(row, refs, configs, MLA_KEYS, build, ref, nbytes, args, "reference")
 
 
+PAGE = 64
+PAGED_KEYS = ("num_split", "num_stages")
+PAGED_CONFIGS = [(4, 2), (8, 2), (4, 3)]
+
+
+def bench_paged_case(b: int, h: int, hk: int, s: int, d: int, args: Any) -> dict[str, Any]:
+    """``attention.paged_gqa_decode``: the same cache as ``bench_case`` in 64-token pages at random
+    places (a block table); references: SDPA on the contiguous cache (no paging to do)."""
+    import torch
+
+    from tests.kernels import attention
+
+    pages = s // PAGE
+    q = torch.randn(b, h, d, device="cuda", dtype=torch.float16)
+    k_cache, v_cache = (torch.randn(b * pages, PAGE, hk, d, device="cuda", dtype=torch.float16) for _ in range(2))
+    table = torch.randperm(b * pages, device="cuda").view(b, pages).int()
+    k, v = (c[table.long()].reshape(b, s, hk, d) for c in (k_cache, v_cache))
+    q4, k4, v4 = q[:, :, None, :], k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3)
+    nbytes = 2.0 * b * s * hk * d * 2
+    row: dict[str, Any] = {"kind": "paged", "B": b, "H": h, "HK": hk, "S": s, "D": d, "page": PAGE}
+    refs = _sdpa_backends(q4, k4, v4, row, args)
+    ref = (torch.softmax((q.float()[:, :, None, :] @ k4.float().repeat_interleave(h // hk, 1).transpose(-1, -2))
+                         / math.sqrt(d), -1) @ v4.float().repeat_interleave(h // hk, 1))[:, :, 0].half()
+    configs = [dict(zip(PAGED_KEYS, c)) for c in (PAGED_CONFIGS[:1] if args.quick else PAGED_CONFIGS)]
+
+    def build(cfg: dict[str, Any]) -> Any:
+        kernel = attention.paged_gqa_decode(b, h, hk, pages, PAGE, d, **cfg)
+        lse = torch.empty(b, h, cfg["num_split"], device="cuda", dtype=torch.float32)
+        partial = torch.empty(b, h, cfg["num_split"], d, device="cuda", dtype=torch.float32)
+        return lambda: kernel(q, k_cache, v_cache, table, lse, partial)
+
+    return _compare(row, refs, configs, PAGED_KEYS, build, ref, nbytes, args, "sdpa")
+
+
 def _extra(p: Any) -> None:
-    p.add_argument("--kinds", default="gqa,mla", help="which decode attentions: gqa, mla or both")
+    p.add_argument("--kinds", default="gqa,paged,mla", help="which decode attentions: gqa, paged, mla")
     p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
 
 
@@ -164,6 +200,10 @@ def main() -> None:
     for shape in (SHAPES[:1] if args.quick else SHAPES) if "gqa" in kinds else ():
         row, err = attempt(lambda shape=shape: bench_case(*shape, args))
         results.append(row if err is None else {"shape": list(shape), "error": err})
+        checkpoint(doc, args.out)
+    for shape in (SHAPES[:1] if args.quick else SHAPES) if "paged" in kinds else ():
+        row, err = attempt(lambda shape=shape: bench_paged_case(*shape, args))
+        results.append(row if err is None else {"kind": "paged", "shape": list(shape), "error": err})
         checkpoint(doc, args.out)
     for shape in (MLA_SHAPES[:1] if args.quick else MLA_SHAPES) if "mla" in kinds else ():
         row, err = attempt(lambda shape=shape: bench_mla_case(*shape, args))

@@ -171,6 +171,68 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
 
 
 @tilelang.jit(out_idx=[-1])
+def paged_gqa_decode(batch, heads, kv_heads, pages_per_seq, page_size, dim, num_split=4, block_H=64, num_stages=2,
+                     threads=128):
+    """``gqa_decode`` over a paged KV cache, as vLLM keeps it: ``K_cache`` / ``V_cache`` hold pages
+    of ``page_size`` tokens ([pages, page_size, kv_heads, dim]) and ``BlockTable[b, i]`` is the page
+    of sequence ``b``'s tokens ``i * page_size ..``; every sequence has ``pages_per_seq`` pages. Each
+    key block is one page, read through the table (a tile offset loaded from memory)."""
+    group = heads // kv_heads
+    pages_per_split = pages_per_seq // num_split
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
+    dtype = T.float16
+    accum_dtype = T.float32
+
+    @T.macro
+    def attend_slices(Q, K_cache, V_cache, BlockTable, lse, partial):
+        with T.Kernel(batch, kv_heads, num_split, threads=threads) as (b, h, s):
+            Q_shared = T.alloc_shared([block_H, dim], dtype)
+            K_shared = T.alloc_shared([page_size, dim], dtype)
+            V_shared = T.alloc_shared([page_size, dim], dtype)
+            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = \
+                softmax_state(block_H, page_size, dim)
+
+            T.copy(Q[b, h * group:h * group + block_H, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+            for k in T.Pipelined(pages_per_split, num_stages=num_stages):
+                page = BlockTable[b, s * pages_per_split + k]
+                T.copy(K_cache[page, :, h, :], K_shared)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, clear_accum=True,
+                       policy=T.GemmWarpPolicy.FullRow)
+                online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
+                               scale)
+                T.copy(V_cache[page, :, h, :], V_shared)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_H, dim):
+                acc_o[i, j] /= logsum[i]
+            for i in T.Parallel(block_H):
+                logsum[i] = T.log2(logsum[i]) + scores_max[i] * scale
+            for i in T.Parallel(block_H):
+                if i < group:
+                    lse[b, h * group + i, s] = logsum[i]
+            for i, j in T.Parallel(block_H, dim):
+                if i < group:
+                    partial[b, h * group + i, s, j] = acc_o[i, j]
+
+    combine = combine_slices(batch, heads, num_split, dim)
+
+    @T.prim_func
+    def main(Q: T.Tensor([batch, heads, dim], dtype),
+             K_cache: T.Tensor([batch * pages_per_seq, page_size, kv_heads, dim], dtype),
+             V_cache: T.Tensor([batch * pages_per_seq, page_size, kv_heads, dim], dtype),
+             BlockTable: T.Tensor([batch, pages_per_seq], T.int32),
+             lse: T.Tensor([batch, heads, num_split], accum_dtype),
+             partial: T.Tensor([batch, heads, num_split, dim], accum_dtype),
+             Output: T.Tensor([batch, heads, dim], dtype)):
+        attend_slices(Q, K_cache, V_cache, BlockTable, lse, partial)
+        combine(lse, partial, Output)
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
 def mla_decode(batch, heads, seqlen_kv, dim=512, pe_dim=64, block_N=64, block_H=64, num_split=4, num_stages=1,
                threads=256):
     """DeepSeek's multi-head latent attention at decode, as TileLang's MLA example writes it: every

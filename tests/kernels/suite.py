@@ -265,6 +265,21 @@ def _gqa_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return out, ref.half()
 
 
+def _paged_gqa_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    b, h, hk, pages, page, d, splits = 2, 8, 2, 8, 64, 64, 2
+    q = _randn(b, h, d, dtype=torch.float16, device=device, seed=27)
+    k_cache = _randn(b * pages, page, hk, d, dtype=torch.float16, device=device, seed=28)
+    v_cache = _randn(b * pages, page, hk, d, dtype=torch.float16, device=device, seed=29)
+    table = torch.randperm(b * pages, generator=torch.Generator().manual_seed(30)).view(b, pages).int()
+    lse = torch.zeros(b, h, splits, dtype=torch.float32, device=device)
+    partial = torch.zeros(b, h, splits, d, dtype=torch.float32, device=device)
+    out = attention.paged_gqa_decode(b, h, hk, pages, page, d, num_split=splits)(q, k_cache, v_cache,
+                                                                                 table.to(device), lse, partial)
+    k, v = (c[table.long().to(device)].reshape(b, pages * page, hk, d) for c in (k_cache, v_cache))
+    kk, vv = (x.float().repeat_interleave(h // hk, dim=2).transpose(1, 2) for x in (k, v))
+    return out, F.scaled_dot_product_attention(q.float()[:, :, None, :], kk, vv)[:, :, 0].half()
+
+
 def _mla_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     b, h, s, d, pe, splits = 1, 64, 256, 512, 64, 2
     q = _randn(b, h, d, dtype=torch.float16, device=device, seed=23)
@@ -649,6 +664,7 @@ CASES: list[Case] = [
     Case("flash_attention_causal", _attention(True)),
     Case("gqa_decode_split_kv_two_kernels", _gqa_decode),
     Case("mla_decode_fullcol_two_kernels", _mla_decode),
+    Case("paged_gqa_decode_block_table", _paged_gqa_decode),
     Case("blocksparse_attention_masked_pipeline", _blocksparse_attention),
     Case("view_reshape_global", _flat_affine, atol=0, rtol=0),
     Case("view_reshape_shared_pairs", _swap_pairs, atol=0, rtol=0),

@@ -292,3 +292,13 @@ def test_cross_warpgroup_reductions_share_one_workspace() -> None:
     src, ctx = cuda_source(attend, "sm_90a")
     assert len(set(re.findall(r"\bred_ws_\d+\b", src))) == 1
     assert ctx.data["cuda.meta"].smem_bytes <= 227 * 1024
+
+
+def test_paged_decode_loads_pages_by_tma_at_offsets_read_from_the_block_table() -> None:
+    from tilelang_x.core_ir.kernel_parts import kernel_parts
+
+    attend = kernel_parts(attention.paged_gqa_decode.get_ir(32, 32, 8, 128, 64, 128, num_split=4))[0]
+    src = cuda_source(attend, "sm_90a")[0]
+    assert re.search(r"tlx_tma_load_4d\(K_shared_s [^;]*BlockTable\[", src)
+    ops = sass_ops(attend, r"\b(HGMMA|UTMALDG)\b")
+    assert ops.get("HGMMA") and ops.get("UTMALDG"), ops
