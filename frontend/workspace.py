@@ -3,8 +3,8 @@
 The buffer becomes a hidden parameter of the function, after the declared ones and the
 ``T.empty`` outputs, listed in its ``attrs`` under ``core_ir.stmt.WORKSPACES``. A call allocates
 it (uninitialised, on the device of the other tensors) and passes it like any tensor; the caller
-neither passes nor gets it. Every kernel of a function with several ``T.Kernel`` blocks gets the same one, so the first can
-leave partial results there for the second.
+neither passes nor gets it. Every kernel of a function with several ``T.Kernel`` blocks gets the
+same one, so the first can leave partial results there for the second.
 """
 
 from __future__ import annotations
