@@ -2,12 +2,12 @@
 into a tensor of the shape, dtype and strides that ``T.make_tensor`` gave the parameter.
 
 A tensor argument lends its memory from its first element: it must have the made dtype, be on the
-kernel's device and hold the made tensor within its storage (``PointerArgs.check`` says which line
-made the tensor when it does not). The result is a view of that storage
+kernel's device and hold the made tensor within its storage (the error names the line of the
+``T.make_tensor`` when it does not). The result is a view of that storage
 (``torch.as_strided`` / ``numpy.lib.stride_tricks.as_strided``), so the backend sees an ordinary
 tensor argument and a write lands in the caller's memory. An integer address (TileLang's
-``x.data_ptr()``) is taken on trust, for CUDA targets only: the view over it is made through the
-CUDA array interface, which finds the address's device.
+``x.data_ptr()``) is taken on trust, for CUDA targets only: the driver says which GPU owns it, and
+the view over it is made there through the CUDA array interface.
 """
 
 from __future__ import annotations
@@ -44,6 +44,20 @@ class _DeviceMemory:
         }
 
 
+def _device_view(address: int, nbytes: int, fail: Callable[[str, str], ArgumentError]) -> Any:
+    """A uint8 torch tensor over ``nbytes`` at CUDA ``address``, on the GPU that owns it."""
+    import torch
+
+    from .plugins.cuda.driver import pointer_device
+
+    device = pointer_device(address)
+    if device is None:
+        raise fail(f"{address:#x} is not an address of CUDA device memory",
+                   "pass `x.data_ptr()` of a CUDA tensor, or the tensor itself")
+    with torch.cuda.device(device):
+        return torch.as_tensor(_DeviceMemory(address, nbytes), device=torch.device("cuda", device))
+
+
 def pointer_value(
     arg: Any,
     shape: tuple[int, ...],
@@ -63,10 +77,8 @@ def pointer_value(
         if device_type != "cuda":
             raise fail(f"got the integer address {arg:#x}, but target device {device_type!r} takes tensors only",
                        "pass the tensor itself (its memory is used from its first element)")
-        import torch
-
-        raw = torch.as_tensor(_DeviceMemory(arg, need * dtype.bytes), device="cuda")
-        return torch.as_strided(raw.view(torch_dtype(dtype)), shape, strides)
+        raw = _device_view(arg, need * dtype.bytes, fail)
+        return raw.view(torch_dtype(dtype)).as_strided(shape, strides)
     if torch is not None and isinstance(arg, torch.Tensor):
         have = arg.untyped_storage().nbytes() // max(arg.element_size(), 1) - arg.storage_offset()
         device = arg.device.type
