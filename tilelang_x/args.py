@@ -403,7 +403,7 @@ class ArgBinder:
 
     def _check_derived_dims(self, given: list[ParamSpec], args: tuple[Any, ...], dims: dict[E.Var, int]) -> None:
         for spec, arg in zip(given, args):
-            if not spec.is_tensor:
+            if not spec.is_tensor or spec.is_pointer:  # a pointer's memory is checked by _pointer_value
                 continue
             if spec.strides is not None and not spec.contiguous:
                 torch = sys.modules.get("torch")

@@ -52,6 +52,21 @@ def copy_n(block=64):
 
 
 @tilelang.jit
+def fill_pairs(block=64):
+    """``X[i] = i`` for ``i < 2 n``: a size derived from the scalar parameter ``n``."""
+
+    @T.prim_func
+    def main(x_ptr: T.ptr(T.int32), n: T.int32):
+        X = T.make_tensor(x_ptr, (n * 2,))  # E:pairs
+        with T.Kernel(2, threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n * 2:
+                    X[bx * block + i] = bx * block + i
+
+    return main
+
+
+@tilelang.jit
 def eager_negate(x_ptr, n: int, block: int = 64):
     x_ptr: T.ptr
     X = T.make_tensor(x_ptr, (n // 10, 10), T.float32)
@@ -99,6 +114,14 @@ def test_sizes_come_from_the_scalar_parameter() -> None:
         copy_n()(x, y, 150)
     torch.testing.assert_close(y[:150], x[:150])
     assert not y[150:].any()
+
+
+def test_derived_size_and_integer_dtype() -> None:
+    x = torch.full((100,), -1, dtype=torch.int32)
+    with knobs.scope(target_default="interp"):
+        fill_pairs()(x, 40)
+        raises(ArgumentError, "pairs", lambda: fill_pairs()(torch.zeros(70, dtype=torch.int32), 40), "reaches 80")
+    assert x[:80].tolist() == list(range(80)) and (x[80:] == -1).all()
 
 
 def test_eager_style_pointer() -> None:
