@@ -192,6 +192,14 @@ class Annotate(Stmt):
     loc: SourceLoc | None = field(default=None, compare=False)
 
 
+#: ``PrimFunc.attrs`` keys: the indices of the parameters that are ``T.alloc_global`` workspaces
+#: (always the last ones; the runtime allocates them on every call, a caller neither passes nor gets
+#: them) and of the ``T.ptr`` parameters (a caller passes memory for the tensor ``T.make_tensor``
+#: shaped over it).
+WORKSPACES = "workspaces"
+POINTERS = "pointers"
+
+
 @dataclass(frozen=True, eq=False)
 class PrimFunc:
     """A kernel: parameters (global buffers and scalar vars), a body, and which parameters are
@@ -206,6 +214,11 @@ class PrimFunc:
 
     def buffer_params(self) -> list[Buffer]:
         return [p for p in self.params if isinstance(p, Buffer)]
+
+    @property
+    def n_visible(self) -> int:
+        """The number of parameters a caller sees: all but the trailing workspaces."""
+        return len(self.params) - len(self.attr(WORKSPACES, ()))
 
     def attr(self, key: str, default: Any = None) -> Any:
         return dict(self.attrs).get(key, default)

@@ -7,7 +7,8 @@ holds a stack of frames; each frame collects the statements of one block (the fu
 frame; closing a frame turns its statements into the body of the node that opened it.
 
 Besides statements, the builder keeps what a trace learns about the function: the parameters
-bound by annotations, the outputs declared with ``T.empty``, the ``T.const`` names and values.
+bound by annotations, the outputs declared with ``T.empty``, the workspaces of ``T.alloc_global``,
+the ``T.ptr`` parameters, the ``T.const`` names and values.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class Builder:
         self.fn_bases: list[int] = [1]
         self.slots: list[Slot] = []
         self.outputs: list[Buffer] = []
+        self.workspaces: list[Buffer] = []
+        self.pointers: dict[int, Any] = {}  # id of a T.ptr parameter's buffer -> pointers.Pointer
         self.auto_named: set[int] = set()
         self.kernel_open = 0
         self.kernel_frame: Any = None  # the open T.Kernel (frames.KernelFrame): its threads and block variables

@@ -19,8 +19,9 @@ from ..core_ir.buffer import Buffer
 from ..core_ir.dtypes import DType, as_dtype
 from ..core_ir.errors import TileLangError, TileLangSyntaxError
 from ..core_ir.source import SourceLoc, _is_internal, caller_loc
-from ..core_ir.stmt import PrimFunc
+from ..core_ir.stmt import POINTERS, WORKSPACES, PrimFunc
 from . import builder as bld
+from . import pointers
 from .capture import get_source, rewritten
 from .spec import TensorSpec
 
@@ -113,7 +114,10 @@ def bind_params(
             value: Any = call_args[p.name]
         else:
             ann = p.empty if annotations is None else annotations.get(p.name, p.empty)
-            value = param_value(p.name, ann, loc)
+            if pointers.is_pointer_annotation(ann):
+                value = pointers.declare(b, p.name, ann, loc)
+            else:
+                value = param_value(p.name, ann, loc)
             if value is None:
                 value = bld.Slot(p.name, len(params))
                 b.slots.append(value)
@@ -135,7 +139,9 @@ def build_prim_func(
     With no ``builder`` (``T.prim_func``), parameters come from the signature's annotations;
     an eager ``@tilelang.jit`` function passes its builder and the Python values of its
     specialisation arguments (``call_args``), and the body's annotations declare the rest.
-    ``T.empty`` buffers become extra parameters at the end, listed in ``out_idx``.
+    ``T.empty`` buffers become extra parameters at the end, listed in ``out_idx``, and after them
+    the ``T.alloc_global`` workspaces, listed in the ``workspaces`` attribute; the ``T.ptr``
+    parameters are listed in the ``pointers`` attribute.
     """
     loc = def_loc(fn)
     b = builder or bld.Builder(fn.__name__, "prim")
@@ -156,9 +162,46 @@ def build_prim_func(
             f"kernel function `{b.name}` has no `with T.Kernel(...)` block", loc=loc,
             hint="put the kernel body inside `with T.Kernel(grid, threads=128) as bx:`",
         )
+    params = (*final, *b.outputs, *b.workspaces)
     outs = tuple(range(len(final), len(final) + len(b.outputs)))
-    func = PrimFunc(b.name, tuple(final) + tuple(b.outputs), body, outs, (), loc)
+    attrs: list[tuple[str, Any]] = []
+    if b.workspaces:
+        attrs.append((WORKSPACES, tuple(range(len(params) - len(b.workspaces), len(params)))))
+    if b.pointers:
+        for p in b.pointers.values():
+            if p.made is None:
+                raise TileLangSyntaxError(
+                    f"pointer parameter `{p.buffer.name}` of `{b.name}` is never made into a tensor", loc=loc,
+                    hint=f"give it a shape and dtype with `T.make_tensor({p.buffer.name}, shape, dtype)`, "
+                    "or remove the parameter",
+                )
+        attrs.append((POINTERS, tuple(i for i, x in enumerate(params) if id(x) in b.pointers)))
+    _check_hidden_shapes(params, [*b.workspaces, *(p.buffer for p in b.pointers.values())])
+    func = PrimFunc(b.name, params, body, outs, tuple(attrs), loc)
     return func, ret
+
+
+def _check_hidden_shapes(params: tuple[Any, ...], hidden: list[Buffer]) -> None:
+    """The sizes of workspaces and pointer tensors come from the other arguments: each variable in
+    their shapes and strides must be a scalar parameter or set by a tensor parameter's shape."""
+    if not hidden:
+        return
+    known: set[E.Var] = set()
+    for p in params:
+        if isinstance(p, E.Var):
+            known.add(p)
+        elif not any(p is h for h in hidden):
+            for e in p.shape + (p.strides or ()):
+                known |= E.free_vars(e)
+    for buf in hidden:
+        for e in buf.shape + (buf.strides or ()):
+            missing = sorted(v.name for v in E.free_vars(e) if v not in known)
+            if missing:
+                raise TileLangSyntaxError(
+                    f"the size of `{buf.name}` uses `{missing[0]}`, which no parameter sets", loc=buf.loc,
+                    hint="use constants, scalar parameters (`n: T.int32`) or T.dynamic / T.const names that the "
+                    "shape of a tensor parameter sets",
+                )
 
 
 def normalize_out_idx(func: PrimFunc, out_idx: Any) -> tuple[int, ...]:
@@ -166,7 +209,7 @@ def normalize_out_idx(func: PrimFunc, out_idx: Any) -> tuple[int, ...]:
     if out_idx is None:
         return ()
     items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
-    n = len(func.params)
+    n = func.n_visible
     result = set()
     for i in items:
         if isinstance(i, bool) or not isinstance(i, int) or not -n <= i < n:

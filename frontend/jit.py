@@ -438,8 +438,8 @@ class JITFunc:
         for slot in b.slots:
             value = slot.value
             tensor = tensors.get(slot.name)
-            if tensor is None or not isinstance(value, Buffer):
-                continue
+            if tensor is None or not isinstance(value, Buffer) or id(value) in b.pointers:
+                continue  # a T.ptr parameter's argument is checked against the made tensor at the call
             try:
                 got = as_dtype(tensor.dtype)
             except TileLangError:

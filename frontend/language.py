@@ -32,6 +32,7 @@ from . import surface as _surface
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
 from .grid import pdl_sync, pdl_trigger, sync_grid
+from .pointers import make_tensor, ptr
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .simt import (
     activemask,
@@ -157,6 +158,7 @@ from .surface import (
     vectorized,
 )
 from .view import reshape, view
+from .workspace import alloc_global
 
 Kernel = _KernelFrame
 c2d_im2col = im2col  # TileLang's earlier name
@@ -217,9 +219,10 @@ __sin = _MATH["__sin"]
 __all__ = [
     # program structure
     "prim_func", "macro", "Kernel", "Tensor", "Buffer", "StridedTensor", "SharedBuffer", "FragmentBuffer",
-    "LocalBuffer", "const", "dynamic", "symbolic", "empty",
+    "LocalBuffer", "const", "dynamic", "symbolic", "empty", "ptr", "make_tensor",
     # allocation
-    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "alloc_reducer", "view", "reshape",
+    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "alloc_reducer", "alloc_global",
+    "view", "reshape",
     # loops
     "Parallel", "Pipelined", "Persistent", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     "loop_break",

@@ -21,6 +21,7 @@ from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import caller_loc
 from ..core_ir.stmt import Alloc, If, While
 from . import builder as B
+from . import pointers
 from .frames import IRLoop, serial_loop
 from .spec import TensorSpec
 
@@ -338,6 +339,8 @@ class Runtime:
             loc = caller_loc()
             if isinstance(ann, TensorSpec):
                 value: Any = Buffer(name, ann.shape, ann.dtype, ann.scope, loc, ann.strides)
+            elif pointers.is_pointer_annotation(ann):
+                value = pointers.declare(b, name, ann, loc)
             elif isinstance(ann, DType) or (isinstance(ann, type) and ann in (int, float, bool)):
                 value = E.Var(name, ann if isinstance(ann, DType) else dtypes.as_dtype(ann), loc)
             else:

@@ -19,7 +19,7 @@ from .core_ir import expr as E
 from .core_ir.buffer import Buffer
 from .core_ir.dtypes import DType, as_dtype
 from .core_ir.errors import ArgumentError, TileLangError
-from .core_ir.stmt import PrimFunc
+from .core_ir.stmt import POINTERS, WORKSPACES, PrimFunc
 
 __all__ = ["ArgBinder", "ParamSpec", "eval_dim", "torch_dtype", "numpy_dtype", "normalize_out_idx"]
 
@@ -89,7 +89,7 @@ def normalize_out_idx(func: PrimFunc, out_idx: Any) -> tuple[int, ...]:
         out_idx = func.out_idx
     if isinstance(out_idx, int):
         out_idx = (out_idx,)
-    n = len(func.params)
+    n = func.n_visible
     result = []
     for i in out_idx:
         if not isinstance(i, int) or isinstance(i, bool) or not -n <= i < n:
@@ -122,6 +122,8 @@ class ParamSpec:
     shape: tuple[Any, ...] = ()  # per dim: int, Var or another Expr
     contiguous: bool = True
     strides: tuple[Any, ...] | None = None  # declared element strides (T.StridedTensor), as ``shape``
+    is_workspace: bool = False  # T.alloc_global: allocated on every call, never passed
+    is_pointer: bool = False  # T.ptr: takes memory for the tensor T.make_tensor made
 
     @property
     def is_tensor(self) -> bool:
@@ -133,12 +135,13 @@ class ParamSpec:
         return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
 
 
-def _param_spec(index: int, param: Buffer | E.Var, is_output: bool) -> ParamSpec:
+def _param_spec(index: int, param: Buffer | E.Var, is_output: bool, roles: dict[int, str]) -> ParamSpec:
     if isinstance(param, Buffer):
         shape = tuple(E.as_int(d) if E.as_int(d) is not None else d for d in param.shape)
         strides = None if param.strides is None else \
             tuple(E.as_int(d) if E.as_int(d) is not None else d for d in param.strides)
-        return ParamSpec(index, param.name, param, param.dtype, is_output, shape, param.strides is None, strides)
+        return ParamSpec(index, param.name, param, param.dtype, is_output, shape, param.strides is None, strides,
+                         roles.get(index) == WORKSPACES, roles.get(index) == POINTERS)
     return ParamSpec(index, param.name, param, param.dtype, is_output)
 
 
@@ -152,9 +155,13 @@ class ArgBinder:
         self.out_idx = out_idx
         self.device_type = device_type
         self.target_name = target_name or device_type
-        self.specs = [_param_spec(i, p, i in out_idx) for i, p in enumerate(func.params)]
-        self.inputs = [s for s in self.specs if not s.is_output]
+        roles = {i: key for key in (WORKSPACES, POINTERS) for i in func.attr(key, ())}
+        self.specs = [_param_spec(i, p, i in out_idx, roles) for i, p in enumerate(func.params)]
+        self.visible = [s for s in self.specs if not s.is_workspace]  # what a caller may pass
+        self.inputs = [s for s in self.visible if not s.is_output]
         self.outputs = [s for s in self.specs if s.is_output]
+        self.workspaces = [s for s in self.specs if s.is_workspace]
+        self.pointers = [s for s in self.specs if s.is_pointer]
         self._fast: Any = None  # generated on the first call with torch loaded (see fast_path)
         self._fast_ready = False
 
@@ -173,7 +180,7 @@ class ArgBinder:
             outs = ", ".join(s.name for s in self.outputs)
             hint += (
                 f"; the output(s) {outs} are allocated and returned, or pass all "
-                f"{len(self.specs)} parameters to write into tensors of your own"
+                f"{len(self.visible)} parameters to write into tensors of your own"
             )
         return self.error(None, message, hint)
 
@@ -194,8 +201,8 @@ class ArgBinder:
         if len(args) == len(self.inputs):
             given = self.inputs
             allocate = True
-        elif len(args) == len(self.specs) and self.outputs:
-            given = self.specs
+        elif len(args) == len(self.visible) and self.outputs:
+            given = self.visible
             allocate = False
         else:
             raise self._count_error(len(args))
@@ -204,7 +211,9 @@ class ArgBinder:
         like: Any = None  # the first tensor argument: outputs follow its kind and device
         like_spec: Any = None
         for spec, arg in zip(given, args):
-            if spec.is_tensor:
+            if spec.is_pointer:
+                values[spec.index] = arg  # made into a tensor once every dim is bound
+            elif spec.is_tensor:
                 self._check_tensor(spec, arg, dims)
                 if like is None:
                     like, like_spec = arg, spec
@@ -215,6 +224,14 @@ class ArgBinder:
             values[spec.index] = arg
         if dims:
             self._check_derived_dims(given, args, dims)
+        for spec in self.pointers:
+            values[spec.index] = self._pointer_value(spec, values[spec.index], dims)
+            if like is None:
+                like, like_spec = values[spec.index], spec
+            else:
+                self._check_same_device(spec, values[spec.index], like_spec, like)
+        for spec in self.workspaces:
+            values[spec.index] = self._allocate(spec, dims, like)
         named = {var.name: value for var, value in dims.items()} if dims else {}
         if not allocate:
             return values, named, None
@@ -223,6 +240,18 @@ class ArgBinder:
             values[spec.index] = out
         result = None if not outs else outs[0] if len(outs) == 1 else tuple(outs)
         return values, named, result
+
+    def _pointer_value(self, spec: ParamSpec, arg: Any, dims: dict[E.Var, int]) -> Any:
+        """The tensor ``T.make_tensor`` made over the memory ``arg`` points to; its errors name the
+        line of the ``T.make_tensor``."""
+        from .pointer_args import pointer_value
+
+        def fail(message: str, hint: str) -> ArgumentError:
+            return ArgumentError(f"kernel `{self.func.name}`, pointer parameter `{spec.name}`: {message}",
+                                 loc=spec.param.loc, hint=hint)
+
+        strides = None if spec.strides is None else tuple(eval_dim(s, dims) for s in spec.strides)
+        return pointer_value(arg, self.output_shape(spec, dims), strides, spec.dtype, self.device_type, fail)
 
     def _check_tensor(self, spec: ParamSpec, arg: Any, dims: dict[E.Var, int]) -> None:
         torch = sys.modules.get("torch")
@@ -374,7 +403,7 @@ class ArgBinder:
 
     def _check_derived_dims(self, given: list[ParamSpec], args: tuple[Any, ...], dims: dict[E.Var, int]) -> None:
         for spec, arg in zip(given, args):
-            if not spec.is_tensor:
+            if not spec.is_tensor or spec.is_pointer:  # a pointer's memory is checked by _pointer_value
                 continue
             if spec.strides is not None and not spec.contiguous:
                 torch = sys.modules.get("torch")

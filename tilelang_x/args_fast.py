@@ -28,7 +28,7 @@ __all__ = ["fast_path", "fused_call"]
 def fast_path(binder: ArgBinder) -> Any:
     """``fast(args) -> (values, dims, outputs) | None`` for ``binder``'s signature, or ``None`` when
     it has no fast path (torch not loaded, a device other than cpu/cuda, shapes derived from
-    other dims)."""
+    other dims, ``T.ptr`` parameters)."""
     return _Generator(binder, None, None).build()
 
 
@@ -60,7 +60,7 @@ class _Generator:
 
         binder = self.binder
         torch = sys.modules.get("torch")
-        if torch is None or binder.device_type not in ("cpu", "cuda"):
+        if torch is None or binder.device_type not in ("cpu", "cuda") or binder.pointers:
             return None
         names = self.names
         for spec in binder.specs:
@@ -83,9 +83,9 @@ class _Generator:
         inputs = self._branch(binder.inputs, allocate=True)
         if inputs is not None:
             body += [f"if n == {len(binder.inputs)}:", *("    " + line for line in inputs)]
-        if binder.outputs:
-            every = self._branch(binder.specs, allocate=False)
-            body += [f"if n == {len(binder.specs)}:", *("    " + line for line in every)]
+        every = self._branch(binder.visible, allocate=False) if binder.outputs else None
+        if every is not None:
+            body += [f"if n == {len(binder.visible)}:", *("    " + line for line in every)]
         body.append(self.miss)
         source = "def fast(args):\n" + "".join(f"    {line}\n" for line in body)
         kind = "call" if self.fused else "binder"
@@ -106,12 +106,11 @@ class _Generator:
                 first = first or f"a{spec.index}"
             else:
                 lines += self._scalar_checks(spec, bound)
-        if allocate:
-            for spec in binder.outputs:
-                alloc = self._allocation(spec, given, bound, first)
-                if alloc is None:
-                    return None
-                lines.append(alloc)
+        for spec in [*binder.workspaces, *(binder.outputs if allocate else ())]:
+            alloc = self._allocation(spec, given, bound, first)
+            if alloc is None:
+                return None
+            lines.append(alloc)
         params = ", ".join(f"a{s.index}" for s in binder.specs)
         outs = [f"a{s.index}" for s in binder.outputs] if allocate else []
         result = "None" if not outs else outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ",)"
@@ -176,7 +175,7 @@ class _Generator:
         return out
 
     def _allocation(self, spec: ParamSpec, given: list[ParamSpec], bound: set[E.Var], first: str | None) -> str | None:
-        """The line allocating output ``spec`` (row-major, on the first tensor's device), or
+        """The line allocating output or workspace ``spec`` (row-major, on the first tensor's device), or
         ``None`` when the fast path cannot: ``empty_like`` of a checked contiguous input of the same
         shape and dtype (the cheapest allocation torch has), else ``new_empty``."""
         if first is None or spec.strides is not None or any(

@@ -227,7 +227,7 @@ class Profiler:
         dims = self._dims()
         device = self.kernel.device_type
         values = []
-        for spec in self.kernel._binder.specs:
+        for spec in self.kernel._binder.visible:  # workspaces are the kernel's own
             if spec.is_output and not with_output:
                 continue
             if not spec.is_tensor:

@@ -178,7 +178,11 @@ _PROTOTYPES: dict[str, tuple[Any, ...]] = {
     "cuFuncSetAttribute": (_P, _I, _I),
     "cuLaunchKernel": (_P, _U, _U, _U, _U, _U, _U, _U, _P, _PP, _PP),
     "cuStreamSynchronize": (_P,),
+    "cuPointerGetAttribute": (_P, _I, _c.c_uint64),
 }
+
+#: ``CUpointer_attribute``: the ordinal of the device that owns an address.
+POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
 
 
 def _candidates() -> list[str]:
@@ -266,6 +270,14 @@ def device_attribute(device: int, attr: int) -> int:
     out = _c.c_int()
     check(lib.cuDeviceGetAttribute(_c.byref(out), attr, dev), "cuDeviceGetAttribute")
     return out.value
+
+
+def pointer_device(address: int) -> int | None:
+    """The ordinal of the GPU whose memory ``address`` is in, or ``None`` when the driver knows no
+    allocation there."""
+    ordinal = _c.c_int(-1)
+    code = libcuda().cuPointerGetAttribute(_c.byref(ordinal), POINTER_ATTRIBUTE_DEVICE_ORDINAL, address)
+    return ordinal.value if code == 0 and ordinal.value >= 0 else None
 
 
 def device_arch(device: int) -> str:

@@ -21,6 +21,7 @@ from . import (
     scalar_intrinsics,
     simt,
     views,
+    workspace,
 )
 
 
@@ -250,6 +251,20 @@ def _split_row_sum_pdl(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(96, 256, dtype=torch.float32, device=device, seed=33)
     partial = torch.zeros(4, 96, dtype=torch.float32, device=device)
     return reductions.split_row_sum(96, 256, pdl=True)(x, partial), x.sum(1)
+
+
+def _split_k_workspace(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(128, 512, dtype=torch.float16, device=device, seed=50)
+    b = _randn(512, 192, dtype=torch.float16, device=device, seed=51)
+    return workspace.matmul_split_k(128, 192, 512)(a, b), (a.float() @ b.float()).half()
+
+
+def _pointer_gemm(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(128, 96, dtype=torch.float16, device=device, seed=52)
+    b = _randn(64, 96, dtype=torch.float16, device=device, seed=53)
+    c = torch.zeros(128, 64, dtype=torch.float32, device=device)
+    workspace.matmul_pointers(128, 64, 96)(a, b, c, 128, 64, 96)
+    return c, a.float() @ b.float().T
 
 
 def _gqa_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -662,6 +677,8 @@ CASES: list[Case] = [
     Case("conv2d_im2col_stride_dilation", _conv2d(2, 2, 2)),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
+    Case("gemm_split_k_alloc_global_two_kernels", _split_k_workspace),
+    Case("gemm_pointers_make_tensor", _pointer_gemm, atol=1e-3, rtol=1e-3),
     Case("gqa_decode_split_kv_two_kernels", _gqa_decode),
     Case("mla_decode_fullcol_two_kernels", _mla_decode),
     Case("paged_gqa_decode_block_table", _paged_gqa_decode),

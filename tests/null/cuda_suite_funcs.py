@@ -18,6 +18,7 @@ from tests.kernels import (
     scalar_intrinsics,
     simt,
     views,
+    workspace,
 )
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir.kernel_parts import kernel_parts
@@ -104,4 +105,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "gemv_shared_atomic_add": lambda: simt.gemv_shared_atomic.get_ir(64, 256),
         "warp_shuffles_votes": lambda: simt.warp_shuffles.get_ir(),
         "simt_per_thread_atomic_loads": lambda: simt.flagged_copy.get_ir(),
+        "gemm_split_k_alloc_global_partials": lambda: kernel_parts(workspace.matmul_split_k.get_ir(128, 192, 512))[0],
+        "gemm_split_k_alloc_global_sum": lambda: kernel_parts(workspace.matmul_split_k.get_ir(128, 192, 512))[1],
+        "gemm_pointers_make_tensor": lambda: workspace.matmul_pointers.get_ir(128, 64, 96),
     }

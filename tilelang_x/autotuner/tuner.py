@@ -154,7 +154,7 @@ class AutoTuner:
         given = overridden_inputs()
         if given is not None:
             return given
-        ins = [prm for i, prm in enumerate(kernel.params) if i not in kernel.out_idx]
+        ins = [prm for i, prm in enumerate(kernel.params[:kernel.func.n_visible]) if i not in kernel.out_idx]
         if p.supply_prog is not None:
             return list(p.supply_prog(ins))
         if jit.style == "eager":  # the tensors the caller passed
