@@ -159,7 +159,7 @@ def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str = "global") -> B
         raise TileLangSyntaxError(
             f"T.alloc_buffer in {scope!r} memory is not supported inside a kernel", loc=caller_loc(),
             hint="pass scope='shared.dyn', 'local.fragment' or 'local'; global tensors are parameters or T.empty, "
-            "a scalar is T.alloc_var")
+            "a global workspace is T.alloc_global, a scalar is T.alloc_var")
     return _alloc(found, shape, dtype, "T.alloc_buffer", _BUFFER_NAMES[found])
 
 
