@@ -27,6 +27,7 @@ import dataclasses
 import math
 from typing import Any
 
+from ...core_ir import dtypes
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer, Region
 from ...core_ir.stmt import Alloc, For, If, PrimFunc, Seq, Stmt, Store, While
@@ -41,6 +42,66 @@ def is_producer(s: Stmt) -> bool:
     the stages are made for the tile that owns the memory)."""
     return (isinstance(s, Copy) and s.src.buffer.scope == "global" and s.dst.buffer.scope == "shared"
             and s.src.buffer.dtype == s.dst.buffer.dtype and s.dst.buffer.base is None)
+
+
+def unguard(loop: For) -> tuple[For, E.Expr | None]:
+    """``loop`` with the body of its guard as its body, and the guard's condition; ``(loop, None)``
+    when the body is not one ``if`` (no ``else``) around producer copies (TileLang's block-sparse
+    kernels: ``if block_mask[k]:`` around the whole body)."""
+    body = loop.body.stmts if isinstance(loop.body, Seq) else (loop.body,)
+    if len(body) != 1 or not isinstance(body[0], If) or body[0].otherwise is not None:
+        return loop, None
+    branch = body[0]
+    inner = branch.then.stmts if isinstance(branch.then, Seq) else (branch.then,)
+    if not any(is_producer(s) for s in inner):
+        return loop, None
+    return For(loop.var, loop.extent, loop.kind, Seq(tuple(inner), branch.then.loc), loop.start, loop.annotations,
+               loop.loc), branch.cond
+
+
+def written_ids(s: Stmt) -> set[int]:
+    """``id``s of the memory (``Buffer.storage``) that stores and tile ops in ``s`` write."""
+    out: set[int] = set()
+    for n in walk(s):
+        if isinstance(n, Store):
+            out.add(id(n.buffer.storage))
+        for r in (getattr(n, "dst", None), getattr(n, "C", None)):
+            if isinstance(r, Region):
+                out.add(id(r.buffer.storage))
+    return out
+
+
+#: the largest trip count of a guarded loop whose taken iterations every thread lists (4 bytes each)
+MAX_LISTED_TRIPS = 4096
+
+
+def compact_guarded(loop: For, kernel_body: Stmt) -> tuple[list[Stmt], For] | None:
+    """A guarded loop (``unguard``) as a list of the iterations it takes, made before it, and a loop
+    over that list: ``taken = [k for k in range(n) if cond(k)]; for j in T.Pipelined(len(taken)):
+    body(taken[j])``, whose copies the pipeline can issue ahead. ``None`` when ``loop`` is not
+    guarded, its trip count is not a constant, or ``cond`` reads what the loop (or, for tensors,
+    the kernel) writes."""
+    inner, cond = unguard(loop)
+    n = E.as_int(loop.extent)
+    if cond is None or n is None or not 0 < n <= MAX_LISTED_TRIPS:
+        return None
+    in_loop, in_kernel = written_ids(inner.body), written_ids(kernel_body)
+    for x in walk(cond):
+        if isinstance(x, E.AtomicLoad) or isinstance(x, E.Load) and (
+                id(x.buffer.storage) in in_loop or x.buffer.scope == "global" and id(x.buffer.storage) in in_kernel):
+            return None
+    k = loop.var
+    start = loop.start if loop.start is not None else E.const(0)
+    taken = Buffer(k.name + "_taken", (E.const(n),), dtypes.int32, "local", loop.loc)
+    count = Buffer(k.name + "_count", (E.const(1),), dtypes.int32, "var", loop.loc)
+    zero = E.const(0)
+    c = E.Load(count, (zero,))
+    i = E.Var(k.name + "_scan", k.dtype)
+    keep = Seq((Store(taken, (c,), E.cast(start + i, dtypes.int32)), Store(count, (zero,), c + 1)))
+    scan = For(i, E.const(n), "serial", If(substitute(cond, {k: start + i}), keep, None, loop.loc), None, (), loop.loc)
+    j = E.Var(k.name + "_j", k.dtype)
+    body = substitute(inner.body, {k: E.cast(E.Load(taken, (j,)), k.dtype)})
+    return [Alloc(taken), Alloc(count, zero), scan], For(j, c, loop.kind, body, None, loop.annotations, loop.loc)
 
 
 def pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
@@ -108,10 +169,20 @@ def _rewrite_loops(s: Stmt, multi: dict[Buffer, Buffer], prefetch: bool = False)
 
     def fn(n: Any) -> Any:
         if isinstance(n, For) and n.kind == "pipelined":
-            return after_previous_run(n, _pipeline(n, multi, prefetch), rerun)
+            return after_previous_run(n, pipelined(n, s, multi, prefetch), rerun)
         return None
 
     return rewrite(s, fn)
+
+
+def pipelined(loop: For, kernel_body: Stmt, multi: dict[Buffer, Buffer], prefetch: bool = False) -> Stmt:
+    """The cp.async pipeline of ``loop``; a guarded one over the list of the iterations it takes
+    (``compact_guarded``) when that list can be made before it."""
+    listed = compact_guarded(loop, kernel_body)
+    if listed is None:
+        return _pipeline(loop, multi, prefetch)
+    scan, inner = listed
+    return Seq((*scan, _pipeline(inner, multi, prefetch)), loop.loc)
 
 
 def staged(stmt: Stmt, multi: dict[Buffer, Buffer], stage: E.Expr) -> Stmt:

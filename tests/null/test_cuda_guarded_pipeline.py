@@ -70,3 +70,37 @@ def test_guard_the_producer_cannot_evaluate_keeps_copies_synchronous(caplog: pyt
         body = _kernel_body(cuda_source(_guard_in_shared, "sm_90a")[0])
     assert "tlx_taken" not in body and "tlx_mbar_wait" not in body
     assert "the producer cannot evaluate the guard" in caplog.text
+
+
+def test_sm80_lists_the_blocks_a_guard_keeps_then_pipelines_them() -> None:
+    func = attention.blocksparse_attention.get_ir(1, 2, 1024, 128, block_M=128, block_N=128, threads=256)
+    body = _kernel_body(cuda_source(func, "sm_80")[0])
+    scan, loop = body.split("for (int k_j_i = 0; k_j_i < k_count; ++k_j_i)", 1)
+    assert "k_taken[k_count] = 0 + k_scan;" in scan
+    # the copies of the next kept block are issued asynchronously while this one computes
+    assert "tlx_cp_async16(K_shared_s" in loop and "k_taken[0 + min((k_j_i + 1), (k_count - 1))]" in loop
+
+
+def test_sm80_guard_on_what_the_loop_writes_keeps_copies_synchronous() -> None:
+    body = _kernel_body(cuda_source(_guard_in_shared, "sm_80")[0])
+    assert "k_taken[k_count]" in body  # F_s is shared memory the loop does not write: listed first
+    body = _kernel_body(cuda_source(_guard_written_in_loop, "sm_80")[0])
+    assert "_taken" not in body and "cp_async" not in body
+
+
+@T.prim_func
+def _guard_written_in_loop(A: T.Tensor((256, 64), T.float16), B: T.Tensor((64, 256), T.float16),
+                           C: T.Tensor((128, 128), T.float16)):
+    with T.Kernel(1, threads=128):
+        A_s = T.alloc_shared((128, 64), T.float16)
+        B_s = T.alloc_shared((64, 128), T.float16)
+        C_f = T.alloc_fragment((128, 128), T.float32)
+        budget = T.alloc_var(T.int32, init=1)
+        T.clear(C_f)
+        for k in T.Pipelined(2, num_stages=2):
+            if budget > 0:
+                T.copy(A[k * 128, 0], A_s)
+                T.copy(B[0, k * 128], B_s)
+                T.gemm(A_s, B_s, C_f)
+                budget = budget - 1
+        T.copy(C_f, C)

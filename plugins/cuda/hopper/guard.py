@@ -19,7 +19,7 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
 from ....core_ir.visit import walk
-from ..pipelining import is_producer
+from ..pipelining import written_ids
 
 _LOCAL = ("local", "var")
 _REPLAYABLE = (Seq, For, If, Store)
@@ -30,31 +30,6 @@ class Guard:
     cond: E.Expr
     #: indices of the statements before the loop (at the kernel's top level) the producer replays
     setup: tuple[int, ...]
-
-
-def unguard(loop: For) -> tuple[For, E.Expr | None]:
-    """``loop`` with the body of its guard as its body, and the guard's condition; ``(loop, None)``
-    when the body is not one ``if`` (no ``else``) around the producer copies."""
-    body = loop.body.stmts if isinstance(loop.body, Seq) else (loop.body,)
-    if len(body) != 1 or not isinstance(body[0], If) or body[0].otherwise is not None:
-        return loop, None
-    branch = body[0]
-    inner = branch.then.stmts if isinstance(branch.then, Seq) else (branch.then,)
-    if not any(is_producer(s) for s in inner):
-        return loop, None
-    return For(loop.var, loop.extent, loop.kind, Seq(tuple(inner), branch.then.loc), loop.start, loop.annotations,
-               loop.loc), branch.cond
-
-
-def _written(s: Stmt) -> set[int]:
-    out: set[int] = set()
-    for n in walk(s):
-        if isinstance(n, Store):
-            out.add(id(n.buffer))
-        for r in (getattr(n, "dst", None), getattr(n, "C", None)):
-            if r is not None and hasattr(r, "buffer"):
-                out.add(id(r.buffer))
-    return out
 
 
 class _Reads:
@@ -97,7 +72,7 @@ def plan_guard(params: tuple, host: set[int], body: Stmt, top: list[Stmt], at: i
                cond: E.Expr) -> Guard | None:
     """The guard of ``loop`` (``top[at]``, the kernel body's top level being ``top``), or ``None``
     when the producer cannot evaluate ``cond`` on its own."""
-    written = _written(body)
+    written = written_ids(body)
     fixed = {id(p) for p in params if isinstance(p, Buffer) and id(p) not in written}
     reads = _Reads(host, fixed)
     if not reads.ok(cond, {id(loop.var)}):
@@ -107,14 +82,14 @@ def plan_guard(params: tuple, host: set[int], body: Stmt, top: list[Stmt], at: i
     while grew:
         grew = False
         for i, s in enumerate(top[:at]):
-            if i not in setup and _written(s) & set(reads.locals):
+            if i not in setup and written_ids(s) & set(reads.locals):
                 if not _replayable(s, reads):
                     return None
                 setup.add(i)
                 grew = True
     hoisted = {id(s.buffer) for s in top if isinstance(s, Alloc) and s.init is None}
     for b in reads.locals:
-        if b not in hoisted or any(b in _written(s) for i, s in enumerate(top) if i not in setup):
+        if b not in hoisted or any(b in written_ids(s) for i, s in enumerate(top) if i not in setup):
             return None
     return Guard(cond, tuple(sorted(setup)))
 

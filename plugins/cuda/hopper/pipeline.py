@@ -51,11 +51,20 @@ from ..cluster import flattened, launch_dims
 from ..launch_bounds import annotated_min_blocks
 from ..layout_inference import find_kernel
 from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr, by_thread_0
-from ..pipelining import _pipeline, after_previous_run, is_producer, num_stages, pipeline_stage, rerun_pipelines, staged
+from ..pipelining import (
+    after_previous_run,
+    is_producer,
+    num_stages,
+    pipeline_stage,
+    pipelined,
+    rerun_pipelines,
+    staged,
+    unguard,
+)
 from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
-from .guard import Guard, plan_guard, taken_counter, unguard
+from .guard import Guard, plan_guard, taken_counter
 from .layout import TMA_ALIGN, tma_layout
 from .multicast import Multicast, plan_multicast
 from .persistent import DEFAULT_SMS, STREAM_K_MAX_ITERS, plan_persistent
@@ -538,7 +547,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         def fn(x: Any) -> Any:
             if isinstance(x, For) and x.kind == "pipelined":
                 plans = cx.plan(x)
-                out = _plain_loop(x, plans, cx) if plans is not None else _pipeline(x, sm80)
+                out = _plain_loop(x, plans, cx) if plans is not None else pipelined(x, body, sm80)
                 return after_previous_run(x, out, rerun)
             return None
 
