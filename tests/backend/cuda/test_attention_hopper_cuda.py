@@ -99,8 +99,9 @@ def test_persistent_flash_attention(dim: int) -> None:
                                                                (64, 64, 128, 2, True), (128, 64, 128, 3, True)])
 def test_blocksparse_attention_guarded_pipeline(dim: int, block: int, threads: int, stages: int,
                                                 pingpong: bool) -> None:
-    """The body under ``if block_mask[k]`` on the warp-specialized pipeline (hopper/guard.py): runs
-    of skipped blocks longer than the stage ring, rows that keep one block, rows that keep all."""
+    """The body under ``if block_mask[k]`` pipelined: warp-specialized (hopper/guard.py) when the
+    block owns its SM, else over the list of kept blocks (pipelining.compact_guarded); runs of
+    skipped blocks longer than the stage ring, rows that keep one block, rows that keep all."""
     b, h, s = 2, 3, 1024
     n = s // block
     gen = torch.Generator(device="cuda").manual_seed(dim + block)
@@ -114,7 +115,8 @@ def test_blocksparse_attention_guarded_pipeline(dim: int, block: int, threads: i
     func = attention.blocksparse_attention.get_ir(b, h, s, dim, block_M=block, block_N=block, num_stages=stages,
                                                   threads=threads)
     kernel = tilelang_x.compile(func, out_idx=[4], pass_configs={"tlx.pingpong": pingpong})
-    assert "tlx_taken" in kernel.get_kernel_source()
+    source = kernel.get_kernel_source()
+    assert ("tlx_taken" in source) == (dim == 128 and block == 128) and ("k_taken" in source) != ("tlx_taken" in source)
     out = kernel(q, k, v, mask)
     keep = mask.repeat_interleave(block, -2).repeat_interleave(block, -1)
     scores = (q.float() @ k.float().transpose(-1, -2)) / dim ** 0.5
