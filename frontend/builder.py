@@ -113,6 +113,8 @@ class Builder:
         self.stop_when_bound = False
         # T.alloc_reducer buffers and the state of their reductions
         self.reducers = Epochs()
+        # the random stream the last T.rng_init opened (frontend.rng.Stream)
+        self.rng: Any = None
 
     # ---- frames -----------------------------------------------------------------------------
     def emit(self, stmt: Stmt) -> None:

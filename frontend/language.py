@@ -34,6 +34,7 @@ from .function import macro, prim_func
 from .grid import pdl_sync, pdl_trigger, sync_grid
 from .pointers import make_tensor, ptr
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
+from .rng import rng_init, rng_rand, rng_rand_float
 from .simt import (
     activemask,
     all_sync,
@@ -248,6 +249,7 @@ __all__ = [
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "cast", "Cast", "reinterpret", "max_value", "min_value", "popcount", "clz", "ieee_add", "ieee_sub",
     "ieee_mul", "ieee_fmaf", "ieee_frcp", "ieee_fsqrt", "ieee_frsqrt", "ieee_fdiv", *_MATH,
+    "rng_init", "rng_rand", "rng_rand_float",
     # dtypes
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",

@@ -45,6 +45,7 @@ from .lir import (
 )
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
 from .rasterize import block_remap
+from .rng import rng_call
 from .warp import thread_index, warp_header, warp_op
 
 CTYPES: dict[str, str] = {
@@ -700,6 +701,8 @@ class _Gen:
             return _bit_cast(_bit_cast(args[0], dt, True), e.dtype, False)
         if e.name in E.INT_FUNCS:
             return _int_func(e.name, args[0], dt)
+        if e.name == E.RNG_FUNC:
+            return rng_call(args, self.ctx.data.setdefault("cuda.extra_headers", []))
         ieee = E.ieee_parts(e.name)
         if ieee is not None:
             name, mode = ieee

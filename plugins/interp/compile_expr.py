@@ -14,6 +14,7 @@ from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import BackendNotImplementedError, TileLangError
+from tilelang_x.core_ir.philox import rng_rand
 from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import PrimFunc
 
@@ -289,6 +290,9 @@ class ExprCompiler:
     def _call(self, e: E.Call, loc: SourceLoc | None) -> Fn:
         if e.name == "reinterpret":
             return self._reinterpret(e, loc)
+        if e.name == E.RNG_FUNC:
+            fargs = [self.expr(a, loc) for a in e.args]
+            return lambda env: _scalarize(rng_rand(*[g(env) for g in fargs]))
         ieee = E.ieee_parts(e.name)
         if ieee is not None:
             return self._ieee(e, ieee, loc)
