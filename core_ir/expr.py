@@ -414,6 +414,28 @@ class WarpOp(Expr):
         return ("warp", self.op, tuple(a.structural_key() for a in self.args), self.width, self.dtype.name)
 
 
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class ExternCall(Expr):
+    """``T.call_extern(dtype, name, *args)``: a call of the device function ``name`` that
+    ``T.import_source`` code (or the backend's headers) defines. ``void`` calls (TileLang's dtype
+    ``"void"`` / ``"handle"``) have no value and stand only in ``T.evaluate``.
+
+    Not a pure function: passes must not fold it, merge it with another call (its structural
+    key is its identity), hoist it out of a loop or drop it."""
+
+    name: str
+    args: tuple[Expr, ...]
+    dtype: DType
+    void: bool = False
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def structural_key(self) -> tuple:
+        return ("extern", self.name, id(self))
+
+
 # ---- construction helpers ------------------------------------------------------------------
 
 def const(value: Any, dtype: DType | str | None = None) -> Const:

@@ -321,6 +321,11 @@ class ExprCompiler:
             return lambda env: f(fa(env))
         return lambda env: f(*[g(env) for g in fargs])
 
+    def _externcall(self, e: E.ExternCall, loc: SourceLoc | None) -> Fn:
+        raise BackendNotImplementedError(
+            f"the interpreter cannot call external device code: T.call_extern(..., {e.name!r}, ...)",
+            loc=e.loc or loc, hint="kernels that use T.call_extern run on CUDA only: compile with target=\"cuda\"")
+
     def _reinterpret(self, e: E.Call, loc: SourceLoc | None) -> Fn:
         fa = self.expr(e.args[0], loc)
         src, dt = e.args[0].dtype, e.dtype
