@@ -4,6 +4,7 @@ call it run on CUDA only."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..core_ir import dtypes
@@ -18,6 +19,8 @@ __all__ = ["call_extern", "check_externs", "evaluate", "import_source"]
 
 #: TileLang's dtypes of a call with no value
 VOID = ("void", "handle", "")
+#: a C++ function name, possibly qualified (``ns::fn``)
+_NAME = re.compile(r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*")
 
 
 def import_source(code: str) -> None:
@@ -34,7 +37,7 @@ def call_extern(dtype: Any, name: str, *args: Any) -> E.ExternCall:
     """A call of the device function ``name`` with ``args``, of dtype ``dtype``."""
     b = bld.require_kernel("T.call_extern")
     loc = caller_loc()
-    if not isinstance(name, str) or not name.replace("_", "a").replace("::", "a").isalnum():
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise TileLangSyntaxError(f"T.call_extern needs a function name, got {name!r}", loc=loc,
                                   hint='the dtype comes first: T.call_extern("float32", "my_fn", x)')
     void = isinstance(dtype, str) and dtype in VOID
