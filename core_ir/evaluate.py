@@ -15,6 +15,7 @@ from .dtypes import DType
 from .expr import (
     FAST_MATH,
     INT_FUNCS,
+    RNG_FUNC,
     AtomicLoad,
     BinOp,
     Call,
@@ -29,6 +30,7 @@ from .expr import (
     WarpOp,
     int_call,
 )
+from .philox import rng_rand
 
 _MATH_SCALAR = {
     "exp": math.exp, "exp2": lambda x: 2.0**x, "exp10": lambda x: 10.0**x, "log": math.log,
@@ -87,6 +89,9 @@ class _Eval:
             return self.cast(self.eval(e.a), e.dtype, e.a.dtype)
         if isinstance(e, Call):
             args = [self.eval(a) for a in e.args]
+            if e.name == RNG_FUNC:
+                drawn = rng_rand(*args)
+                return drawn if self.vec else int(drawn)
             if e.name in INT_FUNCS:
                 dt = e.args[0].dtype
                 fold = lambda v: int_call(e.name, Const(int(v), dt)).value

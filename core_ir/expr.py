@@ -56,6 +56,9 @@ MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst
 #: Integer intrinsics a ``Call`` may name: one integer argument; ``popcount`` keeps its dtype,
 #: ``clz`` (leading zero bits, the width for 0) is an int32, as in TVM.
 INT_FUNCS = ("popcount", "clz")
+#: ``T.rng_rand``'s ``Call``: ``(seed, subsequence, offset)``, three uint64 operands, a uint32 result
+#: (Philox4x32-10, ``core_ir.philox``); a pure function of its operands
+RNG_FUNC = "rng_rand"
 
 
 class Expr:
@@ -310,7 +313,8 @@ class Cast(Expr):
 class Call(Expr):
     """An intrinsic by name: a math function (``MATH_FUNCS``), an integer function
     (``INT_FUNCS``), IEEE-rounded arithmetic (``IEEE_FUNCS``, the mode in the name:
-    ``ieee_add.rz``) or ``reinterpret`` (the bits of its argument read as ``dtype``)."""
+    ``ieee_add.rz``), ``reinterpret`` (the bits of its argument read as ``dtype``) or the random
+    draw ``RNG_FUNC``."""
 
     name: str
     args: tuple[Expr, ...]
@@ -408,6 +412,28 @@ class WarpOp(Expr):
 
     def structural_key(self) -> tuple:
         return ("warp", self.op, tuple(a.structural_key() for a in self.args), self.width, self.dtype.name)
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class ExternCall(Expr):
+    """``T.call_extern(dtype, name, *args)``: a call of the device function ``name`` that
+    ``T.import_source`` code (or the backend's headers) defines. ``void`` calls (TileLang's dtype
+    ``"void"`` / ``"handle"``) have no value and stand only in ``T.evaluate``.
+
+    Not a pure function: passes must not fold it, merge it with another call (its structural
+    key is its identity), hoist it out of a loop or drop it."""
+
+    name: str
+    args: tuple[Expr, ...]
+    dtype: DType
+    void: bool = False
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def structural_key(self) -> tuple:
+        return ("extern", self.name, id(self))
 
 
 # ---- construction helpers ------------------------------------------------------------------

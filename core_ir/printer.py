@@ -94,6 +94,9 @@ class _Printer:
                 name, mode = ieee
                 return f"T.{name}({', '.join(args if name == 'ieee_frsqrt' else [*args, repr(mode)])})"
             return f"T.{e.name}({', '.join(args)})"
+        if isinstance(e, E.ExternCall):
+            dtype = "void" if e.void else e.dtype.name
+            return f"T.call_extern({dtype!r}, {e.name!r}{''.join(', ' + self.expr(a) for a in e.args)})"
         if isinstance(e, E.Load):
             return f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
         if isinstance(e, E.AtomicLoad):

@@ -151,6 +151,15 @@ class Assert(Stmt):
 
 
 @dataclass(**_NODE)
+class ExprStmt(Stmt):
+    """``T.evaluate(value)``: ``value`` computed for its effect (a ``T.call_extern``), the result
+    dropped."""
+
+    value: Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
 class Sync(Stmt):
     """A synchronization the kernel asks for, on top of those the backend inserts: ``scope``
     ``"block"`` (``T.sync_threads()``), ``"warp"`` (``T.sync_warp()``), ``"grid"``
@@ -198,6 +207,8 @@ class Annotate(Stmt):
 #: shaped over it).
 WORKSPACES = "workspaces"
 POINTERS = "pointers"
+#: ``PrimFunc.attrs`` key of the ``T.import_source`` code of a function: its strings, in order
+IMPORTS = "import_source"
 
 
 @dataclass(frozen=True, eq=False)

@@ -113,6 +113,11 @@ class Builder:
         self.stop_when_bound = False
         # T.alloc_reducer buffers and the state of their reductions
         self.reducers = Epochs()
+        # the random stream the last T.rng_init opened (frontend.rng.Stream)
+        self.rng: Any = None
+        # T.import_source code and the T.call_extern calls of the trace (frontend.extern)
+        self.imports: list[str] = []
+        self.externs: list[E.ExternCall] = []
 
     # ---- frames -----------------------------------------------------------------------------
     def emit(self, stmt: Stmt) -> None:

@@ -19,10 +19,11 @@ from ..core_ir.buffer import Buffer
 from ..core_ir.dtypes import DType, as_dtype
 from ..core_ir.errors import TileLangError, TileLangSyntaxError
 from ..core_ir.source import SourceLoc, _is_internal, caller_loc
-from ..core_ir.stmt import POINTERS, WORKSPACES, PrimFunc
+from ..core_ir.stmt import IMPORTS, POINTERS, WORKSPACES, PrimFunc
 from . import builder as bld
 from . import pointers
 from .capture import get_source, rewritten
+from .extern import check_externs
 from .spec import TensorSpec
 
 
@@ -157,6 +158,7 @@ def build_prim_func(
             )
     final = [p.value if isinstance(p, bld.Slot) else p for p in params]
     body = b.finish()
+    check_externs(b.externs, body)
     if b.kernels == 0:
         raise TileLangSyntaxError(
             f"kernel function `{b.name}` has no `with T.Kernel(...)` block", loc=loc,
@@ -176,6 +178,8 @@ def build_prim_func(
                     "or remove the parameter",
                 )
         attrs.append((POINTERS, tuple(i for i, x in enumerate(params) if id(x) in b.pointers)))
+    if b.imports:
+        attrs.append((IMPORTS, tuple(b.imports)))
     _check_hidden_shapes(params, [*b.workspaces, *(p.buffer for p in b.pointers.values())])
     func = PrimFunc(b.name, params, body, outs, tuple(attrs), loc)
     return func, ret

@@ -29,11 +29,13 @@ from ..core_ir.dtypes import (
 )
 from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
+from .extern import call_extern, evaluate, import_source
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
 from .grid import pdl_sync, pdl_trigger, sync_grid
 from .pointers import make_tensor, ptr
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
+from .rng import rng_init, rng_rand, rng_rand_float
 from .simt import (
     activemask,
     all_sync,
@@ -248,6 +250,7 @@ __all__ = [
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "cast", "Cast", "reinterpret", "max_value", "min_value", "popcount", "clz", "ieee_add", "ieee_sub",
     "ieee_mul", "ieee_fmaf", "ieee_frcp", "ieee_fsqrt", "ieee_frsqrt", "ieee_fdiv", *_MATH,
+    "rng_init", "rng_rand", "rng_rand_float", "import_source", "call_extern", "evaluate",
     # dtypes
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",

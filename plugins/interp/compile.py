@@ -34,6 +34,7 @@ from tilelang_x.core_ir.stmt import (
     Alloc,
     Annotate,
     Assert,
+    ExprStmt,
     For,
     If,
     Jump,
@@ -165,6 +166,8 @@ class Compiler(ExprCompiler):
             return self._print(s)
         if isinstance(s, Assert):
             return self._assert(s, par)
+        if isinstance(s, ExprStmt):
+            return self._expr_stmt(s)
         if isinstance(s, Jump):
             return self._jump(s)
         if isinstance(s, TileOp):
@@ -549,6 +552,15 @@ class Compiler(ExprCompiler):
             print(f"{prefix}{msg}{text}", flush=True)
 
         return show
+
+    def _expr_stmt(self, s: ExprStmt) -> Fn:
+        """``T.evaluate(value)``: ``value`` computed (its errors raised), the result dropped."""
+        value = self.expr(s.value, s.loc)
+
+        def evaluate(env: list) -> None:
+            value(env)
+
+        return evaluate
 
     def _assert(self, s: Assert, par: Par | None) -> Fn:
         """Raises ``DeviceAssertError`` with the block and, in a parallel nest, the loop variables of

@@ -14,6 +14,7 @@ from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import BackendNotImplementedError, TileLangError
+from tilelang_x.core_ir.philox import rng_rand
 from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import PrimFunc
 
@@ -289,6 +290,9 @@ class ExprCompiler:
     def _call(self, e: E.Call, loc: SourceLoc | None) -> Fn:
         if e.name == "reinterpret":
             return self._reinterpret(e, loc)
+        if e.name == E.RNG_FUNC:
+            fargs = [self.expr(a, loc) for a in e.args]
+            return lambda env: _scalarize(rng_rand(*[g(env) for g in fargs]))
         ieee = E.ieee_parts(e.name)
         if ieee is not None:
             return self._ieee(e, ieee, loc)
@@ -316,6 +320,11 @@ class ExprCompiler:
                 return lambda env: _scalarize(f(np.asarray(fa(env))))
             return lambda env: f(fa(env))
         return lambda env: f(*[g(env) for g in fargs])
+
+    def _externcall(self, e: E.ExternCall, loc: SourceLoc | None) -> Fn:
+        raise BackendNotImplementedError(
+            f"the interpreter cannot call external device code: T.call_extern(..., {e.name!r}, ...)",
+            loc=e.loc or loc, hint="kernels that use T.call_extern run on CUDA only: compile with target=\"cuda\"")
 
     def _reinterpret(self, e: E.Call, loc: SourceLoc | None) -> Fn:
         fa = self.expr(e.args[0], loc)

@@ -13,6 +13,7 @@ from . import (
     control_flow,
     conv,
     dequant,
+    dropout,
     elementwise,
     gemm,
     grid,
@@ -615,6 +616,35 @@ def _histogram_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return reducers.histogram_bits(300, bins)(x.to(device)), ref.to(device)
 
 
+def _dropout(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mask recomputed with the interpreter's Philox: element (r, c) is kept when
+    (draw >> 8) * 2^-24 >= p for stream r * N + c at offset 0 under the seed."""
+    import numpy as np
+
+    from tilelang_x.core_ir.philox import rng_rand
+
+    M, N, p, seed = 100, 192, 0.25, 1234
+    x = _randn(M, N, dtype=torch.float16, device=device, seed=31)
+    draws = rng_rand(seed, np.arange(M * N).reshape(M, N), 0)
+    uniform = torch.from_numpy((draws >> 8).astype(np.float32) * np.float32(2.0**-24)).to(device)
+    scaled = (x.float() * (1.0 / (1.0 - p))).half()
+    return dropout.dropout(M, N, p=p, seed=seed)(x), torch.where(uniform >= p, scaled, torch.zeros_like(x))
+
+
+def _random_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The raw uint32 draw and the float32 / float64 draws, exactly as core_ir.philox gives them."""
+    import numpy as np
+
+    from tilelang_x.core_ir.philox import rng_rand
+
+    k = np.arange(300)
+    w = [rng_rand(7, k, 5 + d).astype(np.uint64) for d in range(4)]
+    f32 = (w[1] >> np.uint64(8)).astype(np.float32) * np.float32(2.0**-24)
+    f64 = ((w[2] << np.uint64(21)) | (w[3] >> np.uint64(11))).astype(np.float64) * 2.0**-53
+    ref = torch.from_numpy(np.stack([w[0].astype(np.float64), f32.astype(np.float64), f64], 1))
+    return dropout.random_bits(300)(), ref.to(device)
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -644,6 +674,8 @@ CASES: list[Case] = [
     Case("leaky_add_if_then_else", _leaky_add, atol=1e-5, rtol=1e-5),
     Case("fma_rows_tilelang_spellings", _fma_rows, atol=1e-5, rtol=1e-5),
     Case("vector_add_dynamic", _vector_add, atol=1e-6, rtol=1e-6),
+    Case("dropout_philox_mask", _dropout, atol=1e-3, rtol=1e-3),
+    Case("random_bits_philox_exact", _random_bits, atol=0, rtol=0),
     Case("softmax_rows", _softmax, atol=2e-3),
     Case("rms_norm", _rms_norm, atol=1e-4, rtol=1e-4),
     Case("cumsum", _cumsum(False), atol=1e-4, rtol=1e-4),

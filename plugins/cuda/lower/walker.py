@@ -9,7 +9,7 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.errors import LayoutError
-from ....core_ir.stmt import Alloc, Annotate, Assert, For, If, Kernel, Print, Seq, Stmt, Store, Sync, While
+from ....core_ir.stmt import Alloc, Annotate, Assert, ExprStmt, For, If, Kernel, Print, Seq, Stmt, Store, Sync, While
 from ....core_ir.tileops import Atomic, TileOp
 from ....core_ir.uniformity import Uniformity, written_regions
 from ....core_ir.visit import rewrite, walk
@@ -103,6 +103,8 @@ class _Walker:
             return self.print_tile(s) if isinstance(s.value, (Buffer, Region)) else self.fix(device_print(s))
         if isinstance(s, Assert):
             return self.fix(device_assert(s))
+        if isinstance(s, ExprStmt):
+            return self.fix(Evaluate(s.value, s.loc))
         if isinstance(s, Sync):
             if s.scope == "block":
                 return Barrier(s.loc)
