@@ -1,0 +1,26 @@
+"""``T.import_source`` / ``T.call_extern`` run on the GPU: a kernel calling a ``__device__`` function
+it imports, against torch."""
+
+from __future__ import annotations
+
+import torch
+
+import tilelang_x
+import tilelang_x.language as T
+
+SOURCE = "__device__ float scaled_square(float x, float s) { return x * x * s; }"
+
+
+def test_an_imported_device_function_runs() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((1000,), T.float32), B: T.Tensor((1000,), T.float32)):
+        with T.Kernel(T.ceildiv(1000, 128), threads=128) as bx:
+            T.import_source(SOURCE)
+            for i in T.Parallel(128):
+                k = bx * 128 + i
+                if k < 1000:
+                    B[k] = T.call_extern(T.float32, "scaled_square", A[k], 0.5)
+
+    kernel = tilelang_x.compile(main, out_idx=[1], target="cuda")
+    a = torch.randn(1000, device="cuda")
+    torch.testing.assert_close(kernel(a), a * a * 0.5)
