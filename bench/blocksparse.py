@@ -4,10 +4,11 @@ FlexAttention on the same block mask, same run.
 Ours is ``tests/kernels/attention.blocksparse_attention``, written as TileLang's block-sparse
 example is (the whole ``T.Pipelined`` body under ``if block_mask[k]``): on sm_90a that body is
 warp-specialized, producer and consumers counting the blocks they take (plugins/cuda/hopper/
-guard.py). ``ours_listed`` is the same kernel with ``tlx.ws_compute_loops`` off: the block lists
-the kept blocks first and runs the cp.async pipeline over that list (pipelining.py
-``compact_guarded``, the sm_80 path's form; session 10's first run measured the synchronous copies
-every guarded body had before at 1.4× our time). References: ``flex`` is
+guard.py) when the block owns its SM (D128), else (D64) the block lists the kept blocks first and
+runs the cp.async pipeline over that list (pipelining.py ``compact_guarded``, also the sm_80
+path's form). ``ours_warp_specialized`` / ``ours_listed`` force either form
+(``tlx.ws_compute_loops``); session 10's first run measured the synchronous copies every guarded
+body had before at 1.4× the warp-specialized time. References: ``flex`` is
 ``torch.compile(flex_attention)`` with a ``BlockMask`` of the same blocks (Triton), ``dense`` is
 SDPA (cuDNN) on every block, for scale. TFLOP/s count the kept blocks only (``4 * 128 * 128 * D``
 each); ``ratio`` = flex time / our time (>= 1: we are faster), both from ``--rounds`` rounds timed
@@ -67,7 +68,9 @@ def bench_case(b: int, h: int, s: int, d: int, density: float, args: Any) -> dic
     row: dict[str, Any] = {"B": b, "H": h, "S": s, "D": d, "density": round(kept / mask.numel(), 3)}
     func = attention.blocksparse_attention.get_ir(b, h, s, d, block_M=BLOCK, block_N=BLOCK, num_stages=2, threads=256)
     fns: dict[str, Callable[[], Any]] = {}
-    for name, configs in (("ours", {}), ("ours_listed", {"tlx.ws_compute_loops": False})):
+    forms = (("ours", {}), ("ours_warp_specialized", {"tlx.ws_compute_loops": True}),
+             ("ours_listed", {"tlx.ws_compute_loops": False}))
+    for name, configs in forms:
         kernel, err = attempt(lambda configs=configs: tilelang_x.compile(func, out_idx=[4], pass_configs=configs))
         if err is None:
             fns[name] = lambda kernel=kernel: kernel(q, k, v, mask)
@@ -101,8 +104,9 @@ def bench_case(b: int, h: int, s: int, d: int, density: float, args: Any) -> dic
             row[f"{key}_tflops"] = round(flops / ms / 1e9, 1)
     if "ours" in final and "flex" in final:
         row["ratio"] = round(final["flex"] / final["ours"], 3)
-    if "ours" in final and "ours_listed" in final:
-        row["speedup_over_listed"] = round(final["ours_listed"] / final["ours"], 2)
+    for form in ("ours_warp_specialized", "ours_listed"):
+        if "ours" in final and form in final:
+            row[f"speedup_over_{form[len('ours_'):]}"] = round(final[form] / final["ours"], 2)
     return row
 
 

@@ -20,7 +20,8 @@ def main() -> None:
             keys = ("kind", "dtype", "M", "N", "K", "B", "H", "S", "D", "causal", "density", "ours_tflops",
                     "torch_tflops", "ratio", "cudnn_tflops", "flash_tflops", "ratio_cudnn", "ratio_flash",
                     "ours_weight_gb_s", "ratio_cublas", "ratio_torch_dequant", "ours_tb_s", "reference", "flex_tflops",
-                    "speedup_over_synchronous", "speedup_over_listed", "best_config", "error")
+                    "speedup_over_synchronous", "speedup_over_warp_specialized", "speedup_over_listed",
+                    "best_config", "error")
             print(doc.get("bench"), {k: r[k] for k in keys if k in r})
             for c in r.get("configs", []):
                 print("   ", {k: v for k, v in c.items() if k != "error"}, (c.get("error") or "")[:300])
