@@ -110,22 +110,20 @@ def combine_slices(batch, heads, num_split, dim):
     return combine
 
 
-@tilelang.jit(out_idx=[-1])
-def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, num_split=8, num_stages=2,
-               threads=128):
-    """One query token per sequence against a KV cache, grouped-query attention, split-KV: the first
-    kernel attends each of ``num_split`` slices of the cache for the ``heads // kv_heads`` query heads
-    that share a KV head (rows of a ``block_H``-row tile, the rest padding), writing a partial output
-    and its log-sum-exp; the second combines the slices. Written as TileLang's decode examples are:
-    two ``T.macro`` kernels called from one function."""
+def attend_kv_slices(batch, heads, kv_heads, num_split, blocks, block_N, dim, block_H, num_stages, threads,
+                     kv_tile):
+    """The first kernel of a split-KV decode: each of ``num_split`` slices of the cache attended by
+    the ``heads // kv_heads`` query heads that share a KV head (rows of a ``block_H``-row tile, the
+    rest padding), over ``blocks`` key blocks of ``block_N``, writing a partial output and its
+    log-sum-exp (base 2). ``kv_tile(cache, table, b, h, s, k)`` is the region of ``cache`` holding
+    key block ``k`` of slice ``s``, ``table`` what the macro's caller passes to read it through."""
     group = heads // kv_heads
-    part = seqlen_kv // num_split
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
     dtype = T.float16
     accum_dtype = T.float32
 
     @T.macro
-    def attend_slices(Q, K, V, lse, partial):
+    def attend_slices(Q, K, V, table, lse, partial):
         with T.Kernel(batch, kv_heads, num_split, threads=threads) as (b, h, s):
             Q_shared = T.alloc_shared([block_H, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
@@ -137,13 +135,13 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
             T.fill(acc_o, 0)
             T.fill(logsum, 0)
             T.fill(scores_max, -T.infinity(accum_dtype))
-            for k in T.Pipelined(part // block_N, num_stages=num_stages):
-                T.copy(K[b, s * part + k * block_N:s * part + (k + 1) * block_N, h, :], K_shared)
+            for k in T.Pipelined(blocks, num_stages=num_stages):
+                T.copy(kv_tile(K, table, b, h, s, k), K_shared)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, clear_accum=True,
                        policy=T.GemmWarpPolicy.FullRow)
                 online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
                                scale)
-                T.copy(V[b, s * part + k * block_N:s * part + (k + 1) * block_N, h, :], V_shared)
+                T.copy(kv_tile(V, table, b, h, s, k), V_shared)
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(block_H, dim):
                 acc_o[i, j] /= logsum[i]
@@ -156,6 +154,25 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
                 if i < group:
                     partial[b, h * group + i, s, j] = acc_o[i, j]
 
+    return attend_slices
+
+
+@tilelang.jit(out_idx=[-1])
+def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, num_split=8, num_stages=2,
+               threads=128):
+    """One query token per sequence against a KV cache, grouped-query attention, split-KV: the first
+    kernel attends each of ``num_split`` slices of the cache (``attend_kv_slices``), the second
+    combines the slices. Written as TileLang's decode examples are: two ``T.macro`` kernels called
+    from one function."""
+    part = seqlen_kv // num_split
+    dtype = T.float16
+    accum_dtype = T.float32
+
+    def kv_tile(cache, _table, b, h, s, k):
+        return cache[b, s * part + k * block_N:s * part + (k + 1) * block_N, h, :]
+
+    attend_slices = attend_kv_slices(batch, heads, kv_heads, num_split, part // block_N, block_N, dim, block_H,
+                                     num_stages, threads, kv_tile)
     combine = combine_slices(batch, heads, num_split, dim)
 
     @T.prim_func
@@ -164,7 +181,7 @@ def gqa_decode(batch, heads, kv_heads, seqlen_kv, dim, block_N=64, block_H=64, n
              lse: T.Tensor([batch, heads, num_split], accum_dtype),
              partial: T.Tensor([batch, heads, num_split, dim], accum_dtype),
              Output: T.Tensor([batch, heads, dim], dtype)):
-        attend_slices(Q, K, V, lse, partial)
+        attend_slices(Q, K, V, None, lse, partial)
         combine(lse, partial, Output)
 
     return main
@@ -177,45 +194,16 @@ def paged_gqa_decode(batch, heads, kv_heads, pages_per_seq, page_size, dim, num_
     of ``page_size`` tokens ([pages, page_size, kv_heads, dim]) and ``BlockTable[b, i]`` is the page
     of sequence ``b``'s tokens ``i * page_size ..``; every sequence has ``pages_per_seq`` pages. Each
     key block is one page, read through the table (a tile offset loaded from memory)."""
-    group = heads // kv_heads
     pages_per_split = pages_per_seq // num_split
-    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
     dtype = T.float16
     accum_dtype = T.float32
 
-    @T.macro
-    def attend_slices(Q, K_cache, V_cache, BlockTable, lse, partial):
-        with T.Kernel(batch, kv_heads, num_split, threads=threads) as (b, h, s):
-            Q_shared = T.alloc_shared([block_H, dim], dtype)
-            K_shared = T.alloc_shared([page_size, dim], dtype)
-            V_shared = T.alloc_shared([page_size, dim], dtype)
-            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = \
-                softmax_state(block_H, page_size, dim)
+    def kv_tile(cache, table, b, h, s, k):
+        page = table[b, s * pages_per_split + k]
+        return cache[page, :, h, :]
 
-            T.copy(Q[b, h * group:h * group + block_H, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-            for k in T.Pipelined(pages_per_split, num_stages=num_stages):
-                page = BlockTable[b, s * pages_per_split + k]
-                T.copy(K_cache[page, :, h, :], K_shared)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, clear_accum=True,
-                       policy=T.GemmWarpPolicy.FullRow)
-                online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
-                               scale)
-                T.copy(V_cache[page, :, h, :], V_shared)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(block_H, dim):
-                acc_o[i, j] /= logsum[i]
-            for i in T.Parallel(block_H):
-                logsum[i] = T.log2(logsum[i]) + scores_max[i] * scale
-            for i in T.Parallel(block_H):
-                if i < group:
-                    lse[b, h * group + i, s] = logsum[i]
-            for i, j in T.Parallel(block_H, dim):
-                if i < group:
-                    partial[b, h * group + i, s, j] = acc_o[i, j]
-
+    attend_slices = attend_kv_slices(batch, heads, kv_heads, num_split, pages_per_split, page_size, dim, block_H,
+                                     num_stages, threads, kv_tile)
     combine = combine_slices(batch, heads, num_split, dim)
 
     @T.prim_func
