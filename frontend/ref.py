@@ -45,10 +45,6 @@ class Ref:
     def buffer(self) -> Buffer:
         return self.load.buffer
 
-    @property
-    def dtype(self) -> Any:
-        return self.load.dtype
-
     def as_expr(self) -> E.Expr:
         """The element's value, read where it is used."""
         return E.Load(self.load.buffer, self.load.indices, caller_loc())
