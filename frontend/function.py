@@ -21,7 +21,7 @@ from ..core_ir.errors import TileLangError, TileLangSyntaxError
 from ..core_ir.source import SourceLoc, _is_internal, caller_loc
 from ..core_ir.stmt import IMPORTS, POINTERS, WORKSPACES, PrimFunc
 from . import builder as bld
-from . import pointers
+from . import pointers, ref
 from .capture import get_source, rewritten
 from .extern import check_externs
 from .spec import TensorSpec
@@ -249,10 +249,14 @@ class Macro:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
+        self._refs: frozenset[str] | None = None
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         f = rewritten(self.fn)
+        if self._refs is None:
+            self._refs = ref.ref_params(self.fn, def_loc(self.fn))
+        args, kwargs = ref.macro_arguments(self.fn, self._refs, args, kwargs)
         b = bld.current()
         if b is None:
             return f(*args, **kwargs)

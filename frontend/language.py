@@ -1,11 +1,11 @@
 """The TileLang language surface (``import tilelang_x.language as T``).
 
 This module is only a namespace: the implementations live in ``surface.py`` (tile ops, loops,
-allocation, expressions), ``function.py`` (``prim_func``, ``macro``) and ``spec.py``
-(``Tensor``). Names that shadow Python builtins (``T.min``, ``T.max``, ``T.abs``, ``T.print``,
-``T.bool``...) are bound here, where no code runs that could trip over them. ``T.<name>`` for
-a name that tilelang-x does not provide raises a located ``TileLangSyntaxError`` (which is also
-an ``AttributeError``).
+allocation, expressions), ``function.py`` (``prim_func``, ``macro``), ``meta.py`` (``inline``,
+``meta_class``), ``ref.py`` (``Ref``) and ``spec.py`` (``Tensor``). Names that shadow Python
+builtins (``T.min``, ``T.max``, ``T.abs``, ``T.print``, ``T.bool``...) are bound here, where no
+code runs that could trip over them. ``T.<name>`` for a name that tilelang-x does not provide
+raises a located ``TileLangSyntaxError`` (which is also an ``AttributeError``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ from .extern import call_extern, evaluate, import_source
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
 from .grid import pdl_sync, pdl_trigger, sync_grid
+from .meta import inline, meta_class
 from .pointers import make_tensor, ptr
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
+from .ref import Ref
 from .rng import rng_init, rng_rand, rng_rand_float
 from .simt import (
     activemask,
@@ -220,8 +222,8 @@ __sin = _MATH["__sin"]
 
 __all__ = [
     # program structure
-    "prim_func", "macro", "Kernel", "Tensor", "Buffer", "StridedTensor", "SharedBuffer", "FragmentBuffer",
-    "LocalBuffer", "const", "dynamic", "symbolic", "empty", "ptr", "make_tensor",
+    "prim_func", "macro", "inline", "meta_class", "Ref", "Kernel", "Tensor", "Buffer", "StridedTensor",
+    "SharedBuffer", "FragmentBuffer", "LocalBuffer", "const", "dynamic", "symbolic", "empty", "ptr", "make_tensor",
     # allocation
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "alloc_reducer", "alloc_global",
     "view", "reshape",

@@ -23,6 +23,7 @@ from ..core_ir.stmt import Alloc, If, While
 from . import builder as B
 from . import pointers
 from .frames import IRLoop, serial_loop
+from .ref import Ref
 from .spec import TensorSpec
 
 
@@ -40,7 +41,7 @@ def is_symbolic(x: Any) -> bool:
     """Whether ``x`` is a value only known when the kernel runs."""
     if isinstance(x, E.Expr):
         return not isinstance(x, E.Const)
-    return type(x) is Buffer and x.scope == "var"
+    return (type(x) is Buffer and x.scope == "var") or isinstance(x, Ref)
 
 
 def _as_bool_expr(x: Any) -> E.Expr:
@@ -214,8 +215,8 @@ def _short_circuit(op: str, first: Any, rest: tuple[Callable[[], Any], ...]) -> 
 
 
 def _is_value(x: Any) -> bool:
-    """Whether ``x`` can be stored into a ``T.alloc_var``."""
-    return isinstance(x, E.Expr) or (type(x) is Buffer and x.scope == "var") or E.is_py_scalar(x)
+    """Whether ``x`` can be stored into a ``T.alloc_var`` (or through a ``T.Ref``)."""
+    return isinstance(x, (E.Expr, Ref)) or (type(x) is Buffer and x.scope == "var") or E.is_py_scalar(x)
 
 
 class Runtime:
@@ -297,6 +298,11 @@ class Runtime:
         b = B.current()
         if b is None:
             return new
+        if isinstance(new, Ref):
+            new = new.claim()
+        if isinstance(old, Ref) and not isinstance(new, Ref) and _is_value(new):
+            old.store(new)
+            return old
         if type(old) is Buffer and old.scope == "var" and type(new) is not Buffer and _is_value(new):
             b.store(old, (E.const(0),), E.cast(new, old.dtype))
             return old
@@ -320,11 +326,16 @@ class Runtime:
 
     @staticmethod
     def aug(old: Any, op: str, value: Any) -> Any:
-        if type(old) is Buffer and old.scope == "var":
-            b = B.require(f"`{old.name} {op}= ...`")
+        is_var = type(old) is Buffer and old.scope == "var"
+        if is_var or isinstance(old, Ref):
             fn = _PLAIN.get(op)
             if fn is None:
-                raise TileLangSyntaxError(f"`{op}=` on a T.alloc_var is not supported", loc=caller_loc())
+                what = "T.alloc_var" if is_var else "T.Ref"
+                raise TileLangSyntaxError(f"`{op}=` on a {what} is not supported", loc=caller_loc())
+            if isinstance(old, Ref):
+                old.store(fn(old.as_expr(), value))
+                return old
+            b = B.require(f"`{old.name} {op}= ...`")
             b.store(old, (E.const(0),), E.cast(fn(old.as_expr(), value), old.dtype))
             return old
         return _INPLACE[op](old, value)
@@ -402,10 +413,10 @@ class Runtime:
 
     @staticmethod
     def cmp(op: str, a: Any, b: Any) -> Any:
-        """``a == b`` / ``a != b``, reading a ``T.alloc_var`` as its value."""
-        if type(a) is Buffer and a.scope == "var":
+        """``a == b`` / ``a != b``, reading a ``T.alloc_var`` or a ``T.Ref`` as its value."""
+        if (type(a) is Buffer and a.scope == "var") or isinstance(a, Ref):
             a = a.as_expr()
-        if type(b) is Buffer and b.scope == "var":
+        if (type(b) is Buffer and b.scope == "var") or isinstance(b, Ref):
             b = b.as_expr()
         return _COMPARE[op](a, b)
 
