@@ -145,21 +145,32 @@ class Buffer:
         )
 
 
+#: the operators a stand-in for one value (a one-element buffer, ``T.Ref``) forwards to the
+#: expression its ``as_expr()`` gives
+VALUE_OPS = (
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__neg__",
+    "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__", "__xor__", "__invert__",
+    "__lshift__", "__rshift__", "__pow__", "__abs__",
+)
+
+
+def forward_value_ops(cls: type) -> None:
+    """Give ``cls`` (which has ``as_expr()``) the arithmetic and comparison operators of the value
+    it stands for."""
+    for name in VALUE_OPS:
+        setattr(cls, name, _forward_to_value(name))
+
+
 def _forward_to_value(name: str) -> Callable[..., Any]:
-    def method(self: Buffer, *args: Any) -> Any:
+    def method(self: Any, *args: Any) -> Any:
         return getattr(self.as_expr(), name)(*args)
 
     method.__name__ = name
     return method
 
 
-for _op in (
-    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
-    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__neg__",
-    "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__", "__xor__", "__invert__",
-    "__lshift__", "__rshift__", "__pow__", "__abs__",
-):
-    setattr(Buffer, _op, _forward_to_value(_op))
+forward_value_ops(Buffer)
 
 
 @dataclass(frozen=True, eq=False, slots=True)

@@ -742,3 +742,14 @@ def free_vars(e: Expr) -> set[Var]:
         else:
             stack.extend(node.children())
     return out
+
+
+def contains(e: Expr, kinds: type | tuple[type, ...]) -> bool:
+    """Whether a node of ``kinds`` (e.g. ``WarpOp``, ``Element``) occurs in ``e``."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, kinds):
+            return True
+        stack.extend(node.children())
+    return False

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core_ir import expr as E
-from ..core_ir.buffer import Buffer, Region
+from ..core_ir.buffer import Buffer, Region, forward_value_ops
 from ..core_ir.errors import TileLangSyntaxError
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Alloc
@@ -69,21 +69,7 @@ class Ref:
         return f"T.Ref({self.load!r})"
 
 
-def _forward_to_value(name: str) -> Callable[..., Any]:
-    def method(self: Ref, *args: Any) -> Any:
-        return getattr(self.as_expr(), name)(*args)
-
-    method.__name__ = name
-    return method
-
-
-for _op in (
-    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
-    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__neg__",
-    "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__", "__xor__", "__invert__",
-    "__lshift__", "__rshift__", "__pow__", "__abs__",
-):
-    setattr(Ref, _op, _forward_to_value(_op))
+forward_value_ops(Ref)
 
 
 # ---- T.macro parameters annotated T.Ref ---------------------------------------------------------
@@ -119,20 +105,10 @@ def ref_params(fn: Callable[..., Any], loc: SourceLoc) -> frozenset[str]:
     return frozenset(k for k, v in anns.items() if k != "return" and _is_ref_annotation(fn, v, loc))
 
 
-def _reads_memory(e: E.Expr) -> bool:
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, E.Element):
-            return True
-        stack.extend(node.children())
-    return False
-
-
 def _fixed(b: B.Builder, index: E.Expr, loc: SourceLoc | None) -> E.Expr:
     """``index`` evaluated once, at the call: an index that reads memory is kept in a variable,
     as TileLang binds a reference argument's indices where the macro is called."""
-    if not b.kernel_open or not _reads_memory(index):
+    if not b.kernel_open or not E.contains(index, E.Element):
         return index
     var = b.new_buffer("ref_index", (1,), index.dtype, "var", loc)
     b.emit(Alloc(var, index, loc=loc))

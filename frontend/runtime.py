@@ -308,7 +308,7 @@ class Runtime:
             return old
         if type(new) is Buffer:
             b.name_buffer(new, name)
-        elif b.kernel_open and isinstance(new, E.Expr) and _has_warp_op(new):
+        elif b.kernel_open and isinstance(new, E.Expr) and E.contains(new, E.WarpOp):
             # TileLang evaluates an assigned expression where it is assigned (a let binding); for a warp
             # operation that matters (its lanes must all reach it), so it is kept in a variable
             var = b.new_buffer(name, (1,), new.dtype, "var", caller_loc())
@@ -455,13 +455,3 @@ class Runtime:
 
 RUNTIME = Runtime()
 RUNTIME_CELL = types.CellType(RUNTIME)
-
-
-def _has_warp_op(e: E.Expr) -> bool:
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, E.WarpOp):
-            return True
-        stack.extend(node.children())
-    return False
