@@ -209,6 +209,10 @@ WORKSPACES = "workspaces"
 POINTERS = "pointers"
 #: ``PrimFunc.attrs`` key of the ``T.import_source`` code of a function: its strings, in order
 IMPORTS = "import_source"
+#: ``PrimFunc.attrs`` keys of ``T.annotate_pass_configs`` (sorted ``(key, value)`` pairs) and
+#: ``T.annotate_compile_flags`` (the flags, in order): merged with the jit's own when compiling
+PASS_CONFIGS = "pass_configs"
+COMPILE_FLAGS = "compile_flags"
 
 
 @dataclass(frozen=True, eq=False)

@@ -118,6 +118,9 @@ class Builder:
         # T.import_source code and the T.call_extern calls of the trace (frontend.extern)
         self.imports: list[str] = []
         self.externs: list[E.ExternCall] = []
+        # T.annotate_pass_configs / T.annotate_compile_flags (frontend.compile_annotations)
+        self.pass_configs: dict[str, Any] = {}
+        self.compile_flags: list[str] = []
 
     # ---- frames -----------------------------------------------------------------------------
     def emit(self, stmt: Stmt) -> None:

@@ -19,7 +19,7 @@ from ..core_ir.buffer import Buffer
 from ..core_ir.dtypes import DType, as_dtype
 from ..core_ir.errors import TileLangError, TileLangSyntaxError
 from ..core_ir.source import SourceLoc, _is_internal, caller_loc
-from ..core_ir.stmt import IMPORTS, POINTERS, WORKSPACES, PrimFunc
+from ..core_ir.stmt import COMPILE_FLAGS, IMPORTS, PASS_CONFIGS, POINTERS, WORKSPACES, PrimFunc
 from . import builder as bld
 from . import pointers, ref
 from .capture import get_source, rewritten
@@ -180,6 +180,10 @@ def build_prim_func(
         attrs.append((POINTERS, tuple(i for i, x in enumerate(params) if id(x) in b.pointers)))
     if b.imports:
         attrs.append((IMPORTS, tuple(b.imports)))
+    if b.pass_configs:
+        attrs.append((PASS_CONFIGS, tuple(sorted(b.pass_configs.items()))))
+    if b.compile_flags:
+        attrs.append((COMPILE_FLAGS, tuple(b.compile_flags)))
     _check_hidden_shapes(params, [*b.workspaces, *(p.buffer for p in b.pointers.values())])
     func = PrimFunc(b.name, params, body, outs, tuple(attrs), loc)
     return func, ret

@@ -29,6 +29,7 @@ from ..core_ir.dtypes import (
 )
 from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
+from .compile_annotations import annotate_compile_flags, annotate_pass_configs
 from .extern import call_extern, evaluate, import_source
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
@@ -239,7 +240,7 @@ __all__ = [
     "atomic_xor", "atomic_load", "atomic_store",
     # annotations, debugging
     "annotate_layout", "annotate_restrict_buffers", "annotate_l2_hit_ratio", "annotate_safe_value",
-    "annotate_min_blocks_per_sm", "use_swizzle",
+    "annotate_min_blocks_per_sm", "use_swizzle", "annotate_pass_configs", "annotate_compile_flags",
     "print", "device_assert", "assume", "sync_threads", "sync_warp", "sync_grid", "pdl_trigger", "pdl_sync",
     # threads and warps
     "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",

@@ -31,6 +31,7 @@ from typing import Any
 
 from . import knobs, registry
 from .args import normalize_out_idx
+from .body_options import with_body_options
 from .core_ir.errors import BackendNotImplementedError, TileLangError
 from .core_ir.kernel_parts import kernel_parts
 from .core_ir.stages import StageContext, dump_path, run_stages
@@ -169,7 +170,7 @@ def compile_prim_func(
     if not isinstance(func, PrimFunc):
         raise TypeError(f"compile_prim_func expects a PrimFunc, got {type(func).__name__}")
     tgt = registry.resolve_target(target)
-    opts = _with_default_pass_configs(dict(options or {}))
+    opts = _with_default_pass_configs(with_body_options(func, dict(options or {})))
     outs = normalize_out_idx(func, out_idx)
     if outs != func.out_idx:
         func = dataclasses.replace(func, out_idx=outs)

@@ -80,10 +80,12 @@ def tlx_compile(target: Any, func: Any, source: str, ctx: Any) -> Any:
     meta = ctx.data["cuda.meta"]
     configs = pass_configs(ctx)
     # TileLang's switches for the device compiler: fast math (approximate division, exp, log...)
-    # and extra flags, both off/empty by default
+    # and extra flags, both off/empty by default; then the compile_flags of the kernel body
+    # (T.annotate_compile_flags) and of the jit
     flags = configs.get("tl.device_compile_flags") or ()
+    extra = [str(f) for f in ctx.options.get("compile_flags") or ()]
     options = {"fast_math": bool(configs.get("tl.enable_fast_math", False)),
-               "flags": flags.split() if isinstance(flags, str) else [str(f) for f in flags]}
+               "flags": (flags.split() if isinstance(flags, str) else [str(f) for f in flags]) + extra}
     return compile_cuda(source, target.arch or _target.DEFAULT_ARCH, kernel_name=meta.kernel_name,
                         options={k: v for k, v in options.items() if v})
 

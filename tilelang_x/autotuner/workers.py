@@ -97,6 +97,7 @@ def _worker_compile(task: dict[str, Any]) -> tuple[str, float, str | None]:
     seconds, reason)``; ``setup`` means the worker could not get at the kernel at all."""
     _apply_env(task["env"], task["sys_path"])
     from .. import compiler
+    from ..body_options import with_body_options
     from ..core_ir.kernel_parts import kernel_parts
     from ..frontend.jit import JITFunc
 
@@ -114,7 +115,7 @@ def _worker_compile(task: dict[str, Any]) -> tuple[str, float, str | None]:
         with time_limit(timeout):
             func = jit.get_ir(*task["args"], **{**task["kwargs"], **task["config"]})
             for part in kernel_parts(func):
-                compiler.build(part, task["target"], jit.options)
+                compiler.build(part, task["target"], with_body_options(part, jit.options))
     except Timeout:
         return "timeout", time.perf_counter() - start, f"compile took longer than the {timeout} s timeout"
     except Exception as exc:  # noqa: BLE001 - a failing candidate is an answer
