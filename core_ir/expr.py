@@ -386,10 +386,13 @@ class ThreadIndex(Expr):
 
 
 #: Warp-collective operations (``WarpOp.op``): shuffles take ``(value, lane or offset)``, the
-#: reductions and votes ``(value)``, ``activemask`` nothing.
+#: reductions, votes and ``match_any_sync`` ``(value)``, ``activemask`` and ``elect_sync`` nothing.
 SHUFFLE_OPS = ("shfl_sync", "shfl_xor", "shfl_down", "shfl_up")
 WARP_REDUCE_OPS = ("sum", "max", "min", "bitand", "bitor")
 VOTE_OPS = ("any_sync", "all_sync", "ballot_sync", "activemask")
+#: ``match_any_sync``: the uint32 mask of the lanes whose value equals the caller's, bit for bit;
+#: ``elect_sync``: true in one lane of the warp (the lowest; ``T.shuffle_elect``'s per-warp part)
+MATCH_OPS = ("match_any_sync", "elect_sync")
 WARP_SIZE = 32
 
 
@@ -397,7 +400,8 @@ WARP_SIZE = 32
 class WarpOp(Expr):
     """A warp-collective operation: every lane of a warp of 32 threads executes it together and
     reads the others' operands. ``op`` is one of ``SHUFFLE_OPS`` (``width``: the lanes split into
-    groups of ``width``), ``warp_reduce_<kind>`` for the ``WARP_REDUCE_OPS`` or one of ``VOTE_OPS``.
+    groups of ``width``), ``warp_reduce_<kind>`` for the ``WARP_REDUCE_OPS`` or one of ``VOTE_OPS``
+    and ``MATCH_OPS``.
 
     Not a pure function of its operands: passes must not fold it, merge it with another one,
     hoist it out of a loop or move it across control flow."""

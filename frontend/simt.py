@@ -1,4 +1,5 @@
-"""TileLang's SIMT escape hatch: thread and block queries, shuffles, warp reductions and votes.
+"""TileLang's SIMT escape hatch: thread and block queries, shuffles, warp reductions, votes,
+``T.match_any_sync`` and ``T.shuffle_elect``.
 
 A thread query (``T.get_thread_binding``...) gives a value that differs between the threads of a
 block; the warp operations read the values of the other lanes of the calling thread's warp.
@@ -261,3 +262,29 @@ def activemask() -> E.Expr:
     """A uint64 with bit ``l`` set where lane ``l`` of the warp executes this expression."""
     bld.require_kernel("T.activemask")
     return E.WarpOp("activemask", (), E.WARP_SIZE, dtypes.uint64)
+
+
+def match_any_sync(value: Any, mask: Any = FULL_MASK) -> E.Expr:
+    """A uint32 with bit ``l`` set where lane ``l``'s ``value`` equals the calling lane's (bit for bit)."""
+    what = "T.match_any_sync"
+    v = _value(value, what)
+    _full_mask(mask, what)
+    return E.WarpOp("match_any_sync", (v,), E.WARP_SIZE, dtypes.uint32)
+
+
+def shuffle_elect(thread_extent: int) -> E.Expr:
+    """True (bool) in one thread of each group of ``thread_extent`` consecutive threads (lane 0 of
+    the group's first warp); ``0``: in one thread of the block."""
+    bld.require_kernel("T.shuffle_elect")
+    n = E.as_int(thread_extent)
+    if n is None or n < 0 or n % E.WARP_SIZE:
+        raise TileLangSyntaxError(
+            f"T.shuffle_elect({thread_extent!r}): the group size must be 0 (the whole block) or a positive "
+            "multiple of 32", loc=caller_loc(),
+            hint="T.shuffle_elect(32) elects one lane per warp, 128 one per warpgroup")
+    elect = E.WarpOp("elect_sync", (), E.WARP_SIZE, dtypes.bool_)
+    if n == E.WARP_SIZE:
+        return elect
+    warp = _linear("T.shuffle_elect") // E.WARP_SIZE
+    first = warp == 0 if n == 0 else warp % (n // E.WARP_SIZE) == 0
+    return E.binary("and", first, elect)

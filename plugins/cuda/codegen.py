@@ -642,9 +642,9 @@ class _Gen:
         raise BackendNotImplementedError(f"CUDA codegen: unexpected expression {type(e).__name__}")
 
     def _warp_op(self, e: E.WarpOp) -> str:
-        if e.op.startswith("warp_reduce_"):
+        header = warp_header(e)
+        if header is not None:
             extra = self.ctx.data.setdefault("cuda.extra_headers", [])
-            header = warp_header()
             if header not in extra:
                 extra.append(header)
         return warp_op(e, [self.expr(a, True) for a in e.args], eval_ctype(e.dtype))

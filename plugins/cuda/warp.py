@@ -3,7 +3,8 @@
 Shuffles are CUDA's ``__shfl_*_sync`` with the full mask (every lane takes part); values are
 shuffled in the type the kernel computes them in (``float`` for 16-bit floats, whose values stay
 exact), 8- and 16-bit integers and bools as ``int``. Warp reductions call the butterflies of
-``include/tlx_warp.h``, which the kernel includes only when it uses one.
+``include/tlx_warp.h``, ``elect_sync`` the ``tlx_elect_one`` of ``include/tlx_elect.h``; the kernel
+includes each only when it uses it. ``match_any_sync`` is ``__match_any_sync``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,15 @@ def thread_index(e: E.ThreadIndex, block_rank: int) -> str:
     return "tx" if block_rank == 1 and e.dim == 0 else f"((int)threadIdx.{_AXES[e.dim]})"
 
 
-def warp_header() -> str:
-    with open(os.path.join(os.path.dirname(__file__), "include", "tlx_warp.h")) as fh:
+def warp_header(e: E.WarpOp) -> str | None:
+    """The helper header ``e``'s code calls, if any."""
+    if e.op.startswith("warp_reduce_"):
+        name = "tlx_warp.h"
+    elif e.op == "elect_sync":
+        name = "tlx_elect.h"
+    else:
+        return None
+    with open(os.path.join(os.path.dirname(__file__), "include", name)) as fh:
         return fh.read()
 
 
@@ -38,6 +46,13 @@ def warp_op(e: E.WarpOp, args: list[str], ctype: str) -> str:
         return f"__{e.op}({FULL}, {args[0]})"
     if e.op == "ballot_sync":
         return f"((unsigned long long)__ballot_sync({FULL}, {args[0]}))"
+    if e.op == "elect_sync":
+        return "tlx_elect_one()"
+    if e.op == "match_any_sync":
+        dt = e.args[0].dtype
+        narrow_float = dt.is_float and dt.bits < 32  # __match_any_sync has no half overload
+        value = f"(int)({args[0]})" if _widened(dt) else f"(float)({args[0]})" if narrow_float else args[0]
+        return f"__match_any_sync({FULL}, {value})"
     value = f"(int)({args[0]})" if _widened(e.dtype) else args[0]
     if e.op in _SHUFFLES:
         out = f"{_SHUFFLES[e.op]}({FULL}, {value}, {args[1]}, {e.width})"

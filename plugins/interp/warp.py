@@ -5,8 +5,9 @@ Shuffles follow PTX ``shfl.sync``: the source lane offset is taken modulo 32, a 
 ``width`` lanes reads only inside itself (``shfl_sync``) or from earlier groups (``shfl_xor``),
 and a lane whose source falls outside keeps its own value. Reductions combine by the butterfly
 the CUDA backend generates (xor 16, 8, 4, 2, 1), so every lane gets the same, bit-identical value;
-16- and 8-bit floats are combined in float32 and rounded once. Every lane of a warp must execute a
-warp operation (CUDA's full mask): a warp with both active and inactive lanes raises.
+16- and 8-bit floats are combined in float32 and rounded once. ``match_any_sync`` compares bit
+patterns; ``elect_sync`` elects lane 0, the lowest lane of a whole warp. Every lane of a warp must
+execute a warp operation (CUDA's full mask): a warp with both active and inactive lanes raises.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ def warp_fn(e: E.WarpOp, fargs: list[Fn], nthreads: int, loc: SourceLoc | None) 
         return shuffle
     if op == "activemask":
         return lambda env: _ballot(np.ones(nthreads, bool) if env[MASK] is None else lanes(env[MASK]), lane, warp0)
+    if op == "elect_sync":
+        elected = lane == 0
+
+        def elect(env: list) -> Any:
+            _converged(env[MASK], op, loc)
+            return elected
+
+        return elect
     (fv,) = fargs
     if op.startswith("warp_reduce_"):
         combine = _COMBINE[op[len("warp_reduce_"):]]
@@ -68,6 +77,14 @@ def warp_fn(e: E.WarpOp, fargs: list[Fn], nthreads: int, loc: SourceLoc | None) 
             return numerics.convert(v, dt) if narrow else v
 
         return reduce
+
+    if op == "match_any_sync":
+
+        def match(env: list) -> Any:
+            _converged(env[MASK], op, loc)
+            return _match_any(_bits(lanes(fv(env))))
+
+        return match
 
     def vote(env: list) -> Any:
         _converged(env[MASK], op, loc)
@@ -101,6 +118,19 @@ def _ballot(p: np.ndarray, lane: np.ndarray, warp0: np.ndarray) -> np.ndarray:
     bits = np.where(p, np.left_shift(np.uint64(1), lane.astype(np.uint64)), np.uint64(0))
     per_warp = np.bitwise_or.reduce(bits.reshape(-1, E.WARP_SIZE), axis=1)
     return np.repeat(per_warp, E.WARP_SIZE)
+
+
+def _bits(v: np.ndarray) -> np.ndarray:
+    """``v``'s bit patterns (floats compared as CUDA's ``__match_any_sync`` does: -0.0 != 0.0)."""
+    return v.view(f"u{v.dtype.itemsize}") if v.dtype.kind == "f" else v
+
+
+def _match_any(v: np.ndarray) -> np.ndarray:
+    """Per lane, the uint32 mask of the lanes of its warp holding the same value."""
+    per_warp = v.reshape(-1, E.WARP_SIZE)
+    same = per_warp[:, :, None] == per_warp[:, None, :]
+    weights = np.left_shift(np.uint64(1), np.arange(E.WARP_SIZE, dtype=np.uint64))
+    return (same * weights).sum(axis=2, dtype=np.uint64).astype(np.uint32).reshape(-1)
 
 
 def _converged(mask: Any, op: str, loc: SourceLoc | None) -> None:

@@ -89,6 +89,31 @@ def warp_shuffles(threads=64, dtype=T.float32):
 
 
 @tilelang.jit(out_idx=[-1])
+def warp_match_elect(threads=128):
+    """Per thread: column 0 the mask of the lanes of its warp whose int key equals its own
+    (``T.match_any_sync``), 1 the same for a float key (bit for bit), 2-4 ``T.shuffle_elect`` per
+    warp, per pair of warps and per block, 5 ``tx + 1`` in the thread an ``if`` on
+    ``T.shuffle_elect(128)`` elects, else 0."""
+
+    @T.prim_func
+    def main(K: T.Tensor((threads,), T.int32), F: T.Tensor((threads,), T.float32),
+             Y: T.Tensor((threads, 6), T.int64)):
+        with T.Kernel(1, threads=threads) as _:
+            tx = T.get_thread_binding()
+            Y[tx, 0] = T.cast(T.match_any_sync(K[tx]), T.int64)
+            Y[tx, 1] = T.cast(T.match_any_sync(F[tx]), T.int64)
+            Y[tx, 2] = T.cast(T.shuffle_elect(32), T.int64)
+            Y[tx, 3] = T.cast(T.shuffle_elect(64), T.int64)
+            Y[tx, 4] = T.cast(T.shuffle_elect(0), T.int64)
+            if T.shuffle_elect(128):
+                Y[tx, 5] = T.cast(tx + 1, T.int64)
+            else:
+                Y[tx, 5] = 0
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
 def flagged_copy(n=128):
     """``Y[t] = X[t]`` where thread ``t``'s own flag ``F[t]`` (read with an acquire load) is set,
     else -1; each thread of the first half also marks its flag in ``Done``."""

@@ -587,6 +587,24 @@ def _warp_shuffles(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return simt.warp_shuffles()(x), ref
 
 
+def _warp_match_elect(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(64)
+    keys = torch.randint(0, 4, (128,), generator=g, dtype=torch.int32)
+    floats = torch.tensor([0.0, -0.0, 1.5, float("nan")])[torch.randint(0, 4, (128,), generator=g)]
+    t = torch.arange(128)
+    lane, warp = t % 32, t // 32
+
+    def masks(bits: torch.Tensor) -> torch.Tensor:
+        per_warp = bits.view(-1, 32)
+        same = per_warp[:, :, None] == per_warp[:, None, :]
+        return (same.long() << torch.arange(32)).sum(2).view(-1)
+
+    pairs = (lane == 0) & (warp % 2 == 0)
+    ref = torch.stack([masks(keys), masks(floats.view(torch.int32)), (lane == 0).long(), pairs.long(),
+                       (t == 0).long(), torch.where(t % 128 == 0, t + 1, 0)], dim=1)
+    return simt.warp_match_elect()(keys.to(device), floats.to(device)), ref.to(device)
+
+
 def _column_sums_pipelined(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(200, 96, dtype=torch.float16, device=device, seed=32)
     return reducers.column_sums_pipelined(200, 96)(x), x.float().sum(0)
@@ -732,6 +750,7 @@ CASES: list[Case] = [
     Case("gemv_splitk_warp_reduce", _gemv("splitk_gemv", 200, 1000)),
     Case("gemv_shared_atomic_add", _gemv("gemv_shared_atomic", 64, 256)),
     Case("warp_shuffles_votes", _warp_shuffles, atol=1e-5, rtol=1e-5),
+    Case("warp_match_any_shuffle_elect", _warp_match_elect, atol=0, rtol=0),
     Case("simt_per_thread_atomic_loads", _flagged_copy, atol=0, rtol=0),
     Case("reducer_column_sums", _column_sums_reducer(128), atol=1e-4, rtol=1e-4),
     Case("reducer_column_sums_64_threads", _column_sums_reducer(64), atol=1e-4, rtol=1e-4),

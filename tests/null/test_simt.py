@@ -296,3 +296,82 @@ def test_cuda_atomic_load_at_a_per_thread_address_is_each_threads_own() -> None:
     body = src[src.index("__global__"):]
     assert "aload" not in body
     assert "tlx_ld_acquire_32(&F[tx])" in body and "tlx_ld_seq_cst_32(&F[tx])" in body
+
+
+# ---- T.match_any_sync, T.shuffle_elect ---------------------------------------------------------
+
+def test_frontend_rejects_bad_elect_extents_and_match_masks() -> None:
+    def extent(n):
+        @T.prim_func
+        def main(X: T.Tensor((64,), T.int32)):
+            with T.Kernel(1, threads=64) as _:
+                X[T.get_thread_binding()] = T.shuffle_elect(n)  # E:extent
+
+    def mask():
+        @T.prim_func
+        def main(X: T.Tensor((64,), T.int32)):
+            with T.Kernel(1, threads=64) as _:
+                X[0] = T.match_any_sync(X[0], 0xFF)  # E:match-mask
+
+    raises(TileLangSyntaxError, "extent", lambda: extent(48), "multiple of 32")
+    raises(TileLangSyntaxError, "extent", lambda: extent(-32), "multiple of 32")
+    raises(TileLangSyntaxError, "match-mask", mask, "full warp mask")
+
+
+def test_interpreter_match_any_of_narrow_values_and_a_partial_elect() -> None:
+    import tilelang_x as tilelang
+
+    @T.prim_func
+    def match(X: T.Tensor((64,), T.float16), Y: T.Tensor((64,), T.int64)):
+        with T.Kernel(1, threads=64) as _:
+            tx = T.get_thread_binding()
+            Y[tx] = T.cast(T.match_any_sync(X[tx]), T.int64) + T.cast(T.match_any_sync(tx < 40), T.int64) * (1 << 32)
+
+    x = torch.tensor([1.0, -0.0, 0.0, 2.0] * 16, dtype=torch.float16)
+    y = torch.zeros(64, dtype=torch.int64)
+    tilelang.compile(match, target="interp")(x, y)
+    lane = torch.arange(64) % 32
+    same_key = (1 << (lane % 4)) * sum(1 << (4 * k) for k in range(8))  # the lanes with the same key
+    below = torch.tensor([0xFFFFFFFF] * 32 + [0xFF] * 8 + [0xFFFFFF00] * 24, dtype=torch.int64)
+    assert torch.equal(y, same_key + below * (1 << 32))
+
+    @T.prim_func
+    def partial(X: T.Tensor((64,), T.int32)):
+        with T.Kernel(1, threads=64) as _:
+            tx = T.get_thread_binding()
+            if tx % 2 == 0:
+                X[tx] = T.shuffle_elect(32)  # E:partial-elect
+
+    kernel = tilelang.compile(partial, target="interp")
+    raises(TileLangError, "partial-elect", lambda: kernel(torch.zeros(64, dtype=torch.int32)), "all 32 lanes")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_cuda_match_any_of_narrow_values_compiles(arch: str) -> None:
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
+
+    @T.prim_func
+    def main(H: T.Tensor((64,), T.float16), B: T.Tensor((64,), T.int8), Y: T.Tensor((64,), T.uint32)):
+        with T.Kernel(1, threads=64) as _:
+            tx = T.get_thread_binding()
+            Y[tx] = T.match_any_sync(H[tx]) ^ T.match_any_sync(B[tx]) ^ T.match_any_sync(tx > 3)
+
+    src, ctx = cuda_source(main, arch)
+    assert "__match_any_sync(0xffffffffu, (float)(" in src and "__match_any_sync(0xffffffffu, (int)(B[tx]))" in src
+    assert "tlx_elect" not in src
+    if find_nvrtc() is None and find_nvcc() is None:
+        pytest.skip("no CUDA compiler here")
+    assert len(compile_cuda(src, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0
+
+
+@pytest.mark.parametrize("arch,elect", [("sm_80", False), ("sm_90a", True)])
+def test_cuda_shuffle_elect_is_elect_sync_on_sm90(arch: str, elect: bool) -> None:
+    from tests.kernels import simt
+    from tests.null.cuda_helpers import sass_text
+
+    func = simt.warp_match_elect.get_ir()
+    src = cuda_source(func, arch)[0]
+    assert src.count("TLX_DEV bool tlx_elect_one()") == 1
+    assert "if ((((tx >> 5) & 3) == 0) && tlx_elect_one()) {" in src
+    sass = sass_text(func, arch)
+    assert ("ELECT" in sass) is elect and "MATCH.ANY" in sass
