@@ -26,6 +26,7 @@ import ctypes
 import glob
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -38,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core_ir.errors import CompilationError
+
+log = logging.getLogger("tilelang_x.cuda.compile")
 
 INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 
@@ -391,8 +394,35 @@ def _common_flags(options: dict[str, Any], nvrtc: bool) -> list[str]:
         flags.append("--generate-line-info" if nvrtc else "-lineinfo")
     if options.get("maxrregcount"):
         flags.append(f"--maxrregcount={int(options['maxrregcount'])}")
-    flags += [str(f) for f in options.get("flags", ())]
-    return flags
+    extra = [str(f) for f in options.get("flags", ())]
+    return flags + (nvrtc_flags(extra) if nvrtc else extra)
+
+
+#: nvcc flags NVRTC rejects that only matter to nvcc: the host optimization level (NVRTC always
+#: optimizes device code), host-compiler options (with their argument), and the relaxed-constexpr
+#: extension (which our generated code does not need). TileLang kernels often pass
+#: ``compile_flags=["-O3", "-DENABLE_BF16"]``.
+_NVCC_ONLY = re.compile(r"-O[0-3s]?|--?expt-relaxed-constexpr|--?extended-lambda")
+_NVCC_ONLY_WITH_ARG = ("-Xcompiler", "--compiler-options")
+
+
+def nvrtc_flags(flags: list[str]) -> list[str]:
+    """``flags`` without the nvcc-only ones NVRTC would reject (``_NVCC_ONLY``)."""
+    out: list[str] = []
+    skip = False
+    for f in flags:
+        if skip:
+            skip = False
+            continue
+        if f in _NVCC_ONLY_WITH_ARG:
+            skip = True
+        elif _NVCC_ONLY.fullmatch(f) or f.startswith(tuple(a + "=" for a in _NVCC_ONLY_WITH_ARG)):
+            pass
+        else:
+            out.append(f)
+            continue
+        log.debug("compile flag %r is for nvcc only: NVRTC compiles without it", f)
+    return out
 
 
 def _fail(tool: str, kernel_name: str, arch: str, log: str, error: str, path: str) -> CompilationError:

@@ -222,3 +222,16 @@ def test_tilelang_compile_switches_reach_the_device_compiler(monkeypatch, cache_
     with pytest.raises(CompilationError, match="stop here"):
         tilelang_x.compile(func, target="cuda:sm_80", pass_configs=configs)
     assert seen == [expected]
+
+
+def test_nvrtc_leaves_out_the_nvcc_only_flags_tilelang_kernels_pass():
+    flags = ["-O3", "-DENABLE_BF16", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC", "--use_fast_math"]
+    assert cc.nvrtc_flags(flags) == ["-DENABLE_BF16", "--use_fast_math"]
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_tilelang_style_compile_flags_compile_with_either_compiler(compiler, cache_dir):
+    # compile_flags=["-O3", "-DENABLE_BF16"] is how TileLang's kernels often ask; NVRTC rejects -O3
+    b = cc.compile_cuda(VECTOR_ADD, "sm_80", kernel_name="vector_add",
+                        options={"compiler": compiler, "flags": ["-O3", "-DENABLE_BF16", "--expt-relaxed-constexpr"]})
+    assert b.cubin.startswith(b"\x7fELF")
