@@ -73,6 +73,16 @@ def _compare(row: dict[str, Any], refs: dict[str, Callable[[], Any]], configs: l
     return row
 
 
+def _gqa_reference(q: Any, k4: Any, v4: Any) -> Any:
+    """Decode attention in fp32 torch: ``q`` [B, H, D] against the cache views [B, HK, S, D]."""
+    import torch
+
+    group = q.shape[1] // k4.shape[1]
+    keys, values = (x.float().repeat_interleave(group, 1) for x in (k4, v4))
+    scores = q.float()[:, :, None, :] @ keys.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    return (torch.softmax(scores, -1) @ values)[:, :, 0].half()
+
+
 def _sdpa_backends(q4: Any, k4: Any, v4: Any, row: dict[str, Any], args: Any) -> dict[str, Callable[[], Any]]:
     """A runner per SDPA backend that takes these tensors (timed alone into ``row``); the others'
     errors go into ``row``."""
@@ -99,8 +109,7 @@ def bench_case(b: int, h: int, hk: int, s: int, d: int, args: Any) -> dict[str, 
     nbytes = 2.0 * b * s * hk * d * 2
     row: dict[str, Any] = {"B": b, "H": h, "HK": hk, "S": s, "D": d}
     refs = _sdpa_backends(q4, k4, v4, row, args)
-    ref = (torch.softmax((q.float()[:, :, None, :] @ k4.float().repeat_interleave(h // hk, 1).transpose(-1, -2))
-                         / math.sqrt(d), -1) @ v4.float().repeat_interleave(h // hk, 1))[:, :, 0].half()
+    ref = _gqa_reference(q, k4, v4)
     configs = [dict(zip(CONFIG_KEYS, c)) for c in (CONFIGS[:2] if args.quick else CONFIGS)]
 
     def build(cfg: dict[str, Any]) -> Any:
@@ -174,8 +183,7 @@ def bench_paged_case(b: int, h: int, hk: int, s: int, d: int, args: Any) -> dict
     nbytes = 2.0 * b * s * hk * d * 2
     row: dict[str, Any] = {"kind": "paged", "B": b, "H": h, "HK": hk, "S": s, "D": d, "page": PAGE}
     refs = _sdpa_backends(q4, k4, v4, row, args)
-    ref = (torch.softmax((q.float()[:, :, None, :] @ k4.float().repeat_interleave(h // hk, 1).transpose(-1, -2))
-                         / math.sqrt(d), -1) @ v4.float().repeat_interleave(h // hk, 1))[:, :, 0].half()
+    ref = _gqa_reference(q, k4, v4)
     configs = [dict(zip(PAGED_KEYS, c)) for c in (PAGED_CONFIGS[:1] if args.quick else PAGED_CONFIGS)]
 
     def build(cfg: dict[str, Any]) -> Any:

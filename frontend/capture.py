@@ -128,6 +128,18 @@ def get_source(fn: Callable[..., Any]) -> Source:
 
 # ---- the rewriter ----------------------------------------------------------------------------
 
+def visible_names(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The names ``fn``'s body sees: its module's globals and the cells of its closure (to evaluate
+    its string annotations, ``from __future__ import annotations``)."""
+    ns: dict[str, Any] = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            ns[name] = cell.cell_contents
+        except ValueError:  # a cell not yet assigned
+            pass
+    return ns
+
+
 def _at(new: Any, old: ast.AST) -> Any:
     """Place ``new`` at the first line of ``old``, as a one-line span: Python reports a method
     call at the end line of its callee, so a span reaching further down would name a later line

@@ -22,7 +22,7 @@ from ..core_ir.source import SourceLoc, _is_internal, caller_loc
 from ..core_ir.stmt import COMPILE_FLAGS, IMPORTS, PASS_CONFIGS, POINTERS, WORKSPACES, PrimFunc
 from . import builder as bld
 from . import pointers, ref
-from .capture import get_source, rewritten
+from .capture import get_source, rewritten, visible_names
 from .extern import check_externs
 from .spec import TensorSpec
 
@@ -56,12 +56,7 @@ def resolved_annotations(fn: Callable[..., Any]) -> dict[str, Any]:
     anns = dict(getattr(fn, "__annotations__", {}) or {})
     if not any(isinstance(v, str) for v in anns.values()):
         return anns
-    ns: dict[str, Any] = dict(fn.__globals__)
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        try:
-            ns[name] = cell.cell_contents
-        except ValueError:
-            pass
+    ns = visible_names(fn)
     ns.update(_user_frame_locals())
     for key, value in anns.items():
         if isinstance(value, str):

@@ -20,6 +20,7 @@ from ..core_ir.errors import TileLangSyntaxError
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Alloc
 from . import builder as B
+from .capture import visible_names
 
 
 class Ref:
@@ -82,14 +83,8 @@ def _is_ref_annotation(fn: Callable[..., Any], ann: Any, loc: SourceLoc) -> bool
         return True
     if not isinstance(ann, str) or not _REF_TEXT.match(ann):
         return False
-    ns: dict[str, Any] = dict(fn.__globals__)
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        try:
-            ns[name] = cell.cell_contents
-        except ValueError:
-            pass
     try:
-        value = eval(ann, ns)  # noqa: S307 - the user's own annotation text
+        value = eval(ann, visible_names(fn))  # noqa: S307 - the user's own annotation text
     except Exception as exc:  # noqa: BLE001
         raise TileLangSyntaxError(
             f"cannot evaluate the annotation {ann!r} of a parameter of `{fn.__name__}`: {exc}", loc=loc,

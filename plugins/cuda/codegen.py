@@ -801,15 +801,14 @@ def _pow2_floor(a: str, rhs: E.Expr, dt: DType, op: str) -> str | None:
 
 
 def _nonneg_divmod(a: str, b: str, rhs: E.Expr, dt: DType, op: str) -> str:
-    """``a / b`` or ``a % b`` of non-negative 32-bit ints: a shift or mask for a power of two, else
-    unsigned arithmetic (signed division by a constant costs sign fix-ups in SASS)."""
-    c = E.as_int(rhs)
+    """``a / b`` or ``a % b`` of non-negative 32-bit ints: a shift or mask for a power of two
+    (``_pow2_floor``), else unsigned arithmetic (signed division by a constant costs sign fix-ups
+    in SASS)."""
     if dt.bits == 64 or not dt.is_int:
         return f"({a} {op} {b})"
-    if c is not None and c > 0 and c & (c - 1) == 0:
-        if op == "/":
-            return a if c == 1 else f"({a} >> {c.bit_length() - 1})"
-        return "0" if c == 1 else f"({a} & {c - 1})"
+    pow2 = _pow2_floor(a, rhs, dt, "//" if op == "/" else "%")
+    if pow2 is not None:
+        return pow2
     if dt.kind == "uint":
         return f"({a} {op} {b})"
     return f"((int)((unsigned)({a}) {op} (unsigned)({b})))"

@@ -59,16 +59,21 @@ def unguard(loop: For) -> tuple[For, E.Expr | None]:
                loop.loc), branch.cond
 
 
+def written_buffers(node: Stmt, but: Stmt | None = None) -> list[Buffer]:
+    """The buffers that statements of ``node`` (other than ``but``) store to or write as tile ops."""
+    out = []
+    for n in walk(node):
+        if n is but:
+            continue
+        if isinstance(n, Store):
+            out.append(n.buffer)
+        out += [r.buffer for r in (getattr(n, "dst", None), getattr(n, "C", None)) if isinstance(r, Region)]
+    return out
+
+
 def written_ids(s: Stmt) -> set[int]:
     """``id``s of the memory (``Buffer.storage``) that stores and tile ops in ``s`` write."""
-    out: set[int] = set()
-    for n in walk(s):
-        if isinstance(n, Store):
-            out.add(id(n.buffer.storage))
-        for r in (getattr(n, "dst", None), getattr(n, "C", None)):
-            if isinstance(r, Region):
-                out.add(id(r.buffer.storage))
-    return out
+    return {id(b.storage) for b in written_buffers(s)}
 
 
 #: the largest trip count of a guarded loop whose taken iterations every thread lists (4 bytes each)
@@ -93,15 +98,21 @@ def compact_guarded(loop: For, kernel_body: Stmt) -> tuple[list[Stmt], For] | No
     k = loop.var
     start = loop.start if loop.start is not None else E.const(0)
     taken = Buffer(k.name + "_taken", (E.const(n),), dtypes.int32, "local", loop.loc)
-    count = Buffer(k.name + "_count", (E.const(1),), dtypes.int32, "var", loop.loc)
-    zero = E.const(0)
-    c = E.Load(count, (zero,))
+    declare, c, count_one = taken_counter(k.name + "_count")
     i = E.Var(k.name + "_scan", k.dtype)
-    keep = Seq((Store(taken, (c,), E.cast(start + i, dtypes.int32)), Store(count, (zero,), c + 1)))
+    keep = Seq((Store(taken, (c,), E.cast(start + i, dtypes.int32)), count_one))
     scan = For(i, E.const(n), "serial", If(substitute(cond, {k: start + i}), keep, None, loop.loc), None, (), loop.loc)
     j = E.Var(k.name + "_j", k.dtype)
     body = substitute(inner.body, {k: E.cast(E.Load(taken, (j,)), k.dtype)})
-    return [Alloc(taken), Alloc(count, zero), scan], For(j, c, loop.kind, body, None, loop.annotations, loop.loc)
+    return [Alloc(taken), declare, scan], For(j, c, loop.kind, body, None, loop.annotations, loop.loc)
+
+
+def taken_counter(name: str) -> tuple[Alloc, E.Expr, Stmt]:
+    """A counter of the iterations a guarded loop takes: its declaration (at 0), its value, and
+    its increment."""
+    buf = Buffer(name, (E.const(1),), dtypes.int32, "var")
+    value = E.Load(buf, (E.const(0),))
+    return Alloc(buf, E.const(0)), value, Store(buf, (E.const(0),), value + 1)
 
 
 def pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:

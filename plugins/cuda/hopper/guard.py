@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
@@ -92,10 +91,3 @@ def plan_guard(params: tuple, host: set[int], body: Stmt, top: list[Stmt], at: i
         if b not in hoisted or any(b in written_ids(s) for i, s in enumerate(top) if i not in setup):
             return None
     return Guard(cond, tuple(sorted(setup)))
-
-
-def taken_counter(name: str) -> tuple[Alloc, E.Expr, Stmt]:
-    """A counter of the iterations taken: its declaration (at 0), its value, and its increment."""
-    buf = Buffer(name, (E.const(1),), dtypes.int32, "var")
-    value = E.Load(buf, (E.const(0),))
-    return Alloc(buf, E.const(0)), value, Store(buf, (E.const(0),), value + 1)

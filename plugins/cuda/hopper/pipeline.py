@@ -41,8 +41,8 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
-from ....core_ir.buffer import Buffer, Region
-from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Store, Sync
+from ....core_ir.buffer import Buffer
+from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Sync
 from ....core_ir.tileops import Copy, Gemm, ReducerInit
 from ....core_ir.uniformity import uses_simt
 from ....core_ir.visit import rewrite, substitute, views_of, walk
@@ -60,12 +60,14 @@ from ..pipelining import (
     pipelined,
     rerun_pipelines,
     staged,
+    taken_counter,
     unguard,
+    written_buffers,
 )
 from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
-from .guard import Guard, plan_guard, taken_counter
+from .guard import Guard, plan_guard
 from .layout import TMA_ALIGN, tma_layout
 from .multicast import Multicast, plan_multicast
 from .persistent import DEFAULT_SMS, STREAM_K_MAX_ITERS, plan_persistent
@@ -298,25 +300,13 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx, clustered: bool
     return top, at, plans, guard
 
 
-def _written_buffers(node: Stmt, but: Stmt | None = None) -> list[Buffer]:
-    """The buffers that statements of ``node`` (other than ``but``) store to or write as tile ops."""
-    out = []
-    for n in walk(node):
-        if n is but:
-            continue
-        if isinstance(n, Store):
-            out.append(n.buffer)
-        out += [r.buffer for r in (getattr(n, "dst", None), getattr(n, "C", None)) if isinstance(r, Region)]
-    return out
-
-
 def _written(b: Buffer, node: Stmt, but: Stmt) -> bool:
     """Whether a statement of ``node`` other than ``but`` writes buffer ``b``."""
-    return any(w is b for w in _written_buffers(node, but))
+    return any(w is b for w in written_buffers(node, but))
 
 
 def _writes_shared(node: Stmt) -> bool:
-    return any(w.scope == "shared" for w in _written_buffers(node))
+    return any(w.scope == "shared" for w in written_buffers(node))
 
 
 def _prologue_loads(kernel: Kernel, top: list[Stmt], at: int, cx: _Ctx) -> dict[int, TmaCopy]:
