@@ -12,6 +12,9 @@ CUDA-event timings with the L2 flushed before each call; TFLOP/s = 2*M*N*K / tim
 Run: ``python bench/gemm.py --out $OUT/gemm.json`` (``--quick``: 4096^3 fp16 only; ``--trans-b``: B
 stored N x K, as a ``torch.nn.Linear`` weight). ``--dtypes float8_e4m3fn``: B stored N x K,
 fp16 output, against ``torch._scaled_mm`` (unit scales, fast accumulation; cuBLASLt has no e5m2 x e5m2).
+``--dtypes float32``: our default TF32 precision against cuBLAS's TF32 GEMM (``torch.matmul`` with
+``torch.backends.cuda.matmul.allow_tf32``); B stored N x K with ``--trans-b`` (wgmma on sm_90a),
+else K x N (mma.sync: wgmma reads TF32 operands K-major only).
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ BIG_CONFIGS.append((128, 256, 64, 4, 256, (1, 2, 1)))
 # BN=64 gives N/64 = 128 CTAs for N=8192 (one per SM of 132; BN=128 leaves half the SMs idle).
 # float8: 128 one-byte columns fill a 128-byte swizzle row, as 64 two-byte ones do
 FP8_CONFIGS: list[tuple[Any, ...]] = [(128, 256, 128, 3, 256), (128, 256, 128, 4, 256), (128, 128, 128, 4, 256)]
+# float32 (TF32): 32 four-byte columns fill a 128-byte swizzle row
+FP32_CONFIGS: list[tuple[Any, ...]] = [(128, 256, 32, 3, 256), (128, 256, 32, 4, 256), (128, 128, 32, 4, 256),
+                                       (128, 128, 32, 3, 128)]
 SMALL_M_CONFIGS = [(16, 64, 256, 4, 128), (16, 32, 256, 4, 128), (64, 64, 128, 6, 128), (64, 64, 128, 4, 128),
                    (64, 128, 64, 4, 128)]
 
@@ -59,10 +65,10 @@ def _config_dict(cfg: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(CONFIG_KEYS, cfg))
 
 
-def configs_for(m: int, quick: bool, custom: str = "", fp8: bool = False) -> list[tuple[Any, ...]]:
+def configs_for(m: int, quick: bool, custom: str = "", fp8: bool = False, fp32: bool = False) -> list[tuple[Any, ...]]:
     if custom:  # "BMxBNxBKxSTAGESxTHREADS[@CXxCYxCZ],..."
         return [parse_config(c) for c in custom.split(",") if c]
-    cands = FP8_CONFIGS if fp8 else SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
+    cands = FP8_CONFIGS if fp8 else FP32_CONFIGS if fp32 else SMALL_M_CONFIGS if m <= 64 else BIG_CONFIGS
     return cands[:2] if quick else cands
 
 
@@ -100,6 +106,8 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
 
     tdt = getattr(torch, dtype_name)
     fp8 = tdt.itemsize == 1
+    fp32 = tdt == torch.float32
+    torch.backends.cuda.matmul.allow_tf32 = fp32  # cuBLAS's TF32 GEMM against ours
     trans_b = args.trans_b or fp8  # float8 tensor cores read both operands K-major
     a = torch.randn(m, k, device="cuda").to(tdt)
     b = torch.randn(n, k, device="cuda").to(tdt) if trans_b else torch.randn(k, n, device="cuda").to(tdt)
@@ -117,7 +125,7 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k, "relu_epilogue": args.relu,
                            "trans_b": trans_b, "pass_configs": args.pass_configs or None,
                            "torch_ms_alone": round(torch_alone, 4)}
-    configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs, fp8)]
+    configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs, fp8, fp32)]
     kw = dict(in_dtype=as_dtype(tdt), out_dtype=as_dtype(ref.dtype), relu=args.relu, trans_B=trans_b)
     tried, best, kernel = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, args, {**kw, **cfg}),
                                       lambda kernel: kernel(a, b), ref, flops, args)

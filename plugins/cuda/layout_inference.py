@@ -21,6 +21,7 @@ from ...core_ir import dtypes
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer
 from ...core_ir.errors import BackendNotImplementedError, LayoutError
+from ...core_ir.gemm_precision import fp32_gemm_precision
 from ...core_ir.stmt import Annotate, For, Kernel, PrimFunc, Stmt
 from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, Reduce
 from ...core_ir.visit import views_of, walk
@@ -35,6 +36,7 @@ from .layout import (
     mma_c_fragment,
 )
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
+from .perf_options import pass_configs
 
 log = logging.getLogger("tilelang_x.cuda.layout")
 _FP8_TENSOR_CORES = ("; float8 runs on sm_90a tensor cores with both tiles K-major in shared memory (B as [N, K] "
@@ -43,7 +45,8 @@ _FP8_TENSOR_CORES = ("; float8 runs on sm_90a tensor cores with both tiles K-maj
 
 @dataclass(frozen=True)
 class GemmPlan:
-    """How a T.gemm runs: ``kind`` ``mma`` (m16n8k16 over wm×wn warps) or ``fma``."""
+    """How a T.gemm runs: ``kind`` ``mma`` (m16n8k16 over wm×wn warps; m16n8k8 with ``tf32``),
+    ``wgmma`` or ``fma``. ``tf32``: float32 operands rounded to TF32 (``core_ir/gemm_precision.py``)."""
 
     kind: str
     m: int
@@ -51,6 +54,7 @@ class GemmPlan:
     k: int
     wm: int = 1
     wn: int = 1
+    tf32: bool = False
 
 
 def where(loc: Any) -> str:
@@ -90,8 +94,9 @@ def uses_copy_nest(op: Copy) -> bool:
 
 
 class _State:
-    def __init__(self, threads: int, views: dict[Buffer, list[Buffer]] | None = None) -> None:
+    def __init__(self, threads: int, views: dict[Buffer, list[Buffer]] | None = None, tf32: bool = True) -> None:
         self.threads = threads
+        self.tf32 = tf32  # float32 T.gemm operands rounded to TF32 (pass config tlx.fp32_gemm)
         self.views = views or {}  # T.view buffers by the tile owning their memory
         self.layouts: dict[Buffer, Any] = {}
         self.origin: dict[Buffer, str] = {}
@@ -135,18 +140,20 @@ class _State:
             raise LayoutError("T.gemm needs constant tile sizes on CUDA", loc=op.loc)
         if c.scope != "fragment":
             raise LayoutError(f"T.gemm accumulator `{c.name}` must be a fragment on CUDA (got {c.scope})", loc=op.loc)
-        mma_types = a.dtype == b.dtype and a.dtype in (dtypes.float16, dtypes.bfloat16) and c.dtype == dtypes.float32
+        tf32 = self.tf32 and a.dtype == b.dtype == c.dtype == dtypes.float32
+        mma_types = tf32 or a.dtype == b.dtype and a.dtype in (dtypes.float16, dtypes.bfloat16) and \
+            c.dtype == dtypes.float32
         warps = self.threads // 32
         plan = None
         rows_ok = all(x.scope != "shared" or E.as_int(x.shape[-1]) is not None and E.as_int(x.shape[-1]) % 8 == 0
                       for x in (a, b))
-        if mma_types and rows_ok and b.scope == "shared" and a.scope in ("shared", "fragment") and k % 16 == 0 \
-                and not (a.scope == "fragment" and op.trans_A):
+        a_ok = a.scope == "shared" or a.scope == "fragment" and not (op.trans_A or tf32)
+        if mma_types and rows_ok and b.scope == "shared" and a_ok and k % (8 if tf32 else 16) == 0:
             wmn = choose_warps(m, n, warps, op.policy)
             if wmn is not None:
-                plan = GemmPlan("mma", m, n, k, *wmn)
+                plan = GemmPlan("mma", m, n, k, *wmn, tf32=tf32)
         if plan is None:
-            plan = GemmPlan("fma", m, n, k)
+            plan = GemmPlan("fma", m, n, k, tf32=tf32)
             if a.scope == "fragment" or b.scope == "fragment":
                 raise LayoutError(
                     f"T.gemm with a fragment operand needs fp16/bf16 inputs, fp32 accumulation and tile sizes "
@@ -334,7 +341,7 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     check_kernel_options(kernel)
     views = views_of(kernel.body)
     check_fragment_views(views)
-    st = _State(kernel.num_threads, views)
+    st = _State(kernel.num_threads, views, fp32_gemm_precision(pass_configs(ctx)) == "tf32")
     gemm_rule = ctx.data.get("cuda.gemm_rule")  # the Hopper path's wgmma rule (wgmma_rule.py)
     for buf, lay in ctx.data.get("cuda.preset_layouts", {}).items():  # TMA destinations
         st.set(buf, lay, "its TMA copy", buf.loc)

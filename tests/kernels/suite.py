@@ -39,16 +39,33 @@ def _randn(*shape: int, dtype: torch.dtype, device: str, seed: int = 0) -> torch
     return torch.randn(*shape, generator=g).to(dtype=dtype, device=device)
 
 
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    """float32 values rounded to TF32 as T.gemm's default float32 precision does."""
+    from tilelang_x.core_ir.gemm_precision import round_tf32
+
+    return torch.from_numpy(round_tf32(x.cpu().numpy())).to(x.device)
+
+
 def _gemm(M: int, N: int, K: int, dtype: torch.dtype = torch.float16, out: torch.dtype = torch.float16,
-          trans_B: bool = False, relu: bool = False, **tiles: int) -> Callable:
+          trans_B: bool = False, relu: bool = False, fp32_gemm: str | None = None, tf32_inputs: bool = False,
+          **tiles: int) -> Callable:
+    """With float32 operands the reference rounds them to TF32 unless ``fp32_gemm`` is ``ieee``;
+    ``tf32_inputs`` makes the inputs TF32 values (wgmma truncates its float32 operands instead of
+    rounding them: the two agree on such inputs)."""
     from tilelang_x.core_ir.dtypes import as_dtype
 
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         a = _randn(M, K, dtype=dtype, device=device, seed=1)
         b = _randn(*((N, K) if trans_B else (K, N)), dtype=dtype, device=device, seed=2)
+        if tf32_inputs:
+            a, b = _tf32(a), _tf32(b)
         kernel = gemm.matmul(M, N, K, in_dtype=as_dtype(dtype), out_dtype=as_dtype(out), trans_B=trans_B,
-                             relu=relu, **tiles)
-        ref = a.float() @ (b.float().T if trans_B else b.float())
+                             relu=relu, fp32_gemm=fp32_gemm, **tiles)
+        if dtype == torch.float32:  # in float64: the reference's own sums must not round like TF32's
+            ra, rb = (a, b) if fp32_gemm == "ieee" else (_tf32(a), _tf32(b))
+            ref = (ra.double() @ (rb.double().T if trans_B else rb.double())).float()
+        else:
+            ref = a.float() @ (b.float().T if trans_B else b.float())
         if relu:
             ref = ref.relu()
         return kernel(a, b), ref.to(out)
@@ -674,6 +691,16 @@ CASES: list[Case] = [
     Case("gemm_fp8_e4m3_transpose_B", _gemm(128, 256, 256, dtype=torch.float8_e4m3fn, out=torch.float16, trans_B=True,
                                              block_M=128, block_N=128, block_K=64, threads=256), atol=5e-2),
     Case("gemm_relu_epilogue", _gemm(128, 128, 256, relu=True, block_M=64, block_N=64)),
+    # float32: TF32 tensor cores by default (mma.sync m16n8k8 with B stored K x N; wgmma on sm_90a with
+    # both operands K-major), float32 products with tlx.fp32_gemm = "ieee"; tolerances far below TF32's
+    # 2^-11, so a missing or wrong rounding fails
+    Case("gemm_fp32_tf32", _gemm(192, 256, 128, dtype=torch.float32, out=torch.float32, block_M=64, block_N=64,
+                                 block_K=32, num_stages=2), atol=2e-4, rtol=1e-4),
+    Case("gemm_fp32_tf32_transpose_B", _gemm(256, 256, 256, dtype=torch.float32, out=torch.float32, trans_B=True,
+                                             tf32_inputs=True, block_M=128, block_N=128, block_K=32,
+                                             threads=256), atol=2e-4, rtol=1e-4),
+    Case("gemm_fp32_ieee", _gemm(128, 128, 64, dtype=torch.float32, out=torch.float32, fp32_gemm="ieee",
+                                 block_M=64, block_N=64, block_K=16), atol=2e-4, rtol=1e-4),
     Case("gemm_decode_16_rows", _gemm(16, 192, 1024, block_M=16, block_N=64, block_K=256, num_stages=4),
          atol=2e-2),
     Case("gemm_eager_relu", _gemm_eager),

@@ -20,12 +20,13 @@ from tilelang_x.target import Target
 
 def cuda_source(func: PrimFunc, arch: str = "sm_80", configs: dict[str, bool] | None = None) -> tuple[str, Any]:
     """(CUDA source, stage context) for ``func`` — core stages, CUDA stages, codegen; ``configs``
-    are the kernel's pass_configs."""
+    are the kernel's pass_configs (with those its body annotates, as the compiler merges them)."""
+    from tilelang_x.body_options import with_body_options
     from tilelang_x.compiler import _core_stages
     from tilelang_x.plugins.cuda.codegen import generate
     from tilelang_x.plugins.cuda.passes import stages
 
-    ctx = StageContext(Target("cuda", arch), {"pass_configs": configs or {}})
+    ctx = StageContext(Target("cuda", arch), with_body_options(func, {"pass_configs": configs or {}}))
     lowered = run_stages(func, _core_stages() + stages(ctx.target), ctx)
     ctx.data["lowered"] = lowered
     return generate(lowered, ctx), ctx

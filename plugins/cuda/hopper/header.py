@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import os
 
-_AB = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "e4m3", "float8_e5m2": "e5m2"}
+_AB = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "e4m3", "float8_e5m2": "e5m2", "float32": "tf32"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -30,9 +30,9 @@ def wgmma_name(n: int, ab: str, a_regs: bool, trans_a: int, trans_b: int) -> str
 @functools.cache
 def wgmma_source(n: int, ab: str, a_regs: bool, trans_a: int, trans_b: int) -> str:
     """``void name(float* d, <A>, tlx_u64 desc_b, int scale_d)``: D (+)= A·B for one m64nNk16
-    (k32 for fp8) step; ``<A>`` is ``tlx_u64 desc_a`` or ``const tlx_u32* a`` (4 registers)."""
+    (k32 for fp8, k8 for tf32) step; ``<A>`` is ``tlx_u64 desc_a`` or ``const tlx_u32* a`` (4 registers)."""
     t = _AB[ab]
-    k = 32 if t in ("e4m3", "e5m2") else 16
+    k = 32 if t in ("e4m3", "e5m2") else 8 if t == "tf32" else 16
     nd = n // 2
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(nd))
     dregs = ", ".join(f"%{i}" for i in range(nd))

@@ -62,8 +62,8 @@ class PanelLayout(SharedLayout):
 
 def panel_layout(shape: tuple[int, ...], elem_bytes: int) -> PanelLayout | None:
     """The Hopper layout of a shared tile, or ``None`` when it has none (rows not a multiple of 8,
-    a row narrower than 32 bytes or not a multiple of the swizzle span, or 4-byte elements)."""
-    if len(shape) < 2 or elem_bytes not in (1, 2):
+    a row narrower than 32 bytes or not a multiple of the swizzle span, or 8-byte elements)."""
+    if len(shape) < 2 or elem_bytes not in (1, 2, 4):
         return None
     rows, row_bytes = shape[-2], shape[-1] * elem_bytes
     if rows % 8:

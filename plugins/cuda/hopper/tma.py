@@ -24,7 +24,7 @@ from .layout import PanelLayout, tma_layout
 
 #: CUtensorMapDataType per element dtype name
 TMA_DTYPE = {"uint8": 0, "int8": 0, "float8_e4m3": 0, "float8_e5m2": 0, "uint16": 1, "int16": 1,
-             "float16": 6, "bfloat16": 9}
+             "uint32": 2, "int32": 3, "float16": 6, "float32": 7, "bfloat16": 9}
 
 
 @dataclass(frozen=True, eq=False)

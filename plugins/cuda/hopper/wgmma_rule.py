@@ -1,4 +1,5 @@
-"""The layout rule of T.gemm on the wgmma path (sm_90a): when the gemm fits wgmma, its plan is
+"""The layout rule of T.gemm on the wgmma path (sm_90a): when the gemm fits wgmma (fp16/bf16;
+fp8 and float32 at TF32 precision with both operands K-major in shared memory), its plan is
 ``GemmPlan("wgmma", m, n, k, wgm, wgn)`` (wgm × wgn warpgroups), the accumulator (and a register
 A) get the wgmma fragments and the shared operands the panel layout; otherwise the sm_80 rule
 runs. Installed by ``passes.py`` as ``ctx.data["cuda.gemm_rule"]``."""
@@ -70,11 +71,12 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
     if a.dtype != b.dtype or b.scope != "shared" or a.scope not in ("shared", "fragment"):
         return False
     fp8 = a.dtype in _FP8
-    if a.dtype not in _HALF and not fp8:
+    tf32 = st.tf32 and a.dtype == dtypes.float32
+    if a.dtype not in _HALF and not fp8 and not tf32:
         return False
-    if fp8 and (op.trans_A or not op.trans_B or a.scope != "shared"):
-        return False  # fp8 wgmma reads both operands K-major only
-    if k % (32 if fp8 else 16) or st.threads % 128 or (a.scope == "fragment" and op.trans_A):
+    if (fp8 or tf32) and (op.trans_A or not op.trans_B or a.scope != "shared"):
+        return False  # fp8 and tf32 wgmma read both operands K-major only
+    if k % (32 if fp8 else 8 if tf32 else 16) or st.threads % 128 or (a.scope == "fragment" and op.trans_A):
         return False
     lays: dict[Buffer, PanelLayout] = {}
     for r in (op.A, op.B):
@@ -100,7 +102,7 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
     want_a = wgmma_a_fragment(m, k, *wg, origin) if a.scope == "fragment" else None
     if want_a is not None and not _compatible(st.layouts.get(a), want_a):
         return False
-    st.gemm[id(op)] = GemmPlan("wgmma", m, n, k, *wg)
+    st.gemm[id(op)] = GemmPlan("wgmma", m, n, k, *wg, tf32=tf32)
     st.set(c, want_c, f"{origin} (accumulator)", op.loc)
     if want_a is not None:
         st.set(a, want_a, f"{origin} (A operand)", op.loc)

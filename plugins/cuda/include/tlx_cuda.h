@@ -178,6 +178,23 @@ TLX_DEV void tlx_mma_bf16_z(float* c, const tlx_u32* a, const tlx_u32* b) {
                : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
 }
+// TF32 (float32 T.gemm, pass config tlx.fp32_gemm = "tf32"): operands rounded as cvt.rna does,
+// then m16n8k8 steps with 4 A and 2 B registers (the A and C fragments of m16n8k16, half the K).
+TLX_DEV tlx_u32 tlx_tf32(float f) { tlx_u32 r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f)); return r; }
+TLX_DEV float tlx_tf32f(float f) { return __uint_as_float(tlx_tf32(f)); }
+TLX_DEV void tlx_tf32_regs(tlx_u32* r, int n) {
+  for (int j = 0; j < n; ++j) r[j] = tlx_tf32(__uint_as_float(r[j]));
+}
+TLX_DEV void tlx_mma_tf32(float* c, const tlx_u32* a, const tlx_u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+TLX_DEV void tlx_mma_tf32_z(float* c, const tlx_u32* a, const tlx_u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+               : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
+}
 // A operand of one m16k16 atom from 8 consecutive 16-bit registers of a fragment.
 TLX_DEV void tlx_afrag_h(tlx_u32* a, const tlx_half* x) {
   a[0] = tlx_pack_h2(x[0], x[1]); a[1] = tlx_pack_h2(x[2], x[3]);

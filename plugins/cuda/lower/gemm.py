@@ -1,6 +1,10 @@
 """T.gemm. fp16/bf16 inputs with an fp32 fragment accumulator: ldmatrix + mma.sync.m16n8k16 per
 warp tile (backends.md A1/A2 recipes for every transpose case; A may be a register fragment in
-the A-operand layout). Anything else: a per-element FMA loop over the accumulator's layout."""
+the A-operand layout). float32 inputs from shared memory (TF32 precision, ``plan.tf32``):
+mma.sync.m16n8k8.tf32, the K-major operands loaded by ldmatrix (a row of 8 16-bit halves is 4
+float32), the others element by element, every register rounded by ``cvt.rna.tf32``. Anything
+else: a per-element FMA loop over the accumulator's layout (float32 operands rounded to TF32
+under ``plan.tf32``, so the result does not depend on the form chosen)."""
 
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ def _clear(c_loc: Buffer, lc: Any) -> Stmt:
 @dataclass(frozen=True)
 class MmaTile:
     """One warp's share of an mma T.gemm: ``mi_n`` x ``ni_n`` m16n8 atoms over ``ki_n`` k-steps of
-    16, the warp's tile starting at (``row0``, ``col0``) of C."""
+    ``kstep`` (16; 8 for TF32), the warp's tile starting at (``row0``, ``col0``) of C."""
 
     op: Gemm
     mi_n: int
@@ -52,6 +56,11 @@ class MmaTile:
     row0: E.Expr
     col0: E.Expr
     suffix: str
+    kstep: int = 16
+
+    @property
+    def tf32(self) -> bool:
+        return self.kstep == 8
 
     @property
     def a_regs(self) -> int:
@@ -72,6 +81,8 @@ def mma_tile(op: Gemm, plan: GemmPlan) -> MmaTile:
     warp = THREAD // 32
     row0 = (warp // wn) * (plan.m // wm) if wm > 1 else E.const(0)
     col0 = (warp % wn) * (plan.n // wn) if wn > 1 else E.const(0)
+    if plan.tf32:
+        return MmaTile(op, plan.m // (16 * wm), plan.n // (8 * wn), plan.k // 8, row0, col0, "tf32", 8)
     suffix = "f16" if op.A.buffer.dtype == dtypes.float16 else "bf16"
     return MmaTile(op, plan.m // (16 * wm), plan.n // (8 * wn), plan.k // 16, row0, col0, suffix)
 
@@ -92,8 +103,13 @@ def load_a(t: MmaTile, lc: Any, af: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
         load = Evaluate(Intrin(fn, (dst, PtrTo(a_loc, ((mi * t.ki_n + kk) * 8,), "r"))))
     elif not op.trans_A:
         m = t.row0 + mi * 16 + lane % 16
-        k = kk * 16 + (lane // 16) * 8
+        k = kk * t.kstep + (lane // 16) * (t.kstep // 2)
         load = Evaluate(Intrin("tlx_ldsm_x4", (dst, SmemAddr(op.A.buffer, region_index(op.A, (m, k))))))
+        if t.tf32:
+            load = Seq((load, _round_tf32(dst, 4)))
+    elif t.tf32:  # A stored K x M: a_r holds (row g + 8 (r % 2), k tg + 4 (r // 2)) of the atom
+        load = _elementwise_tf32(af, off, mi * 4, lambda r: region_index(
+            op.A, (kk * 8 + lane % 4 + (r // 2) * 4, t.row0 + mi * 16 + lane // 4 + (r % 2) * 8)), op.A.buffer)
     else:
         grp = lane // 8
         k = kk * 16 + (grp // 2) * 8 + lane % 8
@@ -110,6 +126,9 @@ def load_b(t: MmaTile, lc: Any, bf: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
     nj = E.Var(lc.fresh("nj"))
     b_loads: list[Stmt] = []
     pairs = t.ni_n // 2
+    if t.tf32 and not op.trans_B:  # B stored K x N: b_r holds (k tg + 4 r, n g) of the atom
+        return _unroll(nj, t.ni_n, _elementwise_tf32(bf, off, nj * 2, lambda r: region_index(
+            op.B, (kk * 8 + lane % 4 + r * 4, t.col0 + nj * 8 + lane // 4)), op.B.buffer, 2))
     if pairs:
         dst = PtrTo(bf, (_at(off, nj * 4),), "w")
         if not op.trans_B:
@@ -118,9 +137,10 @@ def load_b(t: MmaTile, lc: Any, bf: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
             call = Intrin("tlx_ldsm_x4_t", (dst, SmemAddr(op.B.buffer, region_index(op.B, (k, n)))))
         else:
             n = t.col0 + nj * 16 + (lane // 16) * 8 + lane % 8
-            k = kk * 16 + ((lane // 8) % 2) * 8
+            k = kk * t.kstep + ((lane // 8) % 2) * (t.kstep // 2)
             call = Intrin("tlx_ldsm_x4", (dst, SmemAddr(op.B.buffer, region_index(op.B, (n, k)))))
-        b_loads.append(_unroll(nj, pairs, Evaluate(call)))
+        load: Stmt = Evaluate(call)
+        b_loads.append(_unroll(nj, pairs, Seq((load, _round_tf32(dst, 4))) if t.tf32 else load))
     if t.ni_n % 2:
         last = t.ni_n - 1
         dst = PtrTo(bf, (_at(off, E.const(last * 2)),), "w")
@@ -130,10 +150,24 @@ def load_b(t: MmaTile, lc: Any, bf: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
             call = Intrin("tlx_ldsm_x2_t", (dst, SmemAddr(op.B.buffer, region_index(op.B, (k, n)))))
         else:
             n = t.col0 + last * 8 + lane % 8
-            k = kk * 16 + ((lane // 8) % 2) * 8
+            k = kk * t.kstep + ((lane // 8) % 2) * (t.kstep // 2)
             call = Intrin("tlx_ldsm_x2", (dst, SmemAddr(op.B.buffer, region_index(op.B, (n, k)))))
         b_loads.append(Evaluate(call))
+        if t.tf32:
+            b_loads.append(_round_tf32(dst, 2))
     return Seq(tuple(b_loads))
+
+
+def _round_tf32(regs: PtrTo, n: int) -> Stmt:
+    return Evaluate(Intrin("tlx_tf32_regs", (regs, E.const(n))))
+
+
+def _elementwise_tf32(frag: Buffer, off: E.Expr | int, first: E.Expr, index: Any, src: Buffer,
+                      n: int = 4) -> Stmt:
+    """Registers ``frag[off + first + r]`` (r < n) loaded one float32 each from ``src`` at
+    ``index(r)`` and rounded to TF32 (operands that ldmatrix cannot load: M or N contiguous)."""
+    return Seq(tuple(Store(frag, (_at(off, first + r),), Intrin("tlx_tf32", (E.Load(src, index(r)),), U32))
+                     for r in range(n)))
 
 
 def mmas(t: MmaTile, lc: Any, c_loc: Buffer, af: Buffer, bf: Buffer, a_off: E.Expr | int = 0,
@@ -174,8 +208,10 @@ def _fma(op: Gemm, plan: GemmPlan, lc: Any, c_loc: Buffer) -> Stmt:
     v = E.Var(lc.fresh("v"))
     k = E.Var(lc.fresh("k"))
     i, j = lay.coords(THREAD, v)
-    a = E.Load(op.A.buffer, region_index(op.A, (k, i)) if op.trans_A else region_index(op.A, (i, k)))
-    b = E.Load(op.B.buffer, region_index(op.B, (j, k)) if op.trans_B else region_index(op.B, (k, j)))
+    a: E.Expr = E.Load(op.A.buffer, region_index(op.A, (k, i)) if op.trans_A else region_index(op.A, (i, k)))
+    b: E.Expr = E.Load(op.B.buffer, region_index(op.B, (j, k)) if op.trans_B else region_index(op.B, (k, j)))
+    if plan.tf32:
+        a, b = (Intrin("tlx_tf32f", (x,), dtypes.float32) for x in (a, b))
     acc_t = c_loc.dtype
     prod = E.cast(a, acc_t) * E.cast(b, acc_t)
     upd = Store(c_loc, (v,), E.Load(c_loc, (v,)) + prod)

@@ -1,5 +1,6 @@
 """T.gemm on the wgmma path (sm_90a, plan kind ``wgmma``): each warpgroup issues
-``wgmma.mma_async`` m64nNk16 steps over its rows (64 per step) and its N/wgn columns, B (and A,
+``wgmma.mma_async`` m64nNk16 steps (k32 for fp8, k8 for TF32, whose operands the tensor cores
+truncate from the float32 in shared memory) over its rows (64 per step) and its N/wgn columns, B (and A,
 unless it is a register fragment) read from shared memory through descriptors of the panel
 layout (hopper/layout.py). Sequence: fence the accumulators, ``wgmma.fence``, all k steps,
 commit, wait for 0 groups, fence the accumulators again (so no access moves across). With
@@ -44,8 +45,7 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
     plan: GemmPlan = lc.gemm[id(op)]
     wgm, wgn = plan.wm, plan.wn
     a, b = op.A.buffer, op.B.buffer
-    fp8 = a.dtype.bits == 8
-    kstep = 32 if fp8 else 16
+    kstep = 32 if a.dtype.bits == 8 else 8 if plan.tf32 else 16
     mi_n, nn, ki_n = plan.m // (64 * wgm), plan.n // wgn, plan.k // kstep
     c_loc = lc.local_of(op.C.buffer)
     total = mi_n * nn // 2

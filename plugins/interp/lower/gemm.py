@@ -1,10 +1,11 @@
 """``T.gemm(A, B, C)``: ``C += op(A) @ op(B)`` (``C = ...`` with ``clear_accum``).
 
 Operands of any floating dtype (float16, bfloat16, float8, float32) are multiplied in float32
-(float64 when an operand is float64) and integer operands (int8...) exactly in integers; the product
-is added to C in that precision and rounded once to C's dtype, as a tensor-core MMA accumulating
-in C's dtype does. ``policy``, ``k_pack`` and ``wg_wait`` describe how a GPU splits the work and do
-not change the result.
+(float64 when an operand is float64), float32 operands first rounded to TF32 unless the pass
+config ``tlx.fp32_gemm`` is ``ieee`` (``core_ir/gemm_precision.py``); integer operands (int8...)
+exactly in integers. The product is added to C in that precision and rounded once to C's dtype,
+as a tensor-core MMA accumulating in C's dtype does. ``policy``, ``k_pack`` and ``wg_wait``
+describe how a GPU splits the work and do not change the result.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir.errors import ShapeMismatchError
+from tilelang_x.core_ir.gemm_precision import fp32_gemm_precision, round_tf32
 from tilelang_x.core_ir.tileops import Gemm
 
 from . import Executor, LowerContext, reject_in_parallel
@@ -47,6 +50,8 @@ def lower(op: Gemm, ctx: LowerContext) -> Executor:
     else:
         acc = result = np.dtype(np.float32)
     trans_a, trans_b, clear = op.trans_A, op.trans_B, op.clear_accum
+    configs = ctx.options.get("pass_configs") or {}
+    tf32 = dts == (dtypes.float32, dtypes.float32) and fp32_gemm_precision(configs) == "tf32"
 
     def gemm(rt: Frame) -> None:
         reject_in_parallel(rt, "T.gemm")
@@ -56,6 +61,8 @@ def lower(op: Gemm, ctx: LowerContext) -> Executor:
             a = a.T
         if trans_b:
             b = b.T
+        if tf32:
+            a, b = round_tf32(a), round_tf32(b)
         if a.shape[1] != b.shape[0]:
             raise ShapeMismatchError(
                 f"T.gemm: K of A is {a.shape[1]} but K of B is {b.shape[0]} "

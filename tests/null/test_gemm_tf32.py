@@ -1,0 +1,67 @@
+"""float32 T.gemm: TF32 tensor cores by default (``core_ir/gemm_precision.py``), float32 products with
+the pass config ``tlx.fp32_gemm = "ieee"``. The rounding itself, the SASS of each CUDA form (mma.sync
+m16n8k8 on sm_80; wgmma k8 fed by TMA on sm_90a when both tiles are K-major) and the errors; the
+results are checked against torch by the suite cases ``gemm_fp32_*``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilelang_x.language as T
+from tests.kernels import gemm
+from tests.null.cuda_helpers import sass_ops
+from tilelang_x.core_ir.errors import TileLangError
+from tilelang_x.core_ir.gemm_precision import fp32_gemm_precision, round_tf32
+
+_ONE_ULP = 2.0 ** -10  # of a TF32 value in [1, 2)
+
+
+@pytest.mark.parametrize("x, want", [
+    (1.0 + _ONE_ULP / 2, 1.0 + _ONE_ULP),  # a tie rounds away from zero
+    (-(1.0 + _ONE_ULP / 2), -(1.0 + _ONE_ULP)),
+    (1.0 + _ONE_ULP / 2 - 2.0 ** -23, 1.0),  # just below the tie
+    (1.0 + _ONE_ULP * 1.5, 1.0 + _ONE_ULP * 2),
+    (float(np.finfo(np.float32).max), np.inf),  # past the largest TF32 value
+    (np.inf, np.inf),
+    (3.0, 3.0),
+])
+def test_round_tf32_matches_cvt_rna(x: float, want: float) -> None:
+    assert round_tf32(np.array([x], np.float32))[0] == np.float32(want)
+
+
+def test_round_tf32_keeps_nan() -> None:
+    assert np.isnan(round_tf32(np.array([np.nan], np.float32))[0])
+
+
+def test_precision_config_is_checked() -> None:
+    assert fp32_gemm_precision({}) == "tf32"
+    assert fp32_gemm_precision({"tlx.fp32_gemm": "ieee"}) == "ieee"
+    with pytest.raises(TileLangError, match="takes one of 'tf32', 'ieee'"):
+        fp32_gemm_precision({"tlx.fp32_gemm": "fp32"})
+
+
+def _fp32(trans_b: bool, fp32_gemm: str | None = None):
+    return gemm.matmul.get_ir(256, 256, 256, in_dtype=T.float32, out_dtype=T.float32, trans_B=trans_b,
+                              fp32_gemm=fp32_gemm, block_M=128, block_N=128, block_K=32, num_stages=3, threads=256)
+
+
+_PATTERN = r"\b(HGMMA\.\w+\.F32\.TF32|HMMA\.1688\.F32\.TF32|UTMALDG|LDSM|FFMA)"
+
+
+@pytest.mark.parametrize("arch, trans_b, present, absent", [
+    ("sm_80", False, ("HMMA.1688.F32.TF32", "LDSM"), ("UTMALDG",)),  # B [K, N]: A by ldmatrix, B one by one
+    ("sm_80", True, ("HMMA.1688.F32.TF32", "LDSM"), ()),
+    ("sm_90a", False, ("HMMA.1688.F32.TF32", "UTMALDG"), ()),  # wgmma's TF32 operands must both be K-major
+    ("sm_90a", True, ("HGMMA.64x128x8.F32.TF32", "UTMALDG"), ("HMMA.1688.F32.TF32", "LDSM")),
+])
+def test_fp32_gemm_runs_on_tf32_tensor_cores(arch: str, trans_b: bool, present: tuple[str, ...],
+                                             absent: tuple[str, ...]) -> None:
+    ops = sass_ops(_fp32(trans_b), _PATTERN, arch)
+    assert all(ops.get(p) for p in present) and not any(ops.get(a) for a in absent), ops
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_ieee_precision_keeps_float32_products(arch: str) -> None:
+    ops = sass_ops(_fp32(True, "ieee"), _PATTERN, arch)
+    assert ops.get("FFMA") and not any(k.startswith(("HMMA", "HGMMA")) for k in ops), ops
