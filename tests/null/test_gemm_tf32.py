@@ -5,12 +5,14 @@ results are checked against torch by the suite cases ``gemm_fp32_*``."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
 import tilelang_x.language as T
 from tests.kernels import gemm
-from tests.null.cuda_helpers import sass_ops
+from tests.null.cuda_helpers import cuda_source, sass_ops
 from tilelang_x.core_ir.errors import TileLangError
 from tilelang_x.core_ir.gemm_precision import fp32_gemm_precision, round_tf32
 
@@ -65,3 +67,9 @@ def test_fp32_gemm_runs_on_tf32_tensor_cores(arch: str, trans_b: bool, present: 
 def test_ieee_precision_keeps_float32_products(arch: str) -> None:
     ops = sass_ops(_fp32(True, "ieee"), _PATTERN, arch)
     assert ops.get("FFMA") and not any(k.startswith(("HMMA", "HGMMA")) for k in ops), ops
+
+
+def test_k_by_n_tf32_gemm_says_how_to_reach_wgmma(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
+        cuda_source(_fp32(False), "sm_90a")
+    assert "TF32) runs on mma.sync" in caplog.text and "transpose_B=True" in caplog.text

@@ -6,6 +6,7 @@ runs. Installed by ``passes.py`` as ``ctx.data["cuda.gemm_rule"]``."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ....core_ir import dtypes
@@ -16,6 +17,7 @@ from ..layout import Fragment, local_map
 from ..layout_inference import GemmPlan, where
 from .layout import PanelLayout, panel_layout, wgmma_a_fragment, wgmma_c_fragment
 
+log = logging.getLogger("tilelang_x.cuda.layout")
 _HALF = (dtypes.float16, dtypes.bfloat16)
 _FP8 = (dtypes.float8_e4m3, dtypes.float8_e5m2)
 
@@ -75,6 +77,9 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
     if a.dtype not in _HALF and not fp8 and not tf32:
         return False
     if (fp8 or tf32) and (op.trans_A or not op.trans_B or a.scope != "shared"):
+        if tf32:  # fp8 says so on its FMA path
+            log.debug("T.gemm at %s: float32 (TF32) runs on mma.sync; wgmma reads TF32 tiles K-major only (A [M, K] "
+                      "in shared memory, B [N, K] with transpose_B=True)", where(op.loc))
         return False  # fp8 and tf32 wgmma read both operands K-major only
     if k % (32 if fp8 else 8 if tf32 else 16) or st.threads % 128 or (a.scope == "fragment" and op.trans_A):
         return False
