@@ -14,7 +14,8 @@ stored N x K, as a ``torch.nn.Linear`` weight). ``--dtypes float8_e4m3fn``: B st
 fp16 output, against ``torch._scaled_mm`` (unit scales, fast accumulation; cuBLASLt has no e5m2 x e5m2).
 ``--dtypes float32``: our default TF32 precision against cuBLAS's TF32 GEMM (``torch.matmul`` with
 ``torch.backends.cuda.matmul.allow_tf32``); B stored N x K with ``--trans-b`` (wgmma on sm_90a),
-else K x N (mma.sync: wgmma reads TF32 operands K-major only).
+else K x N (mma.sync: wgmma reads TF32 operands K-major only). ``--dtypes int8``: int32 output,
+against ``torch._int_mm`` (cuBLASLt); B stored N x K with ``--trans-b`` (wgmma on sm_90a).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ BIG_CONFIGS.append((128, 256, 64, 4, 256, (1, 2, 1)))
 # padding in shared memory, so BK=256 and 4 stages fit) streams B fastest; measured on the H200
 # (2026-11-29, M=16, N=K=8192): 16x64x256x4 49.8 TFLOP/s, 64x64x128x6 41.9, cuBLAS 45-50.
 # BN=64 gives N/64 = 128 CTAs for N=8192 (one per SM of 132; BN=128 leaves half the SMs idle).
-# float8: 128 one-byte columns fill a 128-byte swizzle row, as 64 two-byte ones do
+# float8 and int8: 128 one-byte columns fill a 128-byte swizzle row, as 64 two-byte ones do
 FP8_CONFIGS: list[tuple[Any, ...]] = [(128, 256, 128, 3, 256), (128, 256, 128, 4, 256), (128, 128, 128, 4, 256)]
 # float32 (TF32): 32 four-byte columns fill a 128-byte swizzle row
 FP32_CONFIGS: list[tuple[Any, ...]] = [(128, 256, 32, 3, 256), (128, 256, 32, 4, 256), (128, 128, 32, 4, 256),
@@ -105,18 +106,25 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     from tilelang_x.core_ir.dtypes import as_dtype
 
     tdt = getattr(torch, dtype_name)
-    fp8 = tdt.itemsize == 1
+    int8 = tdt == torch.int8
+    fp8 = tdt.itemsize == 1 and not int8
     fp32 = tdt == torch.float32
     torch.backends.cuda.matmul.allow_tf32 = fp32  # cuBLAS's TF32 GEMM against ours
     trans_b = args.trans_b or fp8  # float8 tensor cores read both operands K-major
-    a = torch.randn(m, k, device="cuda").to(tdt)
-    b = torch.randn(n, k, device="cuda").to(tdt) if trans_b else torch.randn(k, n, device="cuda").to(tdt)
+    if int8:
+        a = torch.randint(-128, 128, (m, k), device="cuda", dtype=tdt)
+        b = torch.randint(-128, 128, (n, k) if trans_b else (k, n), device="cuda", dtype=tdt)
+    else:
+        a = torch.randn(m, k, device="cuda").to(tdt)
+        b = torch.randn(n, k, device="cuda").to(tdt) if trans_b else torch.randn(k, n, device="cuda").to(tdt)
     flops = 2.0 * m * n * k
     one = torch.ones((), device="cuda")
 
     def product() -> Any:
         if fp8:  # cuBLASLt; fast accumulation is the plain fp32 wgmma accumulation our kernel does
             return torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.float16, use_fast_accum=True)
+        if int8:
+            return torch._int_mm(a, b.T if trans_b else b)
         return torch.matmul(a, b.T if trans_b else b)
 
     reference = (lambda: torch.relu(product())) if args.relu else product
@@ -125,8 +133,10 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     row: dict[str, Any] = {"dtype": dtype_name, "M": m, "N": n, "K": k, "relu_epilogue": args.relu,
                            "trans_b": trans_b, "pass_configs": args.pass_configs or None,
                            "torch_ms_alone": round(torch_alone, 4)}
-    configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs, fp8, fp32)]
+    configs = [_config_dict(c) for c in configs_for(m, args.quick, args.configs, fp8 or int8, fp32)]
     kw = dict(in_dtype=as_dtype(tdt), out_dtype=as_dtype(ref.dtype), relu=args.relu, trans_B=trans_b)
+    if int8:
+        kw["accum_dtype"] = as_dtype(torch.int32)
     tried, best, kernel = try_configs(configs, lambda cfg: _build(gemm.matmul, m, n, k, args, {**kw, **cfg}),
                                       lambda kernel: kernel(a, b), ref, flops, args)
     # the final figures: ours and torch timed in turn (round_robin_ms)

@@ -43,9 +43,13 @@ _FP8_TENSOR_CORES = ("; float8 runs on sm_90a tensor cores with both tiles K-maj
                      "with transpose_B=True) and K a multiple of 32")
 
 
+_INT8 = (dtypes.int8, dtypes.uint8)
+
+
 @dataclass(frozen=True)
 class GemmPlan:
-    """How a T.gemm runs: ``kind`` ``mma`` (m16n8k16 over wm×wn warps; m16n8k8 with ``tf32``),
+    """How a T.gemm runs: ``kind`` ``mma`` (m16n8k16 over wm×wn warps; m16n8k8 with ``tf32``,
+    m16n8k32 for 8-bit integers),
     ``wgmma`` or ``fma``. ``tf32``: float32 operands rounded to TF32 (``core_ir/gemm_precision.py``)."""
 
     kind: str
@@ -141,14 +145,16 @@ class _State:
         if c.scope != "fragment":
             raise LayoutError(f"T.gemm accumulator `{c.name}` must be a fragment on CUDA (got {c.scope})", loc=op.loc)
         tf32 = self.tf32 and a.dtype == b.dtype == c.dtype == dtypes.float32
-        mma_types = tf32 or a.dtype == b.dtype and a.dtype in (dtypes.float16, dtypes.bfloat16) and \
+        int8 = a.dtype in _INT8 and b.dtype in _INT8 and c.dtype == dtypes.int32
+        mma_types = tf32 or int8 or a.dtype == b.dtype and a.dtype in (dtypes.float16, dtypes.bfloat16) and \
             c.dtype == dtypes.float32
         warps = self.threads // 32
         plan = None
-        rows_ok = all(x.scope != "shared" or E.as_int(x.shape[-1]) is not None and E.as_int(x.shape[-1]) % 8 == 0
-                      for x in (a, b))
-        a_ok = a.scope == "shared" or a.scope == "fragment" and not (op.trans_A or tf32)
-        if mma_types and rows_ok and b.scope == "shared" and a_ok and k % (8 if tf32 else 16) == 0:
+        rows_ok = all(x.scope != "shared" or E.as_int(x.shape[-1]) is not None and
+                      E.as_int(x.shape[-1]) * x.dtype.bytes % 16 == 0 for x in (a, b))
+        a_ok = a.scope == "shared" or a.scope == "fragment" and not (op.trans_A or tf32 or int8)
+        kstep = 8 if tf32 else 32 if int8 else 16
+        if mma_types and rows_ok and b.scope == "shared" and a_ok and k % kstep == 0:
             wmn = choose_warps(m, n, warps, op.policy)
             if wmn is not None:
                 plan = GemmPlan("mma", m, n, k, *wmn, tf32=tf32)

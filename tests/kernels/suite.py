@@ -73,6 +73,21 @@ def _gemm(M: int, N: int, K: int, dtype: torch.dtype = torch.float16, out: torch
     return run
 
 
+def _gemm_int8(M: int, N: int, K: int, trans_B: bool = False, **tiles: int) -> Callable:
+    """int8 x int8 -> int32 (exact: compared with atol 0)."""
+    from tilelang_x.core_ir import dtypes
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _ints(M, K, dtype=torch.int8, device=device, seed=3)
+        b = _ints(*((N, K) if trans_B else (K, N)), dtype=torch.int8, device=device, seed=4)
+        kernel = gemm.matmul(M, N, K, in_dtype=dtypes.int8, out_dtype=dtypes.int32, accum_dtype=dtypes.int32,
+                             trans_B=trans_B, **tiles)
+        ref = a.cpu().long() @ (b.cpu().long().T if trans_B else b.cpu().long())
+        return kernel(a, b), ref.to(torch.int32).to(device)
+
+    return run
+
+
 def _gemm_persistent(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     a = _randn(200, 96, dtype=torch.float16, device=device, seed=4)
     b = _randn(96, 328, dtype=torch.float16, device=device, seed=5)
@@ -699,6 +714,10 @@ CASES: list[Case] = [
     Case("gemm_fp32_tf32_transpose_B", _gemm(256, 256, 256, dtype=torch.float32, out=torch.float32, trans_B=True,
                                              tf32_inputs=True, block_M=128, block_N=128, block_K=32,
                                              threads=256), atol=2e-4, rtol=1e-4),
+    # int8: mma.sync m16n8k32 (B stored K x N: gathered byte by byte), IGMMA on sm_90a with B [N, K]
+    Case("gemm_int8", _gemm_int8(192, 128, 256, block_M=64, block_N=64, block_K=64, num_stages=2), atol=0, rtol=0),
+    Case("gemm_int8_transpose_B", _gemm_int8(256, 256, 256, trans_B=True, block_M=128, block_N=128, block_K=64,
+                                             threads=256), atol=0, rtol=0),
     Case("gemm_fp32_ieee", _gemm(128, 128, 64, dtype=torch.float32, out=torch.float32, fp32_gemm="ieee",
                                  block_M=64, block_N=64, block_K=16), atol=2e-4, rtol=1e-4),
     Case("gemm_decode_16_rows", _gemm(16, 192, 1024, block_M=16, block_N=64, block_K=256, num_stages=4),

@@ -72,4 +72,4 @@ def test_ieee_precision_keeps_float32_products(arch: str) -> None:
 def test_k_by_n_tf32_gemm_says_how_to_reach_wgmma(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
         cuda_source(_fp32(False), "sm_90a")
-    assert "TF32) runs on mma.sync" in caplog.text and "transpose_B=True" in caplog.text
+    assert "float32 runs on mma.sync; wgmma reads TF32" in caplog.text and "transpose_B=True" in caplog.text

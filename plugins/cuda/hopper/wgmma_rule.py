@@ -1,5 +1,6 @@
 """The layout rule of T.gemm on the wgmma path (sm_90a): when the gemm fits wgmma (fp16/bf16;
-fp8 and float32 at TF32 precision with both operands K-major in shared memory), its plan is
+fp8, int8/uint8 (int32 accumulator) and float32 at TF32 precision with both operands K-major in
+shared memory), its plan is
 ``GemmPlan("wgmma", m, n, k, wgm, wgn)`` (wgm × wgn warpgroups), the accumulator (and a register
 A) get the wgmma fragments and the shared operands the panel layout; otherwise the sm_80 rule
 runs. Installed by ``passes.py`` as ``ctx.data["cuda.gemm_rule"]``."""
@@ -20,6 +21,7 @@ from .layout import PanelLayout, panel_layout, wgmma_a_fragment, wgmma_c_fragmen
 log = logging.getLogger("tilelang_x.cuda.layout")
 _HALF = (dtypes.float16, dtypes.bfloat16)
 _FP8 = (dtypes.float8_e4m3, dtypes.float8_e5m2)
+_INT8 = (dtypes.int8, dtypes.uint8)
 
 
 def full_tile(r: Region) -> bool:
@@ -68,20 +70,23 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
     (nothing changed) when it does not fit."""
     m, n, k = (E.as_int(x) for x in op.mnk())
     a, b, c = op.A.buffer, op.B.buffer, op.C.buffer
-    if m is None or n is None or k is None or c.scope != "fragment" or c.dtype != dtypes.float32:
+    int8 = a.dtype in _INT8
+    if m is None or n is None or k is None or c.scope != "fragment" or c.dtype != (dtypes.int32 if int8 else
+                                                                                    dtypes.float32):
         return False
     if a.dtype != b.dtype or b.scope != "shared" or a.scope not in ("shared", "fragment"):
         return False
     fp8 = a.dtype in _FP8
     tf32 = st.tf32 and a.dtype == dtypes.float32
-    if a.dtype not in _HALF and not fp8 and not tf32:
+    if a.dtype not in _HALF and not fp8 and not tf32 and not int8:
         return False
-    if (fp8 or tf32) and (op.trans_A or not op.trans_B or a.scope != "shared"):
-        if tf32:  # fp8 says so on its FMA path
-            log.debug("T.gemm at %s: float32 (TF32) runs on mma.sync; wgmma reads TF32 tiles K-major only (A [M, K] "
-                      "in shared memory, B [N, K] with transpose_B=True)", where(op.loc))
-        return False  # fp8 and tf32 wgmma read both operands K-major only
-    if k % (32 if fp8 else 8 if tf32 else 16) or st.threads % 128 or (a.scope == "fragment" and op.trans_A):
+    if (fp8 or tf32 or int8) and (op.trans_A or not op.trans_B or a.scope != "shared"):
+        if not fp8:  # fp8 says so on its FMA path
+            log.debug("T.gemm at %s: %s runs on mma.sync; wgmma reads %s tiles K-major only (A [M, K] in shared "
+                      "memory, B [N, K] with transpose_B=True)", where(op.loc), a.dtype.name,
+                      "TF32" if tf32 else "8-bit")
+        return False  # fp8, tf32 and integer wgmma read both operands K-major only
+    if k % (32 if fp8 or int8 else 8 if tf32 else 16) or st.threads % 128 or (a.scope == "fragment" and op.trans_A):
         return False
     lays: dict[Buffer, PanelLayout] = {}
     for r in (op.A, op.B):

@@ -195,6 +195,28 @@ TLX_DEV void tlx_mma_tf32_z(float* c, const tlx_u32* a, const tlx_u32* b) {
                : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
 }
+// 8-bit integer T.gemm (int32 accumulators): m16n8k32 steps, the A/B registers holding 4 bytes of K
+// each (the byte layout of the fp16 atoms); tlx_pack_b4 packs 4 gathered bytes, the lowest K first.
+TLX_DEV tlx_u32 tlx_pack_b4(int b0, int b1, int b2, int b3) {
+  return (tlx_u32)(b0 & 0xff) | ((tlx_u32)(b1 & 0xff) << 8) | ((tlx_u32)(b2 & 0xff) << 16) | ((tlx_u32)b3 << 24);
+}
+#define TLX_MMA_I8(NAME, TA, TB)                                                                           \
+  TLX_DEV void tlx_mma_##NAME(int* c, const tlx_u32* a, const tlx_u32* b) {                                \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." #TA "." #TB ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+                 "{%8,%9}, {%0,%1,%2,%3};"                                                                 \
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                      \
+  }                                                                                                        \
+  TLX_DEV void tlx_mma_##NAME##_z(int* c, const tlx_u32* a, const tlx_u32* b) {                            \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." #TA "." #TB ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+                 "{%8,%9}, {%10,%10,%10,%10};"                                                             \
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));              \
+  }
+TLX_MMA_I8(s8s8, s8, s8)
+TLX_MMA_I8(s8u8, s8, u8)
+TLX_MMA_I8(u8s8, u8, s8)
+TLX_MMA_I8(u8u8, u8, u8)
 // A operand of one m16k16 atom from 8 consecutive 16-bit registers of a fragment.
 TLX_DEV void tlx_afrag_h(tlx_u32* a, const tlx_half* x) {
   a[0] = tlx_pack_h2(x[0], x[1]); a[1] = tlx_pack_h2(x[2], x[3]);

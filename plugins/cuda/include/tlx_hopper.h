@@ -91,6 +91,10 @@ TLX_DEV void tlx_fence_regs(float* d, int n) {
 #pragma unroll
   for (int i = 0; i < n; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
+TLX_DEV void tlx_fence_regs(int* d, int n) {  // int32 accumulators of an 8-bit integer gemm
+#pragma unroll
+  for (int i = 0; i < n; ++i) asm volatile("" : "+r"(d[i]) :: "memory");
+}
 // ptxas places a wgmma.wait_group as early as register dependences allow, even above independent
 // work meant to overlap the group (the softmax during P.V, hopper/rotate.py); it does not move the
 // wait above a shared store, so the values feed stores behind a branch no thread takes (the

@@ -1,10 +1,12 @@
 """T.gemm. fp16/bf16 inputs with an fp32 fragment accumulator: ldmatrix + mma.sync.m16n8k16 per
 warp tile (backends.md A1/A2 recipes for every transpose case; A may be a register fragment in
 the A-operand layout). float32 inputs from shared memory (TF32 precision, ``plan.tf32``):
-mma.sync.m16n8k8.tf32, the K-major operands loaded by ldmatrix (a row of 8 16-bit halves is 4
-float32), the others element by element, every register rounded by ``cvt.rna.tf32``. Anything
-else: a per-element FMA loop over the accumulator's layout (float32 operands rounded to TF32
-under ``plan.tf32``, so the result does not depend on the form chosen)."""
+mma.sync.m16n8k8.tf32; int8/uint8 inputs from shared memory with an int32 accumulator:
+mma.sync.m16n8k32. Every form reads 32 bytes of K per k-step, so the K-major operands load by
+ldmatrix as fp16 ones do (a row of 8 16-bit halves is 4 float32 or 16 bytes); the others are
+gathered element by element (4 bytes packed per register), TF32 registers rounded by
+``cvt.rna.tf32``. Anything else: a per-element FMA loop over the accumulator's layout (float32
+operands rounded to TF32 under ``plan.tf32``, so the result does not depend on the form chosen)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from ....core_ir.tileops import Gemm
 from ..layout_inference import GemmPlan
 from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import region_index
+
+_INT8 = {"int8": "s8", "uint8": "u8"}
 
 
 def _unroll(var: E.Var, n: int, body: Stmt) -> Stmt:
@@ -47,7 +51,8 @@ def _clear(c_loc: Buffer, lc: Any) -> Stmt:
 @dataclass(frozen=True)
 class MmaTile:
     """One warp's share of an mma T.gemm: ``mi_n`` x ``ni_n`` m16n8 atoms over ``ki_n`` k-steps of
-    ``kstep`` (16; 8 for TF32), the warp's tile starting at (``row0``, ``col0``) of C."""
+    ``kstep`` (16; 8 for TF32, 32 for 8-bit integers), the warp's tile starting at (``row0``,
+    ``col0``) of C."""
 
     op: Gemm
     mi_n: int
@@ -61,6 +66,11 @@ class MmaTile:
     @property
     def tf32(self) -> bool:
         return self.kstep == 8
+
+    @property
+    def per_reg(self) -> int:
+        """Operand elements per 32-bit register."""
+        return self.kstep // 8
 
     @property
     def a_regs(self) -> int:
@@ -81,10 +91,14 @@ def mma_tile(op: Gemm, plan: GemmPlan) -> MmaTile:
     warp = THREAD // 32
     row0 = (warp // wn) * (plan.m // wm) if wm > 1 else E.const(0)
     col0 = (warp % wn) * (plan.n // wn) if wn > 1 else E.const(0)
+    a = op.A.buffer.dtype
     if plan.tf32:
-        return MmaTile(op, plan.m // (16 * wm), plan.n // (8 * wn), plan.k // 8, row0, col0, "tf32", 8)
-    suffix = "f16" if op.A.buffer.dtype == dtypes.float16 else "bf16"
-    return MmaTile(op, plan.m // (16 * wm), plan.n // (8 * wn), plan.k // 16, row0, col0, suffix)
+        suffix, kstep = "tf32", 8
+    elif a.is_int:
+        suffix, kstep = _INT8[a.name] + _INT8[op.B.buffer.dtype.name], 32
+    else:
+        suffix, kstep = ("f16" if a == dtypes.float16 else "bf16"), 16
+    return MmaTile(op, plan.m // (16 * wm), plan.n // (8 * wn), plan.k // kstep, row0, col0, suffix, kstep)
 
 
 def _at(base: E.Expr | int, x: E.Expr) -> E.Expr:
@@ -107,9 +121,10 @@ def load_a(t: MmaTile, lc: Any, af: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
         load = Evaluate(Intrin("tlx_ldsm_x4", (dst, SmemAddr(op.A.buffer, region_index(op.A, (m, k))))))
         if t.tf32:
             load = Seq((load, _round_tf32(dst, 4)))
-    elif t.tf32:  # A stored K x M: a_r holds (row g + 8 (r % 2), k tg + 4 (r // 2)) of the atom
-        load = _elementwise_tf32(af, off, mi * 4, lambda r: region_index(
-            op.A, (kk * 8 + lane % 4 + (r // 2) * 4, t.row0 + mi * 16 + lane // 4 + (r % 2) * 8)), op.A.buffer)
+    elif t.kstep != 16:  # A stored K x M: a_r holds row g + 8 (r % 2), k (kstep / 2) (r // 2) + e of the atom
+        load = _gather(t, af, off, mi * 4, lambda r, e: region_index(
+            op.A, (kk * t.kstep + (r // 2) * (t.kstep // 2) + e, t.row0 + mi * 16 + lane // 4 + (r % 2) * 8)),
+            op.A.buffer, 4)
     else:
         grp = lane // 8
         k = kk * 16 + (grp // 2) * 8 + lane % 8
@@ -126,9 +141,9 @@ def load_b(t: MmaTile, lc: Any, bf: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
     nj = E.Var(lc.fresh("nj"))
     b_loads: list[Stmt] = []
     pairs = t.ni_n // 2
-    if t.tf32 and not op.trans_B:  # B stored K x N: b_r holds (k tg + 4 r, n g) of the atom
-        return _unroll(nj, t.ni_n, _elementwise_tf32(bf, off, nj * 2, lambda r: region_index(
-            op.B, (kk * 8 + lane % 4 + r * 4, t.col0 + nj * 8 + lane // 4)), op.B.buffer, 2))
+    if t.kstep != 16 and not op.trans_B:  # B stored K x N: b_r holds k (kstep / 2) r + e, n g of the atom
+        return _unroll(nj, t.ni_n, _gather(t, bf, off, nj * 2, lambda r, e: region_index(
+            op.B, (kk * t.kstep + r * (t.kstep // 2) + e, t.col0 + nj * 8 + lane // 4)), op.B.buffer, 2))
     if pairs:
         dst = PtrTo(bf, (_at(off, nj * 4),), "w")
         if not op.trans_B:
@@ -162,12 +177,19 @@ def _round_tf32(regs: PtrTo, n: int) -> Stmt:
     return Evaluate(Intrin("tlx_tf32_regs", (regs, E.const(n))))
 
 
-def _elementwise_tf32(frag: Buffer, off: E.Expr | int, first: E.Expr, index: Any, src: Buffer,
-                      n: int = 4) -> Stmt:
-    """Registers ``frag[off + first + r]`` (r < n) loaded one float32 each from ``src`` at
-    ``index(r)`` and rounded to TF32 (operands that ldmatrix cannot load: M or N contiguous)."""
-    return Seq(tuple(Store(frag, (_at(off, first + r),), Intrin("tlx_tf32", (E.Load(src, index(r)),), U32))
-                     for r in range(n)))
+def _gather(t: MmaTile, frag: Buffer, off: E.Expr | int, first: E.Expr, index: Any, src: Buffer, n: int) -> Stmt:
+    """Registers ``frag[off + first + r]`` (r < n) of an operand ldmatrix cannot load (M or N
+    contiguous), element by element: register r holds the elements at ``index(r, e)``, ``e`` =
+    the lane's first (``lane % 4 * per_reg``) and the next ones of its k-run; a TF32 one rounded,
+    8-bit ones packed with the lowest k in the lowest byte."""
+    tg = (THREAD % 32) % 4
+    base = tg * t.per_reg if t.per_reg > 1 else tg
+    out = []
+    for r in range(n):
+        loads = tuple(E.Load(src, index(r, base + e if e else base)) for e in range(t.per_reg))
+        value = Intrin("tlx_tf32", loads, U32) if t.tf32 else Intrin("tlx_pack_b4", loads, U32)
+        out.append(Store(frag, (_at(off, first + r),), value))
+    return Seq(tuple(out))
 
 
 def mmas(t: MmaTile, lc: Any, c_loc: Buffer, af: Buffer, bf: Buffer, a_off: E.Expr | int = 0,
