@@ -37,19 +37,21 @@ from .layout import (
 )
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
 from .perf_options import pass_configs
+from .target import CAPABILITIES
 
 log = logging.getLogger("tilelang_x.cuda.layout")
-_FP8_TENSOR_CORES = ("; float8 runs on sm_90a tensor cores with both tiles K-major in shared memory (B as [N, K] "
-                     "with transpose_B=True) and K a multiple of 32")
+_FP8_TENSOR_CORES = ("; float8 runs on tensor cores on sm_89 and later (mma.sync; on sm_90a wgmma when both tiles "
+                     "are K-major in shared memory: B as [N, K] with transpose_B=True) with K a multiple of 32")
 
 
 _INT8 = (dtypes.int8, dtypes.uint8)
+_FP8 = (dtypes.float8_e4m3, dtypes.float8_e5m2)
 
 
 @dataclass(frozen=True)
 class GemmPlan:
     """How a T.gemm runs: ``kind`` ``mma`` (m16n8k16 over wm×wn warps; m16n8k8 with ``tf32``,
-    m16n8k32 for 8-bit integers),
+    m16n8k32 for 8-bit integers and floats),
     ``wgmma`` or ``fma``. ``tf32``: float32 operands rounded to TF32 (``core_ir/gemm_precision.py``)."""
 
     kind: str
@@ -98,9 +100,11 @@ def uses_copy_nest(op: Copy) -> bool:
 
 
 class _State:
-    def __init__(self, threads: int, views: dict[Buffer, list[Buffer]] | None = None, tf32: bool = True) -> None:
+    def __init__(self, threads: int, views: dict[Buffer, list[Buffer]] | None = None, tf32: bool = True,
+                 fp8_mma: bool = False) -> None:
         self.threads = threads
         self.tf32 = tf32  # float32 T.gemm operands rounded to TF32 (pass config tlx.fp32_gemm)
+        self.fp8_mma = fp8_mma  # mma.sync takes float8 operands (sm_89+)
         self.views = views or {}  # T.view buffers by the tile owning their memory
         self.layouts: dict[Buffer, Any] = {}
         self.origin: dict[Buffer, str] = {}
@@ -145,15 +149,16 @@ class _State:
         if c.scope != "fragment":
             raise LayoutError(f"T.gemm accumulator `{c.name}` must be a fragment on CUDA (got {c.scope})", loc=op.loc)
         tf32 = self.tf32 and a.dtype == b.dtype == c.dtype == dtypes.float32
-        int8 = a.dtype in _INT8 and b.dtype in _INT8 and c.dtype == dtypes.int32
-        mma_types = tf32 or int8 or a.dtype == b.dtype and a.dtype in (dtypes.float16, dtypes.bfloat16) and \
+        byte_ops = (a.dtype in _INT8 and b.dtype in _INT8 and c.dtype == dtypes.int32 or  # m16n8k32
+                    self.fp8_mma and a.dtype in _FP8 and b.dtype in _FP8 and c.dtype == dtypes.float32)
+        mma_types = tf32 or byte_ops or a.dtype == b.dtype and a.dtype in (dtypes.float16, dtypes.bfloat16) and \
             c.dtype == dtypes.float32
         warps = self.threads // 32
         plan = None
         rows_ok = all(x.scope != "shared" or E.as_int(x.shape[-1]) is not None and
                       E.as_int(x.shape[-1]) * x.dtype.bytes % 16 == 0 for x in (a, b))
-        a_ok = a.scope == "shared" or a.scope == "fragment" and not (op.trans_A or tf32 or int8)
-        kstep = 8 if tf32 else 32 if int8 else 16
+        a_ok = a.scope == "shared" or a.scope == "fragment" and not (op.trans_A or tf32 or byte_ops)
+        kstep = 8 if tf32 else 32 if byte_ops else 16
         if mma_types and rows_ok and b.scope == "shared" and a_ok and k % kstep == 0:
             wmn = choose_warps(m, n, warps, op.policy)
             if wmn is not None:
@@ -347,7 +352,8 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     check_kernel_options(kernel)
     views = views_of(kernel.body)
     check_fragment_views(views)
-    st = _State(kernel.num_threads, views, fp32_gemm_precision(pass_configs(ctx)) == "tf32")
+    st = _State(kernel.num_threads, views, fp32_gemm_precision(pass_configs(ctx)) == "tf32",
+                bool(CAPABILITIES.get(getattr(ctx.target, "arch", None) or "", {}).get("fp8_mma")))
     gemm_rule = ctx.data.get("cuda.gemm_rule")  # the Hopper path's wgmma rule (wgmma_rule.py)
     for buf, lay in ctx.data.get("cuda.preset_layouts", {}).items():  # TMA destinations
         st.set(buf, lay, "its TMA copy", buf.loc)

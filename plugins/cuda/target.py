@@ -18,13 +18,19 @@ from ...target import DetectedDevice, Target, TargetInfo
 ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 DEFAULT_ARCH = "sm_80"
 
-#: Capabilities per architecture: shared memory per block (opt-in limit, bytes) and features.
+#: Capabilities per architecture: shared memory per block (opt-in limit, bytes) and features
+#: (``fp8_mma``: mma.sync on float8 operands, sm_89+).
 CAPABILITIES: dict[str, dict[str, object]] = {
-    "sm_80": {"max_smem": 163 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": False},
-    "sm_86": {"max_smem": 99 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": False},
-    "sm_89": {"max_smem": 99 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": False},
-    "sm_90": {"max_smem": 227 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": True},
-    "sm_90a": {"max_smem": 227 * 1024, "mma_sync": True, "cp_async": True, "wgmma": True, "tma": True},
+    "sm_80": {"max_smem": 163 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": False,
+              "fp8_mma": False},
+    "sm_86": {"max_smem": 99 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": False,
+              "fp8_mma": False},
+    "sm_89": {"max_smem": 99 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": False,
+              "fp8_mma": True},
+    "sm_90": {"max_smem": 227 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": True,
+              "fp8_mma": True},
+    "sm_90a": {"max_smem": 227 * 1024, "mma_sync": True, "cp_async": True, "wgmma": True, "tma": True,
+               "fp8_mma": True},
 }
 
 

@@ -705,6 +705,8 @@ CASES: list[Case] = [
                                         block_M=64, block_N=64), atol=2e-2),
     Case("gemm_fp8_e4m3_transpose_B", _gemm(128, 256, 256, dtype=torch.float8_e4m3fn, out=torch.float16, trans_B=True,
                                              block_M=128, block_N=128, block_K=64, threads=256), atol=5e-2),
+    Case("gemm_fp8_e4m3", _gemm(128, 256, 256, dtype=torch.float8_e4m3fn, out=torch.float16, block_M=128,
+                                block_N=128, block_K=64, threads=256), atol=5e-2),  # B [K, N]: mma.sync (sm_89+)
     Case("gemm_relu_epilogue", _gemm(128, 128, 256, relu=True, block_M=64, block_N=64)),
     # float32: TF32 tensor cores by default (mma.sync m16n8k8 with B stored K x N; wgmma on sm_90a with
     # both operands K-major), float32 products with tlx.fp32_gemm = "ieee"; tolerances far below TF32's

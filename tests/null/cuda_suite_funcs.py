@@ -51,6 +51,8 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
                              block_N=64, block_K=32, num_stages=2),
         "gemm_fp32_tf32_transpose_B": mm(256, 256, 256, in_dtype=dtypes.float32, out_dtype=dtypes.float32,
                                          trans_B=True, block_M=128, block_N=128, block_K=32, threads=256),
+        "gemm_fp8_e4m3": mm(128, 256, 256, in_dtype=dtypes.float8_e4m3, out_dtype=dtypes.float16, block_M=128,
+                            block_N=128, block_K=64, threads=256),
         "gemm_int8": mm(192, 128, 256, in_dtype=dtypes.int8, out_dtype=dtypes.int32, accum_dtype=dtypes.int32,
                         block_M=64, block_N=64, block_K=64, num_stages=2),
         "gemm_int8_transpose_B": mm(256, 256, 256, in_dtype=dtypes.int8, out_dtype=dtypes.int32,

@@ -66,9 +66,18 @@ def test_float8_gemm_takes_wgmma_when_both_tiles_are_k_major(trans_b: bool, capl
     with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
         source, _ = _source(func)
     assert ("tlx_wgmma_ss_e4m3_n128" in source) == trans_b
-    # B stored [K, N]: correct, but on the CUDA cores, and the debug log says what would change that
-    assert ("a per-element FMA loop; float8 runs on sm_90a tensor cores" in caplog.text) == (not trans_b)
+    # B stored [K, N]: mma.sync (B gathered byte by byte), and the debug log says what would change that
+    assert ("tlx_mma_e4m3e4m3(" in source) == (not trans_b)
+    assert ("float8_e4m3 runs on mma.sync" in caplog.text) == (not trans_b)
     assert ("transpose_B=True" in caplog.text) == (not trans_b)
+
+
+def test_float8_gemm_before_sm89_says_where_it_runs_on_tensor_cores(caplog: pytest.LogCaptureFixture) -> None:
+    func = gemm.matmul.get_ir(256, 256, 256, block_M=128, block_N=128, block_K=128, num_stages=2, threads=256,
+                              in_dtype=T.float8_e4m3, out_dtype=T.float16, trans_B=True)
+    with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
+        _source(func, "sm_80")
+    assert "a per-element FMA loop; float8 runs on tensor cores on sm_89 and later" in caplog.text
 
 
 def test_pre_hopper_target_takes_sm80_path() -> None:

@@ -81,10 +81,8 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
     if a.dtype not in _HALF and not fp8 and not tf32 and not int8:
         return False
     if (fp8 or tf32 or int8) and (op.trans_A or not op.trans_B or a.scope != "shared"):
-        if not fp8:  # fp8 says so on its FMA path
-            log.debug("T.gemm at %s: %s runs on mma.sync; wgmma reads %s tiles K-major only (A [M, K] in shared "
-                      "memory, B [N, K] with transpose_B=True)", where(op.loc), a.dtype.name,
-                      "TF32" if tf32 else "8-bit")
+        log.debug("T.gemm at %s: %s runs on mma.sync; wgmma reads %s tiles K-major only (A [M, K] in shared "
+                  "memory, B [N, K] with transpose_B=True)", where(op.loc), a.dtype.name, "TF32" if tf32 else "8-bit")
         return False  # fp8, tf32 and integer wgmma read both operands K-major only
     if k % (32 if fp8 or int8 else 8 if tf32 else 16) or st.threads % 128 or (a.scope == "fragment" and op.trans_A):
         return False

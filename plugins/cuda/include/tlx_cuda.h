@@ -200,6 +200,12 @@ TLX_DEV void tlx_mma_tf32_z(float* c, const tlx_u32* a, const tlx_u32* b) {
 TLX_DEV tlx_u32 tlx_pack_b4(int b0, int b1, int b2, int b3) {
   return (tlx_u32)(b0 & 0xff) | ((tlx_u32)(b1 & 0xff) << 8) | ((tlx_u32)(b2 & 0xff) << 16) | ((tlx_u32)b3 << 24);
 }
+TLX_DEV tlx_u32 tlx_pack_b4(tlx_e4m3 b0, tlx_e4m3 b1, tlx_e4m3 b2, tlx_e4m3 b3) {
+  return tlx_pack_b4(b0.x, b1.x, b2.x, b3.x);
+}
+TLX_DEV tlx_u32 tlx_pack_b4(tlx_e5m2 b0, tlx_e5m2 b1, tlx_e5m2 b2, tlx_e5m2 b3) {
+  return tlx_pack_b4(b0.x, b1.x, b2.x, b3.x);
+}
 #define TLX_MMA_I8(NAME, TA, TB)                                                                           \
   TLX_DEV void tlx_mma_##NAME(int* c, const tlx_u32* a, const tlx_u32* b) {                                \
     asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." #TA "." #TB ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
@@ -217,6 +223,24 @@ TLX_MMA_I8(s8s8, s8, s8)
 TLX_MMA_I8(s8u8, s8, u8)
 TLX_MMA_I8(u8s8, u8, s8)
 TLX_MMA_I8(u8u8, u8, u8)
+// float8 (sm_89+): the same atoms with fp32 accumulators
+#define TLX_MMA_F8(NAME, TA, TB)                                                                           \
+  TLX_DEV void tlx_mma_##NAME(float* c, const tlx_u32* a, const tlx_u32* b) {                              \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." #TA "." #TB ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+                 "{%8,%9}, {%0,%1,%2,%3};"                                                                 \
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                      \
+  }                                                                                                        \
+  TLX_DEV void tlx_mma_##NAME##_z(float* c, const tlx_u32* a, const tlx_u32* b) {                          \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." #TA "." #TB ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+                 "{%8,%9}, {%10,%10,%10,%10};"                                                             \
+                 : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));           \
+  }
+TLX_MMA_F8(e4m3e4m3, e4m3, e4m3)
+TLX_MMA_F8(e4m3e5m2, e4m3, e5m2)
+TLX_MMA_F8(e5m2e4m3, e5m2, e4m3)
+TLX_MMA_F8(e5m2e5m2, e5m2, e5m2)
 // A operand of one m16k16 atom from 8 consecutive 16-bit registers of a fragment.
 TLX_DEV void tlx_afrag_h(tlx_u32* a, const tlx_half* x) {
   a[0] = tlx_pack_h2(x[0], x[1]); a[1] = tlx_pack_h2(x[2], x[3]);

@@ -1,12 +1,13 @@
 """T.gemm. fp16/bf16 inputs with an fp32 fragment accumulator: ldmatrix + mma.sync.m16n8k16 per
 warp tile (backends.md A1/A2 recipes for every transpose case; A may be a register fragment in
 the A-operand layout). float32 inputs from shared memory (TF32 precision, ``plan.tf32``):
-mma.sync.m16n8k8.tf32; int8/uint8 inputs from shared memory with an int32 accumulator:
-mma.sync.m16n8k32. Every form reads 32 bytes of K per k-step, so the K-major operands load by
-ldmatrix as fp16 ones do (a row of 8 16-bit halves is 4 float32 or 16 bytes); the others are
-gathered element by element (4 bytes packed per register), TF32 registers rounded by
-``cvt.rna.tf32``. Anything else: a per-element FMA loop over the accumulator's layout (float32
-operands rounded to TF32 under ``plan.tf32``, so the result does not depend on the form chosen)."""
+mma.sync.m16n8k8.tf32; int8/uint8 inputs from shared memory with an int32 accumulator, and
+float8 ones with an fp32 accumulator (sm_89+): mma.sync.m16n8k32. Every form reads 32 bytes of K
+per k-step, so the K-major operands load by ldmatrix as fp16 ones do (a row of 8 16-bit halves is
+4 float32 or 16 bytes); the others are gathered element by element (4 bytes packed per register),
+TF32 registers rounded by ``cvt.rna.tf32``. Anything else: a per-element FMA loop over the
+accumulator's layout (float32 operands rounded to TF32 under ``plan.tf32``, so the result does not
+depend on the form chosen)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from ..layout_inference import GemmPlan
 from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import region_index
 
-_INT8 = {"int8": "s8", "uint8": "u8"}
+_BYTES = {"int8": "s8", "uint8": "u8", "float8_e4m3": "e4m3", "float8_e5m2": "e5m2"}
 
 
 def _unroll(var: E.Var, n: int, body: Stmt) -> Stmt:
@@ -94,8 +95,8 @@ def mma_tile(op: Gemm, plan: GemmPlan) -> MmaTile:
     a = op.A.buffer.dtype
     if plan.tf32:
         suffix, kstep = "tf32", 8
-    elif a.is_int:
-        suffix, kstep = _INT8[a.name] + _INT8[op.B.buffer.dtype.name], 32
+    elif a.bits == 8:
+        suffix, kstep = _BYTES[a.name] + _BYTES[op.B.buffer.dtype.name], 32
     else:
         suffix, kstep = ("f16" if a == dtypes.float16 else "bf16"), 16
     return MmaTile(op, plan.m // (16 * wm), plan.n // (8 * wn), plan.k // kstep, row0, col0, suffix, kstep)

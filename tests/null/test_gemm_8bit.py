@@ -1,6 +1,7 @@
-"""8-bit integer T.gemm (int32 accumulators) on tensor cores, checked in the SASS: mma.sync m16n8k32
-(IMMA) on sm_80 for every signedness pair, wgmma (IGMMA) on sm_90a when both tiles are K-major. The
-results are checked against torch, exactly, by the suite cases ``gemm_int8*``."""
+"""8-bit T.gemm operands on tensor cores, checked in the SASS: integers (int32 accumulators) by
+mma.sync m16n8k32 (IMMA) on sm_80 for every signedness pair, wgmma (IGMMA) on sm_90a when both tiles
+are K-major; float8 by mma.sync m16n8k32 (QMMA) from sm_89 when wgmma cannot take them. The results
+are checked against torch by the suite cases ``gemm_int8*`` (exactly) and ``gemm_fp8_e4m3*``."""
 
 from __future__ import annotations
 
@@ -53,3 +54,10 @@ def test_k_by_n_int8_gemm_says_how_to_reach_wgmma(caplog: pytest.LogCaptureFixtu
     with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
         cuda_source(_int8(False), "sm_90a")
     assert "int8 runs on mma.sync" in caplog.text and "transpose_B=True" in caplog.text
+
+
+def test_float8_k_by_n_gemm_runs_on_sm89_tensor_cores() -> None:
+    func = gemm.matmul.get_ir(256, 256, 256, in_dtype=T.float8_e5m2, out_dtype=T.float16, block_M=128, block_N=128,
+                              block_K=64, num_stages=3, threads=256)
+    ops = sass_ops(func, r"\b(QMMA\.16832\.F32\.E5M2\.E5M2|FFMA)\b", "sm_89")
+    assert ops.get("QMMA.16832.F32.E5M2.E5M2") and not ops.get("FFMA"), ops
