@@ -35,6 +35,7 @@ from .layout import (
     mma_a_fragment,
     mma_c_fragment,
 )
+from .layout_exchange import MAX_EXCHANGES, NestConflict, exchange_through_shared
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
 from .perf_options import pass_configs
 from .target import CAPABILITIES
@@ -226,10 +227,10 @@ class _State:
                 self.origin[buf] = f"the loop at {where(nest.loc)}"
                 changed = True
             elif local_map(lay, dim_map, have) is None:
-                raise LayoutError(
+                raise NestConflict(
                     f"layout conflict for `{buf.name}` at {where(loc)}: {self.origin[buf]} gives it "
                     f"{have.describe()}, but the loop at {where(nest.loc)} maps its threads as {lay.describe()}",
-                    loc=loc,
+                    key, buf, loc=loc,
                     hint="use the same warp policy for the gemms involved, or copy into a separate fragment")
         return changed
 
@@ -346,6 +347,25 @@ def element_nest(op: Stmt) -> For | None:
 
 
 def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
+    for count in range(MAX_EXCHANGES + 1):
+        try:
+            st = _infer(func, ctx)
+            break
+        except NestConflict as conflict:
+            changed = exchange_through_shared(func, conflict, count)
+            if changed is None:
+                raise
+            func = changed
+    ctx.data["cuda.layouts"] = st.layouts
+    ctx.data["cuda.loops"] = st.loops
+    ctx.data["cuda.gemm"] = st.gemm
+    ctx.data["cuda.threads"] = st.threads
+    return func
+
+
+def _infer(func: PrimFunc, ctx: Any) -> _State:
+    """Layouts for ``func``'s kernel (a ``NestConflict`` when two loops need a fragment laid out
+    differently: ``layout_exchange.py`` may resolve it)."""
     kernel = find_kernel(func.body)
     if kernel is None:
         raise LayoutError("no T.Kernel in the function", loc=func.loc)
@@ -421,11 +441,7 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
                 raise LayoutError(f"shared tile `{buf.name}` needs a constant shape", loc=buf.loc)
             st.layouts[buf] = SharedLayout(shape, buf.dtype.bytes, "none")
     check_viewed_tiles(st)
-    ctx.data["cuda.layouts"] = st.layouts
-    ctx.data["cuda.loops"] = st.loops
-    ctx.data["cuda.gemm"] = st.gemm
-    ctx.data["cuda.threads"] = st.threads
-    return func
+    return st
 
 
 def check_fragment_views(views: dict[Buffer, list[Buffer]]) -> None:

@@ -228,8 +228,8 @@ def mla_decode(batch, heads, seqlen_kv, dim=512, pe_dim=64, block_N=64, block_H=
     (``pe_dim``); ``block_H`` heads a block, the scores as two gemms into one accumulator, the two
     warpgroups splitting the columns (``FullCol``, so P goes through shared memory to reach both);
     split-KV, combined by a second kernel. ``block_N=64``: on the sm_80 path a narrower score tile
-    is split between the warps unlike the output (a ``LayoutError``); two stages of it fit beside Q
-    on sm_90a only."""
+    is split between the warps unlike the output, whose row statistics then go through shared
+    memory; two stages of it fit beside Q on sm_90a only."""
     part = seqlen_kv // num_split
     scale = (1.0 / (dim + pe_dim)) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
     dtype = T.float16

@@ -328,7 +328,7 @@ def _paged_gqa_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return out, F.scaled_dot_product_attention(q.float()[:, :, None, :], kk, vv)[:, :, 0].half()
 
 
-def _mla_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+def _mla_decode(device: str, block_N: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
     b, h, s, d, pe, splits = 1, 64, 256, 512, 64, 2
     q = _randn(b, h, d, dtype=torch.float16, device=device, seed=23)
     q_pe = _randn(b, h, pe, dtype=torch.float16, device=device, seed=24)
@@ -336,7 +336,7 @@ def _mla_decode(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     k_pe = _randn(b, s, 1, pe, dtype=torch.float16, device=device, seed=26)
     lse = torch.zeros(b, h, splits, dtype=torch.float32, device=device)
     partial = torch.zeros(b, h, splits, d, dtype=torch.float32, device=device)
-    out = attention.mla_decode(b, h, s, num_split=splits)(q, q_pe, kv, k_pe, lse, partial)
+    out = attention.mla_decode(b, h, s, num_split=splits, block_N=block_N)(q, q_pe, kv, k_pe, lse, partial)
     keys = torch.cat([kv, k_pe], -1)[:, :, 0].float()
     ref = F.scaled_dot_product_attention(torch.cat([q, q_pe], -1).float()[:, :, None, :], keys[:, None],
                                          kv[:, :, 0].float()[:, None])[:, :, 0]
@@ -779,6 +779,9 @@ CASES: list[Case] = [
     Case("gemm_pointers_make_tensor", _pointer_gemm, atol=1e-3, rtol=1e-3),
     Case("gqa_decode_split_kv_two_kernels", _gqa_decode),
     Case("mla_decode_fullcol_two_kernels", _mla_decode),
+    # 32-key blocks: on the sm_80 path the score rows split over two warps, the output's do not; the row
+    # statistics are exchanged between the two layouts through shared memory (cuda/layout_exchange.py)
+    Case("mla_decode_32_key_blocks", lambda device: _mla_decode(device, block_N=32)),
     Case("paged_gqa_decode_block_table", _paged_gqa_decode),
     Case("blocksparse_attention_masked_pipeline", _blocksparse_attention),
     Case("view_reshape_global", _flat_affine, atol=0, rtol=0),
