@@ -185,12 +185,13 @@ class GemmSp(TileOp):
 
     def check(self) -> None:
         for label, r in (("A_sparse", self.A), ("E", self.E), ("B", self.B), ("C", self.C)):
-            if len(squeeze(r.extents)) != 2:
+            if len(squeeze(r.extents)) != 2 and (r is not self.E or len(squeeze(r.extents[:-1])) != 1):
                 raise ShapeMismatchError(
                     f"T.gemm_sp operand {label} (`{r.buffer.name}`) must be a 2-d tile, got {_fmt(r.extents)}",
                     loc=self.loc,
                 )
-        a, e, b, c = (squeeze(r.extents) for r in (self.A, self.E, self.B, self.C))
+        a, b, c = (squeeze(r.extents) for r in (self.A, self.B, self.C))
+        e = squeeze(self.E.extents[:-1]) + self.E.extents[-1:]  # [M, K / e]; one column is a column
         m, ka = (a[1], a[0]) if self.trans_A else (a[0], a[1])
         kb, n = (b[1], b[0]) if self.trans_B else (b[0], b[1])
         per = SPARSE_META_DTYPES[self.E.buffer.dtype.name]
