@@ -29,7 +29,7 @@ from .simplify import as_linear, simplify
 from .visit import substitute
 
 __all__ = [
-    "Fragment", "Layout", "MetadataLayout", "make_cutlass_metadata_layout", "make_full_bank_swizzled_layout",
+    "Fragment", "Layout", "make_cutlass_metadata_layout", "make_full_bank_swizzled_layout",
     "make_fully_replicated_layout_fragment", "make_half_bank_swizzled_layout", "make_linear_layout",
     "make_metadata_layout", "make_quarter_bank_swizzled_layout", "make_swizzled_layout",
 ]

@@ -57,6 +57,17 @@ def identity(kind: str, dt: DType) -> E.Expr:
     return E.const(big, dt)
 
 
+def _gemm_dims(a: tuple[E.Expr, ...], b: tuple[E.Expr, ...], c: tuple[E.Expr, ...], trans_A: bool, trans_B: bool,
+               a_name: str) -> tuple[E.Expr, E.Expr, E.Expr, list[str]]:
+    """(M, K of A, K of B, what is wrong with M and N against C) of 2-d gemm operand extents."""
+    m, ka = (a[1], a[0]) if trans_A else (a[0], a[1])
+    kb, n = (b[1], b[0]) if trans_B else (b[0], b[1])
+    problems = [] if same_extent(m, c[0]) else [f"M of {a_name} is {m} but C has {c[0]} rows"]
+    if not same_extent(n, c[1]):
+        problems.append(f"N of B is {n} but C has {c[1]} columns")
+    return m, ka, kb, problems
+
+
 class TileOp(Stmt):
     """Base of tile operators; ``check`` raises ``ShapeMismatchError`` naming the operands."""
 
@@ -131,15 +142,8 @@ class Gemm(TileOp):
                     loc=self.loc,
                 )
         a, b, c = squeeze(self.A.extents), squeeze(self.B.extents), squeeze(self.C.extents)
-        m, ka = (a[1], a[0]) if self.trans_A else (a[0], a[1])
-        kb, n = (b[1], b[0]) if self.trans_B else (b[0], b[1])
-        problems = []
-        if not same_extent(ka, kb):
-            problems.append(f"K of A is {ka} but K of B is {kb}")
-        if not same_extent(m, c[0]):
-            problems.append(f"M of A is {m} but C has {c[0]} rows")
-        if not same_extent(n, c[1]):
-            problems.append(f"N of B is {n} but C has {c[1]} columns")
+        m, ka, kb, mn = _gemm_dims(a, b, c, self.trans_A, self.trans_B, "A")
+        problems = ([] if same_extent(ka, kb) else [f"K of A is {ka} but K of B is {kb}"]) + mn
         if problems:
             raise ShapeMismatchError(
                 f"T.gemm shape mismatch: A {_fmt(a)}, B {_fmt(b)}, C {_fmt(c)} "
@@ -192,8 +196,7 @@ class GemmSp(TileOp):
                 )
         a, b, c = (squeeze(r.extents) for r in (self.A, self.B, self.C))
         e = squeeze(self.E.extents[:-1]) + self.E.extents[-1:]  # [M, K / e]; one column is a column
-        m, ka = (a[1], a[0]) if self.trans_A else (a[0], a[1])
-        kb, n = (b[1], b[0]) if self.trans_B else (b[0], b[1])
+        m, ka, kb, mn = _gemm_dims(a, b, c, self.trans_A, self.trans_B, "A_sparse")
         per = SPARSE_META_DTYPES[self.E.buffer.dtype.name]
         problems = []
         ia, ib, ie = E.as_int(ka), E.as_int(kb), E.as_int(e[1])
@@ -203,10 +206,7 @@ class GemmSp(TileOp):
             problems.append(f"E must be [M, K / {per}] = [{m}, {ib / per:g}] for {self.E.buffer.dtype} metadata")
         if not same_extent(m, e[0]):
             problems.append(f"M of A_sparse is {m} but E has {e[0]} rows")
-        if not same_extent(m, c[0]):
-            problems.append(f"M of A_sparse is {m} but C has {c[0]} rows")
-        if not same_extent(n, c[1]):
-            problems.append(f"N of B is {n} but C has {c[1]} columns")
+        problems += mn
         if problems:
             raise ShapeMismatchError(
                 f"T.gemm_sp shape mismatch: A_sparse {_fmt(a)}, E {_fmt(e)}, B {_fmt(b)}, C {_fmt(c)} "

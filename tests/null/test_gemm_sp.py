@@ -193,3 +193,11 @@ def test_sass_has_sparse_hmma(arch, kw):
     suffix = ".BF16" if kw.get("in_dtype") == "bfloat16" else ""
     assert re.search(rf"HMMA\.SP\.16832\.F32{re.escape(suffix)}\b", sass), sass[:2000]
     assert "HMMA.16816" not in sass  # every product is the sparse one
+
+
+def test_contrib_nvcc_as_the_example_calls_it():
+    from tilelang_x.contrib import nvcc
+
+    arch = nvcc.get_target_compute_version()
+    assert nvcc.parse_compute_version(arch)[0] >= 8
+    assert torch.cuda.is_available() or arch == "8.0"
