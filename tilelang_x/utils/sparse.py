@@ -48,6 +48,7 @@ def compress(A: Any, transposed: bool = False, arch: str | None = None, block_k:
     if name not in SPARSE_META_DTYPES:
         raise TileLangTypeError(f"compress: meta_dtype {meta} is not a metadata dtype",
                                 hint="use torch.int16, torch.uint8 or torch.int32")
+    meta = getattr(torch, name)  # also for a dtype given by name ("int16", T.int16)
     dense = A.t() if transposed else A
     M, K = dense.shape
     per = SPARSE_META_DTYPES[name]
@@ -69,8 +70,7 @@ def compress(A: Any, transposed: bool = False, arch: str | None = None, block_k:
     values = groups.gather(-1, kept).reshape(M, K // 2)
     nibbles = (kept[..., 0] | (kept[..., 1] << 2)).reshape(M, K // per, per // 4)
     shifts = 4 * torch.arange(per // 4, device=A.device)
-    E = (nibbles << shifts).sum(-1).to(torch.int64)
-    E = E.to(torch.int32).to(meta) if per == 32 else E.to(meta)  # wraps to the signed dtypes' range
+    E = (nibbles << shifts).sum(-1).to(meta)  # wraps into the signed dtypes' range
     return (values.t().contiguous() if transposed else values.contiguous()), E.contiguous()
 
 
