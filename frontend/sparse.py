@@ -19,28 +19,34 @@ from .surface import GemmWarpPolicy, _check_scope, _policy, _py_bool, _py_int, _
 SPARSE_INPUT_DTYPES = (dtypes.float16, dtypes.bfloat16)
 
 
-def gemm_sp(A_sparse: Any, E: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,
-            policy: Any = GemmWarpPolicy.Square, clear_accum: bool = False, k_pack: int = 1,
-            wg_wait: int = 0) -> None:
+def gemm_sp(A_sparse: Any, E: Any, B: Any, C: Any, transpose_A: bool = False, transpose_E: bool = False,
+            transpose_B: bool = False, policy: Any = GemmWarpPolicy.Square, clear_accum: bool = False,
+            k_pack: int = 1, wg_wait: int = 0, annotations: dict[str, Any] | None = None) -> None:
     """``T.gemm_sp(A_sparse, E, B, C)``: ``C += op(A) @ op(B)`` with ``A`` 2:4 sparse along K, given
-    as its kept values ``A_sparse`` and metadata ``E`` (``tilelang_x.utils.sparse.compress``)."""
-    _gemm_sp("T.gemm_sp", A_sparse, E, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait)
+    as its kept values ``A_sparse`` and metadata ``E`` (``tilelang_x.utils.sparse.compress``).
+    TileLang 0.1.15's argument order (``transpose_E`` before ``transpose_B``); ``transpose_E``
+    must stay False."""
+    _gemm_sp("T.gemm_sp", A_sparse, E, B, C, transpose_A, transpose_E, transpose_B, policy, clear_accum,
+             {"k_pack": k_pack, "wg_wait": wg_wait, **(annotations or {})})
 
 
 def gemm_sp_v2(A_sparse: Any, E: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,
                transpose_E: bool = False, policy: Any = GemmWarpPolicy.Square, clear_accum: bool = False,
                k_pack: int = 1, wg_wait: int = 0) -> None:
-    """TileLang's second spelling of ``T.gemm_sp``; ``transpose_E`` must stay False."""
-    if _py_bool(transpose_E, "T.gemm_sp_v2 transpose_E", caller_loc()):
-        raise NotSupportedError("T.gemm_sp_v2(transpose_E=True) is not supported by tilelang-x", loc=caller_loc(),
-                                hint="store E as [M, K / e] (what tilelang.utils.sparse.compress returns)")
-    _gemm_sp("T.gemm_sp_v2", A_sparse, E, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait)
+    """TileLang's earlier spelling of ``T.gemm_sp`` (``transpose_B`` before ``transpose_E``)."""
+    _gemm_sp("T.gemm_sp_v2", A_sparse, E, B, C, transpose_A, transpose_E, transpose_B, policy, clear_accum,
+             {"k_pack": k_pack, "wg_wait": wg_wait})
 
 
-def _gemm_sp(what: str, A_sparse: Any, E: Any, B: Any, C: Any, transpose_A: Any, transpose_B: Any, policy: Any,
-             clear_accum: Any, k_pack: Any, wg_wait: Any) -> None:
+def _gemm_sp(what: str, A_sparse: Any, E: Any, B: Any, C: Any, transpose_A: Any, transpose_E: Any, transpose_B: Any,
+             policy: Any, clear_accum: Any, ints: dict[str, Any]) -> None:
     b = bld.require_kernel(what)
     loc = caller_loc()
+    if _py_bool(transpose_E, f"{what} transpose_E", loc):
+        raise NotSupportedError(f"{what}(transpose_E=True) is not supported by tilelang-x", loc=loc,
+                                hint="store E as [M, K / e], what tilelang.utils.sparse.compress returns (and pass "
+                                "transpose_B by keyword: in TileLang 0.1.15 the argument after transpose_A is "
+                                "transpose_E)")
     ra, re, rb, rc = (_region(x, f"{what} {n}") for x, n in ((A_sparse, "A_sparse"), (E, "E"), (B, "B"), (C, "C")))
     hint = "copy the tile into a T.alloc_shared or T.alloc_fragment buffer first"
     for r, operand in ((ra, "operand A_sparse"), (re, "metadata E"), (rb, "operand B")):
@@ -62,8 +68,9 @@ def _gemm_sp(what: str, A_sparse: Any, E: Any, B: Any, C: Any, transpose_A: Any,
             f"{what}: metadata `{re.buffer.name}` is {re.buffer.dtype.name}; E holds 4 bits per group of 4 columns "
             "in an integer dtype", loc=loc,
             hint="declare E as T.int16 ([M, K / 16]), T.uint8 ([M, K / 8]) or T.int32 ([M, K / 32])")
-    _py_int(k_pack, f"{what} k_pack", loc)
-    _py_int(wg_wait, f"{what} wg_wait", loc)
+    for name, value in ints.items():  # how a GPU splits the work (and annotations): checked, not used
+        if name in ("k_pack", "wg_wait"):
+            _py_int(value, f"{what} {name}", loc)
     op = GemmSp(ra, re, rb, rc,
                 trans_A=_py_bool(transpose_A, f"{what} transpose_A", loc),
                 trans_B=_py_bool(transpose_B, f"{what} transpose_B", loc),

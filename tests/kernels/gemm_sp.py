@@ -53,7 +53,8 @@ def matmul_sp(M, N, K, block_M=128, block_N=128, block_K=64, in_dtype="float16",
                     T.copy(B[bx * block_N, k * block_K], B_shared)
                 else:
                     T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm_sp(A_shared, E_shared, B_shared, C_local, trans_A, trans_B, policy=policy)
+                T.gemm_sp(A_shared, E_shared, B_shared, C_local, transpose_A=trans_A, transpose_E=False,
+                          transpose_B=trans_B, policy=policy)
             T.copy(C_local, C_shared)
             T.copy(C_shared, C[by * block_M, bx * block_N])
 

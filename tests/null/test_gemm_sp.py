@@ -140,7 +140,7 @@ def _kernel(a_shape=(64, 32), e_shape=(64, 4), e_dtype="int16", in_dtype="float1
                 b = T.alloc_shared((64, 32), in_dtype)
                 c = T.alloc_fragment((64, 32), acc)
                 if transpose_E:
-                    T.gemm_sp_v2(a, e, b, c, transpose_E=True)  # E:sp-transpose-e
+                    T.gemm_sp(a, e, b, c, False, True)  # E:sp-transpose-e
                 elif tag == "sp-shape":
                     T.gemm_sp(a, e, b, c)  # E:sp-shape
                 elif tag == "sp-meta-shape":
@@ -167,7 +167,8 @@ def test_gemm_sp_frontend_errors():
     raises(NotSupportedError, "sp-input", _kernel(in_dtype="float32", tag="sp-input"), "float16 or bfloat16")
     raises(TileLangTypeError, "sp-acc", _kernel(acc="float16", tag="sp-acc"), "accumulates in float32")
     raises(TileLangSyntaxError, "sp-scope", _kernel(e_scope="global"), "metadata E `E` is a global buffer")
-    raises(NotSupportedError, "sp-transpose-e", _kernel(transpose_E=True), "transpose_E=True")
+    raises(NotSupportedError, "sp-transpose-e", _kernel(transpose_E=True), "transpose_E=True",
+           "pass transpose_B by keyword")
 
 
 # ---- CUDA (no GPU): the lowering and its SASS --------------------------------------------------

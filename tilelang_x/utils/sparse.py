@@ -4,8 +4,8 @@ group of 4 columns; every backend reads this one format, the CUDA backend rearra
 ``mma.sp`` registers as it loads it).
 
 ``compress`` has TileLang's call shapes (``compress(A, transposed=False, block_k=..., arch=...)``
-and ``compress(A, meta_dtype=...)``); ``block_k`` is accepted and ignored, since the format does
-not depend on the tile size.
+and TileLang 0.1.15's ``compress(A, meta_dtype=...)``, whose metadata format this is); ``block_k``
+is accepted and ignored, since the format does not depend on the tile size.
 """
 
 from __future__ import annotations
