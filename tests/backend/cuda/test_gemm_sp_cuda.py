@@ -34,8 +34,12 @@ def _case_id(case: tuple[Any, ...]) -> str:
                      *(f"{key}={value}" for key, value in kw.items())])
 
 
+# "cuda": the device's own arch (sm_90a on the H200: TMA and warp specialization where the copies
+# qualify); "cuda:sm_90": the sm_80-class path (cp.async) on the same device
+@pytest.mark.parametrize("target", ["cuda", "cuda:sm_90"])
 @pytest.mark.parametrize("shape, dtype, arch, kw", CASES, ids=[_case_id(c) for c in CASES])
-def test_gemm_sp_matches_dense_torch(shape: tuple[int, int, int], dtype: str, arch: str, kw: dict[str, Any]) -> None:
+def test_gemm_sp_matches_dense_torch(shape: tuple[int, int, int], dtype: str, arch: str, kw: dict[str, Any],
+                                     target: str) -> None:
     m, n, k = shape
     tdt = getattr(torch, dtype)
     trans_a, trans_b = kw.get("trans_A", False), kw.get("trans_B", False)
@@ -44,10 +48,10 @@ def test_gemm_sp_matches_dense_torch(shape: tuple[int, int, int], dtype: str, ar
     b = torch.randn(*((n, k) if trans_b else (k, n)), generator=gen).to(device="cuda", dtype=tdt)
     a_sparse, e = compress(a, transposed=trans_a, arch=arch)
     func = gemm_sp.matmul_sp.get_ir(m, n, k, in_dtype=dtype, out_dtype="float32", arch=arch, **kw)
-    kernel = tilelang_x.compile(func, out_idx=[-1])
+    kernel = tilelang_x.compile(func, out_idx=[-1], target=target)
     out = kernel(a_sparse, e, b)
     ref = (a.float().T if trans_a else a.float()) @ (b.float().T if trans_b else b.float())
-    assert ((out - ref).norm() / ref.norm()).item() < 1e-5
+    assert ((out - ref).norm() / ref.norm()).item() < 1e-4  # a wrong fragment or metadata layout gives ~1
 
 
 def test_gemm_sp_fp16_output_and_second_launch() -> None:
