@@ -4,7 +4,9 @@ torch.matmul on the dense A and, where this torch has them, torch's own 2:4 kern
 Our kernel is ``tests/kernels/gemm_sp.matmul_sp`` (TileLang's ``examples/gemm_sp``, as a user writes
 it) on ``tilelang_x.utils.sparse.compress``'s (A_sparse, E) with the metadata dtype TileLang's
 example picks for the device (uint8 on sm_90, int16 on sm_80); a few tile configurations are tried
-and the fastest correct one is reported, every configuration's time (or error) alongside. The
+and the fastest correct one is reported, every configuration's time (or error) alongside; on sm_90
+each configuration runs twice, with ``wgmma_sp`` (the opt-in ``tlx.wgmma_sp`` lowering, not yet
+checked on a GPU: a wrong result is recorded as that configuration's error) and without. The
 references: ``torch`` (torch.matmul on the dense A: cuBLAS), ``cusparselt``
 (``torch._cslt_sparse_mm`` on ``torch._cslt_compress(A)``) and ``semi_structured``
 (``torch.sparse.to_sparse_semi_structured(A) @ B``, CUTLASS or cuSPARSELt); one torch cannot run is
@@ -71,6 +73,7 @@ def _sparse_references(a: Any, b: Any) -> dict[str, Any]:
 def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str, Any]:
     import torch
 
+    import tilelang_x
     from tests.kernels import gemm_sp
     from tilelang_x.utils.sparse import compress, randn_semi_sparse
 
@@ -94,16 +97,24 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
         else:
             row[f"{name}_error"] = fn
     custom = [parse_config(c) for c in args.configs.split(",") if c]
-    configs = [dict(zip(CONFIG_KEYS, c)) for c in (custom or (CONFIGS[:2] if args.quick else CONFIGS))]
-    tried, best, kernel = try_configs(
-        configs, lambda cfg: gemm_sp.matmul_sp(m, n, k, in_dtype=dtype_name, out_dtype=dtype_name, arch=arch, **cfg),
-        lambda kernel: kernel(a_sparse, e, b), ref, flops, args)
+    tiles = custom or (CONFIGS[:2] if args.quick else CONFIGS)
+    # on sm_90 each tile config also with the opt-in wgmma.sp lowering (a wrong result is recorded
+    # as the configuration's error and never reported as ours)
+    configs = [{**dict(zip(CONFIG_KEYS, c)), "wgmma_sp": w} for c in tiles for w in ((False, True) if major >= 9
+                                                                                    else (False,))]
+
+    def build(cfg: dict[str, Any]) -> Any:
+        tile = {key: cfg[key] for key in CONFIG_KEYS}
+        func = gemm_sp.matmul_sp.get_ir(m, n, k, in_dtype=dtype_name, out_dtype=dtype_name, arch=arch, **tile)
+        return tilelang_x.compile(func, out_idx=[-1], pass_configs={"tlx.wgmma_sp": cfg["wgmma_sp"]})
+
+    tried, best, kernel = try_configs(configs, build, lambda kernel: kernel(a_sparse, e, b), ref, flops, args)
     fns = {**refs, **({"ours": lambda: kernel(a_sparse, e, b)} if best else {})}
     final = round_robin_ms(fns, args.rounds, args.warmup, args.rep)
     for name in refs:
         row[f"{name}_ms"] = round(final[name], 4)
         row[f"{name}_tflops"] = round(flops / final[name] / 1e9, 1)
-    ours = record_ours(row, final, flops, best, CONFIG_KEYS)
+    ours = record_ours(row, final, flops, best, (*CONFIG_KEYS, "wgmma_sp"))
     if ours is not None:
         row.update({f"ratio_{name}": round(final[name] / ours, 3) for name in refs if name != "torch"})
     row["configs"] = tried

@@ -374,7 +374,7 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         elif isinstance(n, GemmSp):
             from .lower.gemm_sp import gemm_sp_rule
 
-            gemm_sp_rule(st, n)
+            gemm_sp_rule(st, n, ctx)
         elif isinstance(n, (Reduce, CumSum)):
             reduces.append(n)
         elif isinstance(n, For) and n.kind == "parallel" and id(n) not in inner:

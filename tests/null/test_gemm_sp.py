@@ -203,3 +203,22 @@ def test_contrib_nvcc_as_the_example_calls_it():
     arch = nvcc.get_target_compute_version()
     assert nvcc.parse_compute_version(arch)[0] >= 8
     assert torch.cuda.is_available() or arch == "8.0"
+
+
+@pytest.mark.parametrize("kw", [{"threads": 256, "block_N": 256},
+                                {"in_dtype": "bfloat16", "trans_B": True, "arch": "9.0"},
+                                {"block_M": 64, "block_K": 256, "threads": 256}],
+                         ids=["fp16_two_warpgroups", "bf16_trans_B_uint8", "tma_k256"])
+def test_opt_in_wgmma_sp_has_sparse_hgmma(kw):
+    configs = {"tlx.wgmma_sp": True}
+    _, ctx = cuda_source(matmul_sp.get_ir(512, 512, 512, **kw), "sm_90a", configs)
+    assert [p.kind for p in ctx.data["cuda.gemm"].values()] == ["wgmma_sp"]
+    sass = sass_text(matmul_sp.get_ir(512, 512, 512, **kw), "sm_90a", configs)
+    assert re.search(r"HGMMA\.SP\.64x\d+x32\.F32", sass) and "HMMA" not in sass, sass[:2000]
+
+
+def test_wgmma_sp_is_opt_in_and_keeps_transposed_a_on_mma_sp():
+    _, ctx = cuda_source(matmul_sp.get_ir(256, 256, 256), "sm_90a")
+    assert [p.kind for p in ctx.data["cuda.gemm"].values()] == ["mma_sp"]
+    _, ctx = cuda_source(matmul_sp.get_ir(256, 256, 256, trans_A=True), "sm_90a", {"tlx.wgmma_sp": True})
+    assert [p.kind for p in ctx.data["cuda.gemm"].values()] == ["mma_sp"]

@@ -37,6 +37,10 @@ def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
 
         return lower_gemm(op, lc)
     if isinstance(op, GemmSp):
+        if getattr(lc.gemm.get(id(op)), "kind", None) == "wgmma_sp":
+            from ..hopper.wgmma_sp import lower_wgmma_sp
+
+            return lower_wgmma_sp(op, lc, ctx.data)
         from .gemm_sp import lower_gemm_sp
 
         return lower_gemm_sp(op, lc, ctx.data)

@@ -25,12 +25,19 @@ from ....core_ir.tileops import GemmSp
 from ..layout import mma_c_fragment
 from ..layout_inference import GemmPlan, choose_warps, where
 from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
+from ..perf_options import pass_configs
 from .gemm import _clear, _unroll, load_a, load_b, mma_tile
 
 
-def gemm_sp_rule(st: Any, op: GemmSp) -> None:
-    """The plan (``GemmPlan`` kind ``mma_sp``) and layouts of a T.gemm_sp; what the tensor-core
-    form cannot run raises ``BackendNotImplementedError`` naming the requirement."""
+def gemm_sp_rule(st: Any, op: GemmSp, ctx: Any) -> None:
+    """The plan (``GemmPlan`` kind ``mma_sp``, or ``wgmma_sp`` on sm_90a with the pass config
+    ``tlx.wgmma_sp``: hopper/wgmma_sp.py) and layouts of a T.gemm_sp; what the tensor-core form
+    cannot run raises ``BackendNotImplementedError`` naming the requirement."""
+    if ctx.data.get("cuda.gemm_rule") is not None and pass_configs(ctx).get("tlx.wgmma_sp", False):
+        from ..hopper.wgmma_sp import wgmma_sp_rule
+
+        if wgmma_sp_rule(st, op):
+            return
     m, n, k = (E.as_int(x) for x in op.mnk())
     a, e, b, c = op.A.buffer, op.E.buffer, op.B.buffer, op.C.buffer
     origin = f"T.gemm_sp at {where(op.loc)}"
@@ -64,27 +71,38 @@ def lower_gemm_sp(op: GemmSp, lc: Any, data: dict[str, Any]) -> Stmt:
     plan: GemmPlan = lc.gemm[id(op)]
     t = mma_tile(op, plan)  # type: ignore[arg-type]  (reads A, B, the transposes and the dtype)
     c_loc = lc.local_of(op.C.buffer)
-    lane = THREAD % 32
     af = Buffer(lc.fresh("a_frag"), (t.a_regs,), U32, "local")
     bf = Buffer(lc.fresh("b_frag"), (2 * t.b_regs,), U32, "local")
     ef = Buffer(lc.fresh("e_frag"), (t.mi_n,), U32, "local")
     mi, ni, s = E.Var(lc.fresh("mi")), E.Var(lc.fresh("ni")), E.Var(lc.fresh("ks"))
-    row = t.row0 + mi * 16 + lane // 4
-    word = E.const(0) if op.E.buffer.dtype.bytes > 2 else (s * 2 + lane % 2) * (2 // op.E.buffer.dtype.bytes)
-    col = s if op.E.buffer.dtype.bytes > 2 else word
-    half = (lane % 2) * 2 if op.E.buffer.dtype.bytes > 2 else E.const(0)
-    meta = Store(ef, (mi,), Intrin("tlx_sp_meta", (_meta_addr(op, row, col, half), _meta_addr(op, row + 8, col, half)),
-                                   U32))
+    meta = Store(ef, (mi,), meta_word(op, t.row0 + mi * 16, s))
     fn = "tlx_mma_sp_" + t.suffix
     mma = Evaluate(Intrin(fn, (PtrTo(c_loc, ((mi * t.ni_n + ni) * 4,), "rw"), PtrTo(af, (mi * 4,), "r"),
                                PtrTo(bf, (ni * 2,), "r"), PtrTo(bf, (t.b_regs + ni * 2,), "r"), E.Load(ef, (mi,)))))
     step = Seq((load_a(t, lc, af, s), load_b(t, lc, bf, s * 2), load_b(t, lc, bf, s * 2 + 1, t.b_regs),
                 _unroll(mi, t.mi_n, meta), _unroll(mi, t.mi_n, _unroll(ni, t.ni_n, mma))))
-    extra = data.setdefault("cuda.extra_headers", [])
-    if sparse_header() not in extra:
-        extra.append(sparse_header())
+    add_header(data, sparse_header())
     pre = (_clear(c_loc, lc),) if op.clear_accum else ()
     return Seq((*pre, Alloc(af), Alloc(bf), Alloc(ef), _unroll(s, plan.k // 32, step)))
+
+
+def add_header(data: dict[str, Any], text: str) -> None:
+    """``text`` in ``cuda.extra_headers`` once."""
+    extra = data.setdefault("cuda.extra_headers", [])
+    if text not in extra:
+        extra.append(text)
+
+
+def meta_word(op: GemmSp, row0: E.Expr, step: E.Expr) -> Intrin:
+    """This thread's metadata word of k-step ``step`` (32 dense columns) for the 16 rows from
+    ``row0``: lane ``4g + q`` reads rows ``row0 + g`` (bits 0-15) and ``row0 + g + 8`` (bits 16-31),
+    columns ``16 (q % 2) ..`` of the step (``mma.sp`` m16n8k32 and ``wgmma.mma_async.sp`` per warp)."""
+    lane = THREAD % 32
+    row = row0 + lane // 4
+    eb = op.E.buffer.dtype.bytes
+    col = step if eb > 2 else (step * 2 + lane % 2) * (2 // eb)
+    half = (lane % 2) * 2 if eb > 2 else E.const(0)
+    return Intrin("tlx_sp_meta", (_meta_addr(op, row, col, half), _meta_addr(op, row + 8, col, half)), U32)
 
 
 def _meta_addr(op: GemmSp, row: E.Expr, col: E.Expr, byte: E.Expr) -> E.Expr:

@@ -35,11 +35,14 @@ def _case_id(case: tuple[Any, ...]) -> str:
 
 
 # "cuda": the device's own arch (sm_90a on the H200: TMA and warp specialization where the copies
-# qualify); "cuda:sm_90": the sm_80-class path (cp.async) on the same device
-@pytest.mark.parametrize("target", ["cuda", "cuda:sm_90"])
+# qualify); "cuda:sm_90": the sm_80-class path (cp.async) on the same device; "wgmma_sp": sm_90a
+# with the opt-in wgmma.mma_async.sp lowering (hopper/wgmma_sp.py: its first GPU check)
+@pytest.mark.parametrize("target", ["cuda", "cuda:sm_90", "wgmma_sp"])
 @pytest.mark.parametrize("shape, dtype, arch, kw", CASES, ids=[_case_id(c) for c in CASES])
 def test_gemm_sp_matches_dense_torch(shape: tuple[int, int, int], dtype: str, arch: str, kw: dict[str, Any],
                                      target: str) -> None:
+    if target == "wgmma_sp" and torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("wgmma.mma_async.sp needs sm_90a")
     m, n, k = shape
     tdt = getattr(torch, dtype)
     trans_a, trans_b = kw.get("trans_A", False), kw.get("trans_B", False)
@@ -48,7 +51,9 @@ def test_gemm_sp_matches_dense_torch(shape: tuple[int, int, int], dtype: str, ar
     b = torch.randn(*((n, k) if trans_b else (k, n)), generator=gen).to(device="cuda", dtype=tdt)
     a_sparse, e = compress(a, transposed=trans_a, arch=arch)
     func = gemm_sp.matmul_sp.get_ir(m, n, k, in_dtype=dtype, out_dtype="float32", arch=arch, **kw)
-    kernel = tilelang_x.compile(func, out_idx=[-1], target=target)
+    wgmma_sp = target == "wgmma_sp"
+    kernel = tilelang_x.compile(func, out_idx=[-1], target="cuda" if wgmma_sp else target,
+                                pass_configs={"tlx.wgmma_sp": wgmma_sp})
     out = kernel(a_sparse, e, b)
     ref = (a.float().T if trans_a else a.float()) @ (b.float().T if trans_b else b.float())
     assert ((out - ref).norm() / ref.norm()).item() < 1e-4  # a wrong fragment or metadata layout gives ~1
