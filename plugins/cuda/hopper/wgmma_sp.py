@@ -25,8 +25,7 @@ from ..lower.gemm import _unroll
 from ..lower.gemm_sp import add_header, meta_word, sparse_header
 from ..lower.gemm_wgmma import _call, _desc
 from .header import _AB
-from .layout import PanelLayout, panel_layout, wgmma_c_fragment
-from .wgmma_rule import _compatible, choose_warpgroups, full_tile
+from .wgmma_rule import operand_panels, warpgroup_plan
 
 
 def wgmma_sp_rule(st: Any, op: GemmSp) -> bool:
@@ -38,22 +37,14 @@ def wgmma_sp_rule(st: Any, op: GemmSp) -> bool:
         return False
     if c.scope != "fragment" or any(x.scope != "shared" for x in (a, b, op.E.buffer)):
         return False
-    lays: dict[Buffer, PanelLayout] = {}
-    for r in (op.A, op.B):
-        shape = r.buffer.static_shape()
-        lay = panel_layout(tuple(shape), r.buffer.dtype.bytes) if shape and not st.viewed(r.buffer) else None
-        if lay is None or not full_tile(r) or not _compatible(st.layouts.get(r.buffer), lay):
-            return False
-        lays[r.buffer] = lay
-    if op.trans_B and lays[b].panel < 32:  # a K-major step reads 32 columns of one swizzle panel
-        return False
-    wg = choose_warpgroups(m, n, st.threads // 128, op.policy, 0 if op.trans_B else lays[b].panel)
-    if wg is None:
+    lays = operand_panels(st, (op.A, op.B))
+    if lays is None or op.trans_B and lays[b].panel < 32:  # a K-major step reads 32 columns of a panel
         return False
     origin = f"T.gemm_sp at {where(op.loc)} (wgmma.sp)"
-    want_c = wgmma_c_fragment(m, n, *wg, origin)
-    if not _compatible(st.layouts.get(c), want_c):
+    planned = warpgroup_plan(st, m, n, op.policy, 0 if op.trans_B else lays[b].panel, c, origin)
+    if planned is None:
         return False
+    wg, want_c = planned
     st.gemm[id(op)] = GemmPlan("wgmma_sp", m, n, k, *wg)
     st.set(c, want_c, f"{origin} (accumulator)", op.loc)
     for buf, lay in lays.items():
