@@ -183,6 +183,38 @@ def emit(result: dict[str, Any], out: str) -> None:
             f.write(text + "\n")
 
 
+def run_shapes(bench: str, dtypes: list[str], shapes: list[tuple[int, ...]],
+               one: Callable[[int, int, int, str], dict[str, Any]], out: str) -> None:
+    """``one(m, n, k, dtype)`` for every dtype and shape, each row (or its error) checkpointed to
+    ``out`` as it comes, then the document ``{"bench": bench, "info": ..., "results": rows}``."""
+    results: list[dict[str, Any]] = []
+    doc = {"bench": bench, "info": device_info(), "results": results}
+    for dtype_name in dtypes:
+        for m, n, k in shapes:
+            row, err = attempt(lambda m=m, n=n, k=k, d=dtype_name: one(m, n, k, d))
+            results.append(row if err is None else {"dtype": dtype_name, "M": m, "N": n, "K": k, "error": err})
+            checkpoint(doc, out)
+    emit(doc, out)
+
+
+def record_ours(row: dict[str, Any], final: dict[str, float], flops: float, best: dict[str, Any] | None,
+                keys: tuple[str, ...]) -> float | None:
+    """Our time in ``row`` (``ours_ms``, ``ours_tflops``, ``ratio`` against ``final["torch"]``, the
+    ``best`` configuration's ``keys``); all None when no configuration ran. Returns our ms."""
+    if best is None:
+        row.update(ours_ms=None, ours_tflops=None, ratio=None)
+        return None
+    ours = final["ours"]
+    row.update(ours_ms=round(ours, 4), ours_tflops=round(flops / ours / 1e9, 1), ratio=round(final["torch"] / ours, 3),
+               best_config={k: v for k, v in best.items() if k in keys})
+    return ours
+
+
+def parse_shapes(text: str, default: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """``MxNxK,...`` as tuples, or ``default`` when ``text`` is empty."""
+    return [tuple(int(x) for x in sh.split("x")) for sh in text.split(",") if sh] if text else default
+
+
 def parse_config(text: str) -> tuple[Any, ...]:
     """``AxBx...`` tile sizes with an optional thread-block cluster ``@CXxCYxCZ`` (a last tuple item)."""
     tile, _, cluster = text.partition("@")

@@ -23,14 +23,13 @@ from __future__ import annotations
 from typing import Any
 
 from _common import (
-    attempt,
-    checkpoint,
-    device_info,
-    emit,
     median_ms,
     parse_args,
     parse_config,
+    parse_shapes,
+    record_ours,
     round_robin_ms,
+    run_shapes,
     try_configs,
 )
 
@@ -143,35 +142,21 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     final = round_robin_ms({"torch": reference, **({"ours": lambda: kernel(a, b)} if best else {})}, args.rounds,
                            args.warmup, args.rep)
     row.update(torch_ms=round(final["torch"], 4), torch_tflops=round(flops / final["torch"] / 1e9, 1))
-    if best is not None:
-        ours = final["ours"]
-        row.update(ours_ms=round(ours, 4), ours_tflops=round(flops / ours / 1e9, 1),
-                   ratio=round(final["torch"] / ours, 3),
-                   best_config={k: v for k, v in best.items() if k in CONFIG_KEYS})
+    ours = record_ours(row, final, flops, best, CONFIG_KEYS)
+    if ours is not None:
         bytes_moved = (m * k + k * n) * a.element_size() + m * n * ref.element_size()
         row["ours_hbm_tb_s"] = round(bytes_moved / ours / 1e9, 2)
-    else:
-        row.update(ours_ms=None, ours_tflops=None, ratio=None)
     row["configs"] = tried
     return row
 
 
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0], _extra)
-    shapes = SHAPES[:1] if args.quick else SHAPES
-    if args.shapes:
-        shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",") if sh]  # type: ignore[misc]
+    shapes = parse_shapes(args.shapes, SHAPES[:1] if args.quick else SHAPES)
     dtypes = ["float16"] if args.quick else ["float16", "bfloat16"]
     if args.dtypes:
         dtypes = args.dtypes.split(",")
-    results: list[dict[str, Any]] = []
-    doc = {"bench": "gemm", "info": device_info(), "results": results}
-    for dtype_name in dtypes:
-        for m, n, k in shapes:
-            row, err = attempt(lambda m=m, n=n, k=k, d=dtype_name: bench_shape(m, n, k, d, args))
-            results.append(row if err is None else {"dtype": dtype_name, "M": m, "N": n, "K": k, "error": err})
-            checkpoint(doc, args.out)
-    emit(doc, args.out)
+    run_shapes("gemm", dtypes, shapes, lambda m, n, k, d: bench_shape(m, n, k, d, args), args.out)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,9 @@ from .simplify import as_linear, simplify
 from .visit import substitute
 
 __all__ = [
-    "Fragment", "Layout", "make_full_bank_swizzled_layout", "make_fully_replicated_layout_fragment",
-    "make_half_bank_swizzled_layout", "make_linear_layout", "make_quarter_bank_swizzled_layout",
-    "make_swizzled_layout",
+    "Fragment", "Layout", "make_cutlass_metadata_layout", "make_full_bank_swizzled_layout",
+    "make_fully_replicated_layout_fragment", "make_half_bank_swizzled_layout", "make_linear_layout",
+    "make_metadata_layout", "make_quarter_bank_swizzled_layout", "make_swizzled_layout",
 ]
 
 #: Largest domain (elements, times replicas) that is enumerated to check or measure a layout.
@@ -658,3 +658,28 @@ def make_fully_replicated_layout_fragment(buffer_or_shape: Any, threads: int) ->
     linear = make_linear_layout(shape)
     return Fragment(shape, forward_thread_fn=lambda *args: args[-1] if threads > 1 else 0,
                     forward_index_fn=lambda *idx: linear.map(idx), replicate=threads)
+
+
+class MetadataLayout:
+    """What TileLang's ``make_metadata_layout`` / ``make_cutlass_metadata_layout`` return here. In
+    TileLang these reorder ``T.gemm_sp``'s metadata to the hardware's order; tilelang-x keeps
+    metadata in one row-major format (``tileops.GemmSp``) and each backend reorders it as it loads
+    it, so ``T.annotate_layout`` drops this entry (the kernel runs unchanged)."""
+
+    def __init__(self, buffer: Any) -> None:
+        self.buffer = buffer
+
+    def __repr__(self) -> str:
+        return f"MetadataLayout({getattr(self.buffer, 'name', self.buffer)!r})"
+
+
+def make_metadata_layout(buffer: Any, mma_dtype: Any = None, backend: str = "cutlass", arch: str | None = None,
+                         **kwargs: Any) -> MetadataLayout:
+    """TileLang's metadata layout for ``T.gemm_sp``'s ``E``: accepted, and a no-op (``MetadataLayout``)."""
+    return MetadataLayout(buffer)
+
+
+def make_cutlass_metadata_layout(buffer: Any, mma_dtype: Any = None, arch: str | None = None,
+                                 **kwargs: Any) -> MetadataLayout:
+    """TileLang's CUTLASS metadata layout for ``T.gemm_sp``'s ``E``: accepted, and a no-op."""
+    return MetadataLayout(buffer)

@@ -57,6 +57,17 @@ def identity(kind: str, dt: DType) -> E.Expr:
     return E.const(big, dt)
 
 
+def _gemm_dims(a: tuple[E.Expr, ...], b: tuple[E.Expr, ...], c: tuple[E.Expr, ...], trans_A: bool, trans_B: bool,
+               a_name: str) -> tuple[E.Expr, E.Expr, E.Expr, list[str]]:
+    """(M, K of A, K of B, what is wrong with M and N against C) of 2-d gemm operand extents."""
+    m, ka = (a[1], a[0]) if trans_A else (a[0], a[1])
+    kb, n = (b[1], b[0]) if trans_B else (b[0], b[1])
+    problems = [] if same_extent(m, c[0]) else [f"M of {a_name} is {m} but C has {c[0]} rows"]
+    if not same_extent(n, c[1]):
+        problems.append(f"N of B is {n} but C has {c[1]} columns")
+    return m, ka, kb, problems
+
+
 class TileOp(Stmt):
     """Base of tile operators; ``check`` raises ``ShapeMismatchError`` naming the operands."""
 
@@ -131,21 +142,78 @@ class Gemm(TileOp):
                     loc=self.loc,
                 )
         a, b, c = squeeze(self.A.extents), squeeze(self.B.extents), squeeze(self.C.extents)
-        m, ka = (a[1], a[0]) if self.trans_A else (a[0], a[1])
-        kb, n = (b[1], b[0]) if self.trans_B else (b[0], b[1])
-        problems = []
-        if not same_extent(ka, kb):
-            problems.append(f"K of A is {ka} but K of B is {kb}")
-        if not same_extent(m, c[0]):
-            problems.append(f"M of A is {m} but C has {c[0]} rows")
-        if not same_extent(n, c[1]):
-            problems.append(f"N of B is {n} but C has {c[1]} columns")
+        m, ka, kb, mn = _gemm_dims(a, b, c, self.trans_A, self.trans_B, "A")
+        problems = ([] if same_extent(ka, kb) else [f"K of A is {ka} but K of B is {kb}"]) + mn
         if problems:
             raise ShapeMismatchError(
                 f"T.gemm shape mismatch: A {_fmt(a)}, B {_fmt(b)}, C {_fmt(c)} "
                 f"(transpose_A={self.trans_A}, transpose_B={self.trans_B}): " + "; ".join(problems),
                 loc=self.loc,
                 hint="A is [M, K] ([K, M] with transpose_A), B is [K, N] ([N, K] with transpose_B), C is [M, N]",
+            )
+
+
+#: the dtypes of 2:4 sparsity metadata and how many dense K columns one element of each covers
+#: (4 bits per group of 4 columns: see ``GemmSp``)
+SPARSE_META_DTYPES = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32}
+
+
+@dataclass(**_NODE)
+class GemmSp(TileOp):
+    """``T.gemm_sp(A_sparse, E, B, C)``: ``C += op(A) @ op(B)`` where ``A`` ([M, K], 2:4 sparse along
+    K) is given compressed: ``A`` is ``A_sparse`` ([M, K/2]; [K/2, M] with ``trans_A``), the two kept
+    values of each group of 4 columns in column order, and ``E`` ([M, K / e]) says where they were.
+
+    The metadata format (the one ``tilelang_x.utils.sparse.compress`` writes): row ``m`` of ``E`` is a
+    little-endian bit string with 4 bits per group ``g`` of 4 dense columns at bits ``4g..4g+3``:
+    the low 2 bits are the column (0-3) of the first kept value, the high 2 bits that of the second,
+    and the first is the smaller. An element of ``E`` holds ``e = bits / 4 * 4`` columns' worth
+    (``SPARSE_META_DTYPES``), so the same bytes read as int8, int16 or int32 mean the same thing."""
+
+    A: Region
+    E: Region
+    B: Region
+    C: Region
+    trans_A: bool = False
+    trans_B: bool = False
+    policy: str = "Square"
+    clear_accum: bool = False
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "gemm_sp"
+
+    def mnk(self) -> tuple[E.Expr, E.Expr, E.Expr]:
+        """(M, N, K) with K the dense depth (twice A_sparse's)."""
+        b, c = squeeze(self.B.extents), squeeze(self.C.extents)
+        kb = b[1] if self.trans_B else b[0]
+        return c[0], c[1], kb
+
+    def check(self) -> None:
+        for label, r in (("A_sparse", self.A), ("E", self.E), ("B", self.B), ("C", self.C)):
+            if len(squeeze(r.extents)) != 2 and (r is not self.E or len(squeeze(r.extents[:-1])) != 1):
+                raise ShapeMismatchError(
+                    f"T.gemm_sp operand {label} (`{r.buffer.name}`) must be a 2-d tile, got {_fmt(r.extents)}",
+                    loc=self.loc,
+                )
+        a, b, c = (squeeze(r.extents) for r in (self.A, self.B, self.C))
+        e = squeeze(self.E.extents[:-1]) + self.E.extents[-1:]  # [M, K / e]; one column is a column
+        m, ka, kb, mn = _gemm_dims(a, b, c, self.trans_A, self.trans_B, "A_sparse")
+        per = SPARSE_META_DTYPES[self.E.buffer.dtype.name]
+        problems = []
+        ia, ib, ie = E.as_int(ka), E.as_int(kb), E.as_int(e[1])
+        if not (ia * 2 == ib if ia is not None and ib is not None else same_extent(ka * 2, kb)):
+            problems.append(f"A_sparse holds K/2 = {ka} columns but K of B is {kb}")
+        if ib is not None and (ib % per or ie is not None and ie * per != ib):
+            problems.append(f"E must be [M, K / {per}] = [{m}, {ib / per:g}] for {self.E.buffer.dtype} metadata")
+        if not same_extent(m, e[0]):
+            problems.append(f"M of A_sparse is {m} but E has {e[0]} rows")
+        problems += mn
+        if problems:
+            raise ShapeMismatchError(
+                f"T.gemm_sp shape mismatch: A_sparse {_fmt(a)}, E {_fmt(e)}, B {_fmt(b)}, C {_fmt(c)} "
+                f"(transpose_A={self.trans_A}, transpose_B={self.trans_B}): " + "; ".join(problems),
+                loc=self.loc,
+                hint="A_sparse is [M, K/2] ([K/2, M] with transpose_A), E is [M, K / e] (e = 8, 16 or 32 for "
+                "8-, 16- or 32-bit metadata), B is [K, N] ([N, K] with transpose_B), C is [M, N]",
             )
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from .buffer import Buffer, Region
 from .expr import AtomicLoad, Expr, Load, ThreadIndex, Var, WarpOp
 from .stmt import Alloc, For, If, Kernel, Seq, Stmt, Store, While
-from .tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce, TileOp
+from .tileops import Atomic, Copy, CumSum, Fill, Gemm, GemmSp, Reduce, TileOp
 from .visit import walk
 
 __all__ = ["Uniformity", "uses_simt", "written_regions"]
@@ -44,7 +44,7 @@ def written_regions(op: TileOp) -> tuple[Region, ...]:
     """The regions a tile op writes."""
     if isinstance(op, (Copy, Fill, Reduce, CumSum, Atomic)):
         return (op.dst,)
-    if isinstance(op, Gemm):
+    if isinstance(op, (Gemm, GemmSp)):
         return (op.C,)
     return op.regions()
 
@@ -143,7 +143,7 @@ class Uniformity:
 
     def _tile_op(self, op: TileOp, depth: int) -> None:
         written = written_regions(op)
-        inputs = [r for r in op.regions() if all(r is not w for w in written) or isinstance(op, (Atomic, Gemm))]
+        inputs = [r for r in op.regions() if all(r is not w for w in written) or isinstance(op, (Atomic, Gemm, GemmSp))]
         varying = any(self.varying_region(r) or self.varying_buffer(r.buffer) for r in inputs)
         varying = varying or any(self.varying_region(r) for r in written)
         varying = varying or any(self.varying(getattr(op, f, None)) for f in op.__dataclass_fields__)

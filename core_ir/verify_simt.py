@@ -16,7 +16,7 @@ from .errors import VerificationError
 from .expr import AtomicLoad, Expr, Load, ThreadIndex, WarpOp, as_int
 from .source import SourceLoc
 from .stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Sync, While
-from .tileops import Atomic, Gemm, Reduce, TileOp
+from .tileops import Atomic, Gemm, GemmSp, Reduce, TileOp
 from .uniformity import Uniformity, written_regions
 from .visit import children, walk
 
@@ -141,7 +141,7 @@ def _is_one(x: Expr) -> bool:
 
 def _reads_dst(op: TileOp) -> bool:
     """Whether ``op`` combines its result with the destination's old values."""
-    if isinstance(op, Gemm):
+    if isinstance(op, (Gemm, GemmSp)):
         return not op.clear_accum
     return isinstance(op, Atomic) or (isinstance(op, Reduce) and not op.clear)
 

@@ -69,6 +69,7 @@ from .simt import (
     warp_reduce_min,
     warp_reduce_sum,
 )
+from .sparse import gemm_sp, gemm_sp_v2
 from .surface import (
     FragmentBuffer,
     GemmWarpPolicy,
@@ -234,8 +235,8 @@ __all__ = [
     "Parallel", "Pipelined", "Persistent", "serial", "unroll", "vectorized", "grid", "Serial", "Unroll", "Vectorized",
     "loop_break",
     # tile ops
-    "copy", "fill", "clear", "gemm", "im2col", "c2d_im2col", "transpose", "dp4a", "GemmWarpPolicy", "reduce",
-    "reduce_sum", "reduce_max", "reduce_min",
+    "copy", "fill", "clear", "gemm", "gemm_sp", "gemm_sp_v2", "im2col", "c2d_im2col", "transpose", "dp4a",
+    "GemmWarpPolicy", "reduce", "reduce_sum", "reduce_max", "reduce_min",
     "reduce_abssum", "reduce_absmax", "reduce_bitand", "reduce_bitor", "reduce_bitxor", "cumsum", "cummax",
     "reducer_init", "reducer_update", "finalize_reducer",
     "atomic_add", "atomic_addx2", "atomic_addx4", "atomic_max", "atomic_min", "atomic_or", "atomic_and",

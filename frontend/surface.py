@@ -24,6 +24,7 @@ from ..core_ir.errors import (
     TileLangTypeError,
     UnboundConstError,
 )
+from ..core_ir.layout import MetadataLayout
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Alloc, Annotate, Assert, For, Print, Store, Sync, freeze_annotations
 from ..core_ir.tileops import BIT_ATOMIC_KINDS, BIT_REDUCE_KINDS, REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
@@ -896,8 +897,10 @@ def annotate_layout(layout_map: dict[Any, Any]) -> None:
     for buf, layout in layout_map.items():
         if type(buf) is not Buffer:
             raise TileLangTypeError(f"T.annotate_layout key {buf!r} is not a buffer", loc=loc)
-        items.append((buf, layout))
-    b.emit(Annotate("layout", tuple(items), loc=loc))
+        if not isinstance(layout, MetadataLayout):  # T.gemm_sp metadata keeps its one format
+            items.append((buf, layout))
+    if items or not layout_map:
+        b.emit(Annotate("layout", tuple(items), loc=loc))
 
 
 def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:

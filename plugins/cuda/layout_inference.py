@@ -23,7 +23,7 @@ from ...core_ir.buffer import Buffer
 from ...core_ir.errors import BackendNotImplementedError, LayoutError
 from ...core_ir.gemm_precision import fp32_gemm_precision
 from ...core_ir.stmt import Annotate, For, Kernel, PrimFunc, Stmt
-from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, Reduce
+from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, GemmSp, Reduce
 from ...core_ir.visit import views_of, walk
 from .layout import (
     Fragment,
@@ -181,15 +181,18 @@ class _State:
             self.set(a, mma_a_fragment(m, k, plan.wm, plan.wn, origin), f"{origin} (A operand)", op.loc)
         for buf in (a, b):
             if buf.scope == "shared":
-                shape = buf.static_shape()
-                if shape is None:
-                    raise LayoutError(f"shared tile `{buf.name}` needs a constant shape", loc=op.loc)
-                swizzle = "none" if self.viewed(buf) else choose_swizzle(shape, buf.dtype.bytes)
-                lay = SharedLayout(shape, buf.dtype.bytes, swizzle)
-                old = self.layouts.get(buf)
-                if old is None:
-                    self.layouts[buf] = lay
-                    self.origin[buf] = origin
+                self.operand_tile(buf, origin, op.loc)
+
+    def operand_tile(self, buf: Buffer, origin: str, loc: Any) -> None:
+        """A shared tile that ldmatrix reads: swizzled (bank-conflict free) unless it already has a
+        layout or is viewed."""
+        shape = buf.static_shape()
+        if shape is None:
+            raise LayoutError(f"shared tile `{buf.name}` needs a constant shape", loc=loc)
+        swizzle = "none" if self.viewed(buf) else choose_swizzle(shape, buf.dtype.bytes)
+        if buf not in self.layouts:
+            self.layouts[buf] = SharedLayout(shape, buf.dtype.bytes, swizzle)
+            self.origin[buf] = origin
 
     # ---- propagation -----------------------------------------------------------------------
     def nest_rule(self, key: int, nest: For, free: bool) -> bool:
@@ -388,6 +391,10 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
         elif isinstance(n, Gemm):
             if gemm_rule is None or not gemm_rule(st, n):
                 st.gemm_rule(n)
+        elif isinstance(n, GemmSp):
+            from .lower.gemm_sp import gemm_sp_rule
+
+            gemm_sp_rule(st, n, ctx)
         elif isinstance(n, (Reduce, CumSum)):
             reduces.append(n)
         elif isinstance(n, For) and n.kind == "parallel" and id(n) not in inner:

@@ -41,7 +41,7 @@ from typing import Any
 
 from ...core_ir import expr as E
 from ...core_ir.stmt import Annotate, For, Kernel, Stmt
-from ...core_ir.tileops import Gemm
+from ...core_ir.tileops import Gemm, GemmSp
 from ...core_ir.visit import children, walk
 from .perf_options import pass_configs
 
@@ -99,12 +99,12 @@ def block_remap(kernel: Kernel, ctx: Any) -> tuple[int, bool] | None:
 
 
 def _gemm_tiles(kernel: Kernel) -> tuple[int, int, int | None, int] | None:
-    """(BM, BN, K or None, element bytes) of the kernel's one T.gemm, K = BK x the trip count of
+    """(BM, BN, K or None, element bytes) of the kernel's one T.gemm (or T.gemm_sp), K = BK x the trip count of
     the innermost serial loop around it (None when that is not a constant)."""
-    found: list[tuple[Gemm, int | None]] = []
+    found: list[tuple[Gemm | GemmSp, int | None]] = []
 
     def visit(node: Any, trip: int | None) -> None:
-        if isinstance(node, Gemm):
+        if isinstance(node, (Gemm, GemmSp)):
             found.append((node, trip))
             return
         if isinstance(node, For):

@@ -47,7 +47,7 @@ from tilelang_x.core_ir.stmt import (
     Sync,
     While,
 )
-from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, Reduce, TileOp
+from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, GemmSp, Reduce, TileOp
 from tilelang_x.core_ir.uniformity import Uniformity, written_regions
 from tilelang_x.core_ir.visit import buffers_used, views_of, walk
 
@@ -120,7 +120,7 @@ class Compiler(ExprCompiler):
                 written.add(id(node.buffer.storage))
             elif isinstance(node, (Copy, Fill, Reduce, CumSum, Atomic)):
                 written.add(id(node.dst.buffer.storage))
-            elif isinstance(node, Gemm):
+            elif isinstance(node, (Gemm, GemmSp)):
                 written.add(id(node.C.buffer.storage))
             elif isinstance(node, TileOp):
                 written.update(id(r.buffer.storage) for r in node.regions())

@@ -16,6 +16,7 @@ from . import (
     dropout,
     elementwise,
     gemm,
+    gemm_sp,
     grid,
     reducers,
     reductions,
@@ -84,6 +85,24 @@ def _gemm_int8(M: int, N: int, K: int, trans_B: bool = False, **tiles: int) -> C
                              trans_B=trans_B, **tiles)
         ref = a.cpu().long() @ (b.cpu().long().T if trans_B else b.cpu().long())
         return kernel(a, b), ref.to(torch.int32).to(device)
+
+    return run
+
+
+def _gemm_sp(M: int, N: int, K: int, dtype: torch.dtype = torch.float16, out: torch.dtype = torch.float16,
+             trans_A: bool = False, trans_B: bool = False, arch: str = "8.0", **tiles: int) -> Callable:
+    """``T.gemm_sp`` on a 2:4-sparse A compressed on the host, against torch on the dense A."""
+    from tilelang_x.utils.sparse import compress, randn_semi_sparse
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = randn_semi_sparse(M, K, dtype, device, transposed=trans_A, generator=torch.Generator().manual_seed(11))
+        b = _randn(*((N, K) if trans_B else (K, N)), dtype=dtype, device=device, seed=12)
+        a_sparse, e = compress(a, transposed=trans_A, arch=arch)
+        kernel = gemm_sp.matmul_sp(M, N, K, in_dtype=str(dtype).removeprefix("torch."),
+                                   out_dtype=str(out).removeprefix("torch."), trans_A=trans_A, trans_B=trans_B,
+                                   arch=arch, **tiles)
+        ref = (a.float().T if trans_A else a.float()) @ (b.float().T if trans_B else b.float())
+        return kernel(a_sparse, e, b), ref.to(out)
 
     return run
 
@@ -725,6 +744,10 @@ CASES: list[Case] = [
     Case("gemm_decode_16_rows", _gemm(16, 192, 1024, block_M=16, block_N=64, block_K=256, num_stages=4),
          atol=2e-2),
     Case("gemm_eager_relu", _gemm_eager),
+    Case("gemm_sp_fp16", _gemm_sp(256, 256, 256)),
+    Case("gemm_sp_bf16_uint8_meta_transpose_B", _gemm_sp(128, 256, 512, dtype=torch.bfloat16, out=torch.float32,
+                                                         trans_B=True, arch="9.0", block_M=64, block_K=128)),
+    Case("gemm_sp_fp16_transpose_A_tails", _gemm_sp(200, 136, 128, trans_A=True, block_M=64, block_N=64)),
     Case("dequant_w4a16_tails", _matmul_w4a16(72, 128, 256, 128, block_M=64, block_N=64, block_K=64,
                                               num_stages=2, threads=128)),
     Case("dequant_w4a16_groups", _matmul_w4a16(128, 256, 512, 64, block_M=64, block_N=128, block_K=128,

@@ -64,5 +64,5 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     specs: list[TmaSpec] = [s for s in ctx.data.get("cuda.tmaps", []) if id(s.var) in used]
     ctx.data["cuda.tmaps"] = specs
     wrappers = [wgmma_source(*WGMMA_FORMS[nm]) for nm in sorted(names) if nm in WGMMA_FORMS]
-    ctx.data["cuda.extra_headers"] = [hopper_header(), *wrappers]
+    ctx.data["cuda.extra_headers"] = [hopper_header(), *wrappers, *ctx.data.get("cuda.extra_headers", ())]
     return dataclasses.replace(func, body=body)

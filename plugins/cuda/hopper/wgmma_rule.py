@@ -65,6 +65,34 @@ def choose_warpgroups(m: int, n: int, nwg: int, policy: str, b_panel: int) -> tu
     return max(cands, key=lambda c: c[0])
 
 
+def operand_panels(st: Any, regions: tuple[Region, ...]) -> dict[Buffer, PanelLayout] | None:
+    """The panel layouts of the shared tiles among ``regions``; ``None`` when one cannot have its
+    panel layout (viewed, not a whole tile, no panel form, or another layout already)."""
+    lays: dict[Buffer, PanelLayout] = {}
+    for r in regions:
+        if r.buffer.scope != "shared":
+            continue
+        if st.viewed(r.buffer):  # wgmma reads swizzled panels; a view needs the tile row-major
+            return None
+        shape = r.buffer.static_shape()
+        lay = panel_layout(tuple(shape), r.buffer.dtype.bytes) if shape else None
+        if lay is None or not full_tile(r) or not _compatible(st.layouts.get(r.buffer), lay):
+            return None
+        lays[r.buffer] = lay
+    return lays
+
+
+def warpgroup_plan(st: Any, m: int, n: int, policy: str, b_panel: int, c: Buffer,
+                   origin: str) -> tuple[tuple[int, int], Fragment] | None:
+    """The (wgm, wgn) split of an M x N accumulator ``c`` over the block's warpgroups and its wgmma
+    fragment; ``None`` when no split fits or ``c`` already has another layout."""
+    wg = choose_warpgroups(m, n, st.threads // 128, policy, b_panel)
+    if wg is None:
+        return None
+    want_c = wgmma_c_fragment(m, n, *wg, origin)
+    return None if not _compatible(st.layouts.get(c), want_c) else (wg, want_c)
+
+
 def wgmma_rule(st: Any, op: Gemm) -> bool:
     """Plan ``op`` for wgmma and set its layouts in the layout-inference state ``st``; ``False``
     (nothing changed) when it does not fit."""
@@ -86,27 +114,14 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
         return False  # fp8, tf32 and integer wgmma read both operands K-major only
     if k % (32 if fp8 or int8 else 8 if tf32 else 16) or st.threads % 128 or (a.scope == "fragment" and op.trans_A):
         return False
-    lays: dict[Buffer, PanelLayout] = {}
-    for r in (op.A, op.B):
-        if r.buffer.scope != "shared":
-            continue
-        if st.viewed(r.buffer):  # wgmma reads swizzled panels; a view needs the tile row-major
-            return False
-        shape = r.buffer.static_shape()
-        lay = panel_layout(tuple(shape), r.buffer.dtype.bytes) if shape else None
-        if lay is None or not full_tile(r) or not _compatible(st.layouts.get(r.buffer), lay):
-            return False
-        lays[r.buffer] = lay
-    b_panel = 0 if op.trans_B else lays[b].panel
-    if op.trans_A and 64 % lays[a].panel:
-        return False
-    wg = choose_warpgroups(m, n, st.threads // 128, op.policy, b_panel)
-    if wg is None:
+    lays = operand_panels(st, (op.A, op.B))
+    if lays is None or op.trans_A and 64 % lays[a].panel:
         return False
     origin = f"T.gemm at {where(op.loc)} (wgmma)"
-    want_c = wgmma_c_fragment(m, n, *wg, origin)
-    if not _compatible(st.layouts.get(c), want_c):
+    planned = warpgroup_plan(st, m, n, op.policy, 0 if op.trans_B else lays[b].panel, c, origin)
+    if planned is None:
         return False
+    wg, want_c = planned
     want_a = wgmma_a_fragment(m, k, *wg, origin) if a.scope == "fragment" else None
     if want_a is not None and not _compatible(st.layouts.get(a), want_a):
         return False

@@ -17,7 +17,7 @@ from .context import LowerCtx
 
 def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
     """The lowered form of one tile op (``ctx`` is the StageContext of the compilation)."""
-    from ....core_ir.tileops import Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, Reduce, ReducerInit
+    from ....core_ir.tileops import Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, GemmSp, Reduce, ReducerInit
 
     lc: LowerCtx = ctx.data["cuda.lower"]
     if isinstance(op, Copy):
@@ -36,6 +36,14 @@ def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
         from .gemm import lower_gemm
 
         return lower_gemm(op, lc)
+    if isinstance(op, GemmSp):
+        if getattr(lc.gemm.get(id(op)), "kind", None) == "wgmma_sp":
+            from ..hopper.wgmma_sp import lower_wgmma_sp
+
+            return lower_wgmma_sp(op, lc, ctx.data)
+        from .gemm_sp import lower_gemm_sp
+
+        return lower_gemm_sp(op, lc, ctx.data)
     if isinstance(op, Reduce):
         from .reduce import lower_reduce
 

@@ -73,12 +73,13 @@ def default_executor(op: Stmt, ctx: LowerContext) -> Executor | None:
     """The built-in executor for ``op`` (``None`` for an op this package does not know)."""
     from tilelang_x.core_ir import tileops
 
-    from . import atomic, copy, cumsum, fill, gemm, reduce, reducer
+    from . import atomic, copy, cumsum, fill, gemm, gemm_sp, reduce, reducer
 
     factories: dict[type, Callable[[Any, LowerContext], Executor]] = {
         tileops.Copy: copy.lower,
         tileops.Fill: fill.lower,
         tileops.Gemm: gemm.lower,
+        tileops.GemmSp: gemm_sp.lower,
         tileops.Reduce: reduce.lower,
         tileops.CumSum: cumsum.lower,
         tileops.Atomic: atomic.lower,

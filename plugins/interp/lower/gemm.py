@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tilelang_x.core_ir import dtypes
+from tilelang_x.core_ir.buffer import Region
 from tilelang_x.core_ir.errors import ShapeMismatchError
 from tilelang_x.core_ir.gemm_precision import fp32_gemm_precision, round_tf32
 from tilelang_x.core_ir.tileops import Gemm
@@ -68,14 +69,18 @@ def lower(op: Gemm, ctx: LowerContext) -> Executor:
                 f"T.gemm: K of A is {a.shape[1]} but K of B is {b.shape[0]} "
                 f"(transpose_A={trans_a}, transpose_B={trans_b})"
             )
-        prod = np.matmul(a.astype(acc), b.astype(acc)).astype(result)
-        c_old = rt.read(C)
-        c2 = as_2d(c_old, "C")
-        if c2.shape != prod.shape:
-            raise ShapeMismatchError(
-                f"T.gemm: op(A) @ op(B) is {list(prod.shape)} but C (`{C.buffer.name}`) is {list(c2.shape)}"
-            )
-        out = prod if clear else c2.astype(result) + prod
-        rt.write(C, out.reshape(c_old.shape))
+        accumulate(rt, C, np.matmul(a.astype(acc), b.astype(acc)).astype(result), clear, "T.gemm")
 
     return gemm
+
+
+def accumulate(rt: Frame, C: Region, prod: np.ndarray, clear: bool, what: str) -> None:
+    """``C = prod`` (``clear``) or ``C += prod``, in ``prod``'s precision, rounded once to C's dtype."""
+    c_old = rt.read(C)
+    c2 = as_2d(c_old, "C")
+    if c2.shape != prod.shape:
+        raise ShapeMismatchError(
+            f"{what}: op(A) @ op(B) is {list(prod.shape)} but C (`{C.buffer.name}`) is {list(c2.shape)}"
+        )
+    out = prod if clear else c2.astype(prod.dtype) + prod
+    rt.write(C, out.reshape(c_old.shape))
