@@ -5,8 +5,8 @@ Our kernel is ``tests/kernels/gemm_sp.matmul_sp`` (TileLang's ``examples/gemm_sp
 it) on ``tilelang_x.utils.sparse.compress``'s (A_sparse, E) with the metadata dtype TileLang's
 example picks for the device (uint8 on sm_90, int16 on sm_80); a few tile configurations are tried
 and the fastest correct one is reported, every configuration's time (or error) alongside; on sm_90
-each configuration runs twice, with ``wgmma_sp`` (the opt-in ``tlx.wgmma_sp`` lowering, not yet
-checked on a GPU: a wrong result is recorded as that configuration's error) and without. The
+each configuration runs twice, with ``wgmma_sp`` (the ``tlx.wgmma_sp`` lowering, the default) and
+without (``mma.sp``); a wrong result is recorded as that configuration's error. The
 references: ``torch`` (torch.matmul on the dense A: cuBLAS), ``cusparselt``
 (``torch._cslt_sparse_mm`` on ``torch._cslt_compress(A)``) and ``semi_structured``
 (``torch.sparse.to_sparse_semi_structured(A) @ B``, CUTLASS or cuSPARSELt); one torch cannot run is

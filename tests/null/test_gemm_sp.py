@@ -190,8 +190,8 @@ def test_cuda_refuses_what_mma_sp_cannot_run():
 @pytest.mark.parametrize("kw", [{}, {"in_dtype": "bfloat16", "trans_B": True, "arch": "9.0"},
                                 {"trans_A": True, "block_K": 256, "num_stages": 3, "threads": 256}],
                          ids=["fp16", "bf16_trans_B_uint8", "trans_A_tma_k256"])
-def test_sass_has_sparse_hmma(arch, kw):
-    sass = sass_text(matmul_sp.get_ir(512, 512, 512, **kw), arch)
+def test_sass_has_sparse_hmma(arch, kw):  # on sm_90a with wgmma.sp off
+    sass = sass_text(matmul_sp.get_ir(512, 512, 512, **kw), arch, {"tlx.wgmma_sp": False})
     suffix = ".BF16" if kw.get("in_dtype") == "bfloat16" else ""
     assert re.search(rf"HMMA\.SP\.16832\.F32{re.escape(suffix)}\b", sass), sass[:2000]
     assert "HMMA.16816" not in sass  # every product is the sparse one
@@ -209,16 +209,15 @@ def test_contrib_nvcc_as_the_example_calls_it():
                                 {"in_dtype": "bfloat16", "trans_B": True, "arch": "9.0"},
                                 {"block_M": 64, "block_K": 256, "threads": 256}],
                          ids=["fp16_two_warpgroups", "bf16_trans_B_uint8", "tma_k256"])
-def test_opt_in_wgmma_sp_has_sparse_hgmma(kw):
-    configs = {"tlx.wgmma_sp": True}
-    _, ctx = cuda_source(matmul_sp.get_ir(512, 512, 512, **kw), "sm_90a", configs)
+def test_wgmma_sp_has_sparse_hgmma(kw):
+    _, ctx = cuda_source(matmul_sp.get_ir(512, 512, 512, **kw), "sm_90a")
     assert [p.kind for p in ctx.data["cuda.gemm"].values()] == ["wgmma_sp"]
-    sass = sass_text(matmul_sp.get_ir(512, 512, 512, **kw), "sm_90a", configs)
+    sass = sass_text(matmul_sp.get_ir(512, 512, 512, **kw), "sm_90a")
     assert re.search(r"HGMMA\.SP\.64x\d+x32\.F32", sass) and "HMMA" not in sass, sass[:2000]
 
 
-def test_wgmma_sp_is_opt_in_and_keeps_transposed_a_on_mma_sp():
-    _, ctx = cuda_source(matmul_sp.get_ir(256, 256, 256), "sm_90a")
+def test_wgmma_sp_turns_off_and_keeps_transposed_a_on_mma_sp():
+    _, ctx = cuda_source(matmul_sp.get_ir(256, 256, 256), "sm_90a", {"tlx.wgmma_sp": False})
     assert [p.kind for p in ctx.data["cuda.gemm"].values()] == ["mma_sp"]
-    _, ctx = cuda_source(matmul_sp.get_ir(256, 256, 256, trans_A=True), "sm_90a", {"tlx.wgmma_sp": True})
+    _, ctx = cuda_source(matmul_sp.get_ir(256, 256, 256, trans_A=True), "sm_90a")
     assert [p.kind for p in ctx.data["cuda.gemm"].values()] == ["mma_sp"]

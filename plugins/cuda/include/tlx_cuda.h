@@ -200,11 +200,12 @@ TLX_DEV void tlx_mma_tf32_z(float* c, const tlx_u32* a, const tlx_u32* b) {
 TLX_DEV tlx_u32 tlx_pack_b4(int b0, int b1, int b2, int b3) {
   return (tlx_u32)(b0 & 0xff) | ((tlx_u32)(b1 & 0xff) << 8) | ((tlx_u32)(b2 & 0xff) << 16) | ((tlx_u32)b3 << 24);
 }
-TLX_DEV tlx_u32 tlx_pack_b4(tlx_e4m3 b0, tlx_e4m3 b1, tlx_e4m3 b2, tlx_e4m3 b3) {
-  return tlx_pack_b4(b0.x, b1.x, b2.x, b3.x);
-}
-TLX_DEV tlx_u32 tlx_pack_b4(tlx_e5m2 b0, tlx_e5m2 b1, tlx_e5m2 b2, tlx_e5m2 b3) {
-  return tlx_pack_b4(b0.x, b1.x, b2.x, b3.x);
+// The same from 4 shared-memory byte addresses (float8 operands, whose loads convert to float).
+TLX_DEV tlx_u32 tlx_lds_b4(tlx_u32 a0, tlx_u32 a1, tlx_u32 a2, tlx_u32 a3) {
+  tlx_u32 b0, b1, b2, b3;
+  asm volatile("ld.shared.u8 %0, [%4];\n ld.shared.u8 %1, [%5];\n ld.shared.u8 %2, [%6];\n ld.shared.u8 %3, [%7];"
+               : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3));
+  return b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
 }
 #define TLX_MMA_I8(NAME, TA, TB)                                                                           \
   TLX_DEV void tlx_mma_##NAME(int* c, const tlx_u32* a, const tlx_u32* b) {                                \

@@ -187,8 +187,12 @@ def _gather(t: MmaTile, frag: Buffer, off: E.Expr | int, first: E.Expr, index: A
     base = tg * t.per_reg if t.per_reg > 1 else tg
     out = []
     for r in range(n):
-        loads = tuple(E.Load(src, index(r, base + e if e else base)) for e in range(t.per_reg))
-        value = Intrin("tlx_tf32", loads, U32) if t.tf32 else Intrin("tlx_pack_b4", loads, U32)
+        at = [index(r, base + e if e else base) for e in range(t.per_reg)]
+        if src.dtype.is_float and src.dtype.bits == 8:  # a float8 load converts to float: read the bytes
+            value = Intrin("tlx_lds_b4", tuple(SmemAddr(src, i) for i in at), U32)
+        else:
+            loads = tuple(E.Load(src, i) for i in at)
+            value = Intrin("tlx_tf32", loads, U32) if t.tf32 else Intrin("tlx_pack_b4", loads, U32)
         out.append(Store(frag, (_at(off, first + r),), value))
     return Seq(tuple(out))
 

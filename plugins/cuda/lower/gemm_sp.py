@@ -30,10 +30,10 @@ from .gemm import _clear, _unroll, load_a, load_b, mma_tile
 
 
 def gemm_sp_rule(st: Any, op: GemmSp, ctx: Any) -> None:
-    """The plan (``GemmPlan`` kind ``mma_sp``, or ``wgmma_sp`` on sm_90a with the pass config
-    ``tlx.wgmma_sp``: hopper/wgmma_sp.py) and layouts of a T.gemm_sp; what the tensor-core form
+    """The plan (``GemmPlan`` kind ``wgmma_sp`` on sm_90a where it fits unless the pass config
+    ``tlx.wgmma_sp`` is off: hopper/wgmma_sp.py; else ``mma_sp``) and layouts of a T.gemm_sp; what the tensor-core form
     cannot run raises ``BackendNotImplementedError`` naming the requirement."""
-    if ctx.data.get("cuda.gemm_rule") is not None and pass_configs(ctx).get("tlx.wgmma_sp", False):
+    if ctx.data.get("cuda.gemm_rule") is not None and pass_configs(ctx).get("tlx.wgmma_sp", True):
         from ..hopper.wgmma_sp import wgmma_sp_rule
 
         if wgmma_sp_rule(st, op):

@@ -23,8 +23,8 @@ CASES: list[tuple[tuple[int, int, int], str, str, dict[str, Any]]] = [
     ((1000, 520, 512), "float16", "8.0", {"block_M": 128, "block_N": 64}),  # M and N tails
     ((2048, 2048, 2048), "float16", "9.0", {"block_M": 64, "block_N": 64, "block_K": 128}),  # TileLang "h20"
     ((2048, 2048, 2048), "float16", "8.0", {"block_M": 256, "block_N": 128, "block_K": 64}),  # TileLang "4090"
-    ((2048, 2048, 2048), "float16", "8.0", {"block_K": 256, "num_stages": 3, "threads": 256}),  # sm_90a: TMA
-    ((2048, 2048, 2048), "bfloat16", "9.0", {"block_N": 256, "block_K": 128, "num_stages": 3, "threads": 256}),
+    ((2048, 2048, 2048), "float16", "8.0", {"block_K": 128, "num_stages": 3, "threads": 256}),  # sm_90a: TMA
+    ((2048, 2048, 2048), "bfloat16", "9.0", {"block_N": 256, "block_K": 64, "num_stages": 3, "threads": 256}),
 ]
 
 
@@ -35,14 +35,14 @@ def _case_id(case: tuple[Any, ...]) -> str:
 
 
 # "cuda": the device's own arch (sm_90a on the H200: TMA and warp specialization where the copies
-# qualify); "cuda:sm_90": the sm_80-class path (cp.async) on the same device; "wgmma_sp": sm_90a
-# with the opt-in wgmma.mma_async.sp lowering (hopper/wgmma_sp.py: its first GPU check)
-@pytest.mark.parametrize("target", ["cuda", "cuda:sm_90", "wgmma_sp"])
+# qualify, and wgmma.mma_async.sp: hopper/wgmma_sp.py); "cuda:sm_90": the sm_80-class path (cp.async)
+# on the same device; "mma_sp": sm_90a with tlx.wgmma_sp off (mma.sp.sync on the sm_90a pipelines)
+@pytest.mark.parametrize("target", ["cuda", "cuda:sm_90", "mma_sp"])
 @pytest.mark.parametrize("shape, dtype, arch, kw", CASES, ids=[_case_id(c) for c in CASES])
 def test_gemm_sp_matches_dense_torch(shape: tuple[int, int, int], dtype: str, arch: str, kw: dict[str, Any],
                                      target: str) -> None:
-    if target == "wgmma_sp" and torch.cuda.get_device_capability()[0] != 9:
-        pytest.skip("wgmma.mma_async.sp needs sm_90a")
+    if target == "mma_sp" and torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("tlx.wgmma_sp only matters on sm_90a")
     m, n, k = shape
     tdt = getattr(torch, dtype)
     trans_a, trans_b = kw.get("trans_A", False), kw.get("trans_B", False)
@@ -51,9 +51,9 @@ def test_gemm_sp_matches_dense_torch(shape: tuple[int, int, int], dtype: str, ar
     b = torch.randn(*((n, k) if trans_b else (k, n)), generator=gen).to(device="cuda", dtype=tdt)
     a_sparse, e = compress(a, transposed=trans_a, arch=arch)
     func = gemm_sp.matmul_sp.get_ir(m, n, k, in_dtype=dtype, out_dtype="float32", arch=arch, **kw)
-    wgmma_sp = target == "wgmma_sp"
-    kernel = tilelang_x.compile(func, out_idx=[-1], target="cuda" if wgmma_sp else target,
-                                pass_configs={"tlx.wgmma_sp": wgmma_sp})
+    off = target == "mma_sp"
+    kernel = tilelang_x.compile(func, out_idx=[-1], target="cuda" if off else target,
+                                pass_configs={"tlx.wgmma_sp": not off})
     out = kernel(a_sparse, e, b)
     ref = (a.float().T if trans_a else a.float()) @ (b.float().T if trans_b else b.float())
     assert ((out - ref).norm() / ref.norm()).item() < 1e-4  # a wrong fragment or metadata layout gives ~1
