@@ -207,41 +207,29 @@ TLX_DEV tlx_u32 tlx_lds_b4(tlx_u32 a0, tlx_u32 a1, tlx_u32 a2, tlx_u32 a3) {
                : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3));
   return b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
 }
-#define TLX_MMA_I8(NAME, TA, TB)                                                                           \
-  TLX_DEV void tlx_mma_##NAME(int* c, const tlx_u32* a, const tlx_u32* b) {                                \
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." #TA "." #TB ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
-                 "{%8,%9}, {%0,%1,%2,%3};"                                                                 \
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])                                          \
+// One m16n8k32 form: C is CT (int or float, asm constraint CC), DT the accumulator's PTX type.
+#define TLX_MMA_K32(NAME, CT, CC, DT, TA, TB, ZERO)                                                        \
+  TLX_DEV void tlx_mma_##NAME(CT* c, const tlx_u32* a, const tlx_u32* b) {                                 \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col." #DT "." #TA "." #TB "." #DT                           \
+                 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                                  \
+                 : "+" CC(c[0]), "+" CC(c[1]), "+" CC(c[2]), "+" CC(c[3])                                  \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                      \
   }                                                                                                        \
-  TLX_DEV void tlx_mma_##NAME##_z(int* c, const tlx_u32* a, const tlx_u32* b) {                            \
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." #TA "." #TB ".s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
-                 "{%8,%9}, {%10,%10,%10,%10};"                                                             \
-                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])                                          \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));              \
+  TLX_DEV void tlx_mma_##NAME##_z(CT* c, const tlx_u32* a, const tlx_u32* b) {                             \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col." #DT "." #TA "." #TB "." #DT                           \
+                 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"                              \
+                 : "=" CC(c[0]), "=" CC(c[1]), "=" CC(c[2]), "=" CC(c[3])                                  \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), CC(ZERO));            \
   }
-TLX_MMA_I8(s8s8, s8, s8)
-TLX_MMA_I8(s8u8, s8, u8)
-TLX_MMA_I8(u8s8, u8, s8)
-TLX_MMA_I8(u8u8, u8, u8)
+TLX_MMA_K32(s8s8, int, "r", s32, s8, s8, 0)
+TLX_MMA_K32(s8u8, int, "r", s32, s8, u8, 0)
+TLX_MMA_K32(u8s8, int, "r", s32, u8, s8, 0)
+TLX_MMA_K32(u8u8, int, "r", s32, u8, u8, 0)
 // float8 (sm_89+): the same atoms with fp32 accumulators
-#define TLX_MMA_F8(NAME, TA, TB)                                                                           \
-  TLX_DEV void tlx_mma_##NAME(float* c, const tlx_u32* a, const tlx_u32* b) {                              \
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." #TA "." #TB ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
-                 "{%8,%9}, {%0,%1,%2,%3};"                                                                 \
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                          \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                      \
-  }                                                                                                        \
-  TLX_DEV void tlx_mma_##NAME##_z(float* c, const tlx_u32* a, const tlx_u32* b) {                          \
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." #TA "." #TB ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
-                 "{%8,%9}, {%10,%10,%10,%10};"                                                             \
-                 : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])                                          \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));           \
-  }
-TLX_MMA_F8(e4m3e4m3, e4m3, e4m3)
-TLX_MMA_F8(e4m3e5m2, e4m3, e5m2)
-TLX_MMA_F8(e5m2e4m3, e5m2, e4m3)
-TLX_MMA_F8(e5m2e5m2, e5m2, e5m2)
+TLX_MMA_K32(e4m3e4m3, float, "f", f32, e4m3, e4m3, 0.0f)
+TLX_MMA_K32(e4m3e5m2, float, "f", f32, e4m3, e5m2, 0.0f)
+TLX_MMA_K32(e5m2e4m3, float, "f", f32, e5m2, e4m3, 0.0f)
+TLX_MMA_K32(e5m2e5m2, float, "f", f32, e5m2, e5m2, 0.0f)
 // A operand of one m16k16 atom from 8 consecutive 16-bit registers of a fragment.
 TLX_DEV void tlx_afrag_h(tlx_u32* a, const tlx_half* x) {
   a[0] = tlx_pack_h2(x[0], x[1]); a[1] = tlx_pack_h2(x[2], x[3]);
