@@ -197,6 +197,35 @@ def drop_dims(frag: Fragment, keep: list[int], origin: str = "") -> Fragment:
     return compact_locals(dims, tuple(sorted(rep, key=lambda d: -d.stride)), frag.threads, origin)
 
 
+def loop_dims(shape: tuple[E.Expr, ...], indices: tuple[E.Expr, ...], vars_: list[E.Var]) -> list[int | None] | None:
+    """The loop dim (position in ``vars_``) indexing each dim of a fragment of ``shape`` accessed
+    at ``indices``; ``None`` for a unit dim indexed by 0 (a squeezed tile op's ``F[0, i]``). ``None``
+    when some index is another expression."""
+    out: list[int | None] = []
+    for extent, i in zip(shape, indices):
+        pos = next((p for p, v in enumerate(vars_) if i is v), None)
+        if pos is None and not (E.as_int(extent) == 1 and E.as_int(i) == 0):
+            return None
+        out.append(pos)
+    return out
+
+
+def reduce_dims(src_shape: tuple[int, ...], dim: int, dst_shape: tuple[int, ...]) -> list[int | None] | None:
+    """For a reduction of ``src_shape`` over ``dim`` into ``dst_shape``: the source dim giving each
+    destination dim (``None``: an extra unit dim, as in reducing a ``[N]`` tile into a ``[1]``
+    one). ``None`` when the destination is not the kept dims with unit dims inserted."""
+    kept = [d for d in range(len(src_shape)) if d != dim]
+    out: list[int | None] = []
+    for extent in dst_shape:
+        if kept and src_shape[kept[0]] == extent:
+            out.append(kept.pop(0))
+        elif extent == 1:
+            out.append(None)
+        else:
+            return None
+    return None if kept else out
+
+
 # ---- matching two layouts ----------------------------------------------------------------------
 def refine(a: Dim, b: Dim) -> tuple[Dim, Dim] | None:
     """Split digits of ``a`` and ``b`` (same total extent) until both have the same extents;
@@ -231,13 +260,16 @@ def _split(d: Digit, low: int) -> tuple[Digit, Digit]:
     return Digit(low, d.kind, d.stride), Digit(d.extent // low, d.kind, d.stride * low)
 
 
-def local_map(loop: Fragment, dim_map: list[int], other: Fragment) -> list[tuple[int, int, int, int]] | None:
+def local_map(loop: Fragment, dim_map: list[int | None], other: Fragment) -> list[tuple[int, int, int, int]] | None:
     """How ``other``'s register slot follows from ``loop``'s, when ``other`` dim ``k`` is indexed
-    by ``loop`` dim ``dim_map[k]`` and every element a loop thread visits is held by that thread
-    in ``other``. Returns terms ``(loop_stride, extent, other_stride, _)``: slot = Σ ((v //
-    loop_stride) % extent) * other_stride. ``None`` when the two layouts disagree."""
+    by ``loop`` dim ``dim_map[k]`` (``None``: a unit dim indexed by 0) and every element a loop
+    thread visits is held by that thread in ``other``. Returns terms ``(loop_stride, extent,
+    other_stride, _)``: slot = Σ ((v // loop_stride) % extent) * other_stride. ``None`` when the two
+    layouts disagree."""
     terms = []
     for k, ld in enumerate(dim_map):
+        if ld is None:
+            continue
         pair = refine(loop.dims[ld], other.dims[k])
         if pair is None:
             return None

@@ -32,8 +32,10 @@ from .layout import (
     default_fragment,
     drop_dims,
     local_map,
+    loop_dims,
     mma_a_fragment,
     mma_c_fragment,
+    reduce_dims,
 )
 from .layout_exchange import MAX_EXCHANGES, NestConflict, exchange_through_shared
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
@@ -205,7 +207,7 @@ class _State:
             lay = None
             for buf, dim_map, _ in accesses:
                 have = self.layouts.get(buf)
-                full = len(dim_map) == len(vars_) and sorted(dim_map) == list(range(len(vars_)))
+                full = sorted(ld for ld in dim_map if ld is not None) == list(range(len(vars_)))
                 if isinstance(have, Fragment) and full:
                     lay = permute_to_loop(have, dim_map)
                     break
@@ -255,33 +257,42 @@ class _State:
         if isinstance(op, CumSum):
             want = have
         else:
-            keep = [d for d in range(len(have.dims)) if d != op.dim]
-            want = drop_dims(have, keep, f"T.reduce at {where(op.loc)}")
-            if dst.ndim != len(keep):
+            dst_shape = dst.static_shape()
+            dim_map = None if dst_shape is None else reduce_dims(have.shape, op.dim, dst_shape)
+            if dim_map is None:
                 raise LayoutError(f"T.reduce into `{dst.name}`: the destination must have the source's dims "
-                                  f"without dim {op.dim} (extra unit dims are not supported on CUDA yet)", loc=op.loc)
+                                  f"without dim {op.dim}, with optional extra unit dims", loc=op.loc)
+            want = loop_to_buffer(have, dim_map, f"T.reduce at {where(op.loc)}")
         if dst in self.layouts:
             return self.set(dst, want, f"T.reduce_{getattr(op, 'kind', 'cumsum')} at {where(op.loc)}", op.loc)
         self.set(dst, want, f"T.reduce_{getattr(op, 'kind', 'cumsum')} at {where(op.loc)}", op.loc)
         return True
 
 
-def permute_to_loop(frag: Fragment, dim_map: list[int]) -> Fragment:
-    dims: list[Any] = [None] * len(dim_map)
+def permute_to_loop(frag: Fragment, dim_map: list[int | None]) -> Fragment:
+    dims: list[Any] = [None] * len([ld for ld in dim_map if ld is not None])
     for k, ld in enumerate(dim_map):
-        dims[ld] = frag.dims[k]
+        if ld is not None:
+            dims[ld] = frag.dims[k]
     return Fragment(tuple(dims), frag.rep, frag.threads, frag.origin)
 
 
-def loop_to_buffer(loop: Fragment, dim_map: list[int], origin: str) -> Fragment:
-    if sorted(dim_map) == list(range(len(loop.dims))) and len(dim_map) == len(loop.dims):
-        return Fragment(tuple(loop.dims[d] for d in dim_map), loop.rep, loop.threads, origin)
-    return drop_dims(loop, dim_map, origin)
+def loop_to_buffer(loop: Fragment, dim_map: list[int | None], origin: str) -> Fragment:
+    """The layout of a fragment whose dims are indexed by the loop dims ``dim_map`` (``None``: a
+    unit dim, which holds no digits)."""
+    used = [ld for ld in dim_map if ld is not None]
+    if sorted(used) == list(range(len(loop.dims))):
+        frag = Fragment(tuple(loop.dims[d] for d in used), loop.rep, loop.threads, origin)
+    else:
+        frag = drop_dims(loop, used, origin)
+    dims = iter(frag.dims)
+    return Fragment(tuple(() if ld is None else next(dims) for ld in dim_map), frag.rep, frag.threads, origin)
 
 
-def fragment_accesses(body: Stmt, vars_: list[E.Var]) -> list[tuple[Buffer, list[int], Any]]:
-    """Fragments read or written in a loop body, with the loop dim indexing each of their dims.
-    Accesses with other index expressions are skipped here (lowering rejects them if needed)."""
+def fragment_accesses(body: Stmt, vars_: list[E.Var]) -> list[tuple[Buffer, list[int | None], Any]]:
+    """Fragments read or written in a loop body, with the loop dim indexing each of their dims
+    (``None``: a unit dim indexed by 0). Accesses with other index expressions are skipped here
+    (lowering rejects them if needed)."""
     out = []
     seen = set()
     for n in walk(body):
@@ -289,14 +300,9 @@ def fragment_accesses(body: Stmt, vars_: list[E.Var]) -> list[tuple[Buffer, list
         idx = getattr(n, "indices", None)
         if not isinstance(buf, Buffer) or buf.scope != "fragment" or idx is None:
             continue
-        dim_map = []
-        for i in idx:
-            pos = next((p for p, v in enumerate(vars_) if i is v), None)
-            if pos is None:
-                dim_map = None
-                break
-            dim_map.append(pos)
-        if dim_map is None or len(set(dim_map)) != len(dim_map):
+        dim_map = loop_dims(buf.shape, idx, vars_)
+        used = [ld for ld in dim_map or () if ld is not None]
+        if dim_map is None or len(set(used)) != len(used):
             continue
         key = (id(buf), tuple(dim_map))
         if key not in seen:

@@ -217,3 +217,40 @@ def split_row_sum(M, N, splits=4, block_M=32, pdl=False):
                 Out[bx * block_M + i] = total
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def row_lse_and_squares(M, N, BN=64, threads=64):
+    """Per row of X, over chunks of BN columns: the log-sum-exp (each chunk a 1-D tile reduced into
+    a one-element fragment, merged online) and the sum of squares (a [1, BN] accumulator cleared
+    with T.clear, reduced into a [1, 1] fragment). S[m] = (lse, sum of squares)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), T.float32), S: T.Tensor((M, 2), T.float32)):
+        with T.Kernel(M, threads=threads) as row:
+            chunk = T.alloc_fragment((1, BN), T.float32)
+            x = T.alloc_fragment((BN,), T.float32)
+            squares = T.alloc_fragment((1, BN), T.float32)
+            chunk_max = T.alloc_fragment((1,), T.float32)
+            chunk_sum = T.alloc_fragment((1,), T.float32)
+            lse = T.alloc_fragment((1,), T.float32)
+            total = T.alloc_fragment((1, 1), T.float32)
+            T.fill(lse, -T.infinity(T.float32))
+            T.clear(squares)
+            for c in T.serial(N // BN):
+                T.copy(X[row:row + 1, c * BN:(c + 1) * BN], chunk)
+                for j in T.Parallel(BN):
+                    x[j] = chunk[0, j]
+                for i, j in T.Parallel(1, BN):
+                    squares[i, j] += chunk[i, j] * chunk[i, j]
+                T.reduce_max(x, chunk_max, dim=0)
+                for j in T.Parallel(BN):
+                    x[j] = T.exp(x[j] - chunk_max[0])
+                T.reduce_sum(x, chunk_sum, dim=0)
+                m = T.max(lse[0], chunk_max[0])
+                lse[0] = m + T.log(T.exp(lse[0] - m) + T.exp(chunk_max[0] - m) * chunk_sum[0])
+            T.reduce_sum(squares, total, dim=1)
+            S[row, 0] = lse[0]
+            S[row, 1] = total[0, 0]
+
+    return main

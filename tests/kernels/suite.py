@@ -236,6 +236,12 @@ def _rms_norm(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return reductions.rms_norm(64, 512)(a, w), ref
 
 
+def _row_lse_and_squares(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(6, 256, dtype=torch.float32, device=device, seed=40)
+    ref = torch.stack([torch.logsumexp(x, 1), (x * x).sum(1)], 1)
+    return reductions.row_lse_and_squares(6, 256)(x), ref
+
+
 def _cumsum(reverse: bool) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         x = _randn(32, 128, dtype=torch.float32, device=device, seed=10)
@@ -767,6 +773,7 @@ CASES: list[Case] = [
     Case("random_bits_philox_exact", _random_bits, atol=0, rtol=0),
     Case("softmax_rows", _softmax, atol=2e-3),
     Case("rms_norm", _rms_norm, atol=1e-4, rtol=1e-4),
+    Case("row_lse_and_squares_unit_dim_fragments", _row_lse_and_squares, atol=1e-4, rtol=1e-4),
     Case("cumsum", _cumsum(False), atol=1e-4, rtol=1e-4),
     Case("cumsum_reverse", _cumsum(True), atol=1e-4, rtol=1e-4),
     Case("cummax_fp16", _cummax(False), atol=0, rtol=0),

@@ -17,7 +17,7 @@ from ....core_ir.stmt import For, If, Seq, Stmt, Store
 from ....core_ir.tileops import ReducerUpdate
 from ....core_ir.visit import rewrite, substitute
 from ..analysis import prove_lt
-from ..layout import Fragment, local_map, slot_expr
+from ..layout import Fragment, local_map, loop_dims, slot_expr
 from ..lir import THREAD, AtomicStore, Block, DevicePrint
 from ..nests import element_atomic, loop_starts, nest_info
 
@@ -110,12 +110,9 @@ def rewrite_fragments(body: Stmt, vars_: list[E.Var], lay: Fragment, v: E.Var, l
     from .walker import whole_slot
 
     def slot(buf: Any, indices: tuple[E.Expr, ...], where: Any) -> E.Expr:
-        dim_map = []
-        for i in indices:
-            pos = next((p for p, x in enumerate(vars_) if i is x), None)
-            if pos is None:
-                return whole_slot(lc, buf, indices, where)
-            dim_map.append(pos)
+        dim_map = loop_dims(buf.shape, indices, vars_)
+        if dim_map is None:
+            return whole_slot(lc, buf, indices, where)
         terms = local_map(lay, dim_map, lc.frag(buf))
         if terms is None:
             raise LayoutError(

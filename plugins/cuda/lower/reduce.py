@@ -13,7 +13,7 @@ from ....core_ir.buffer import Buffer
 from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import Alloc, For, Seq, Stmt, Store
 from ....core_ir.tileops import Reduce, identity
-from ..layout import local_map, slot_expr
+from ..layout import local_map, reduce_dims, slot_expr
 from ..lir import THREAD, Barrier, Intrin
 
 _BIT_OPS = {"bitand": "&", "bitor": "|", "bitxor": "^"}
@@ -46,8 +46,8 @@ def lower_reduce(op: Reduce, lc: Any) -> Stmt:
                           f"(got {src.scope} `{src.name}` -> {dst.scope} `{dst.name}`)", loc=op.loc,
                           hint="T.copy the shared tile into a fragment first")
     ls, ld = lc.frag(src), lc.frag(dst)
-    keep = [d for d in range(len(ls.dims)) if d != op.dim]
-    terms = local_map(ls, keep, ld)
+    keep = reduce_dims(ls.shape, op.dim, ld.shape)
+    terms = None if keep is None else local_map(ls, keep, ld)
     if terms is None:
         raise LayoutError(f"T.reduce_{op.kind}: `{dst.name}` ({ld.describe()}) is not laid out as the rows of "
                           f"`{src.name}` ({ls.describe()})", loc=op.loc)
