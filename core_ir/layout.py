@@ -285,6 +285,45 @@ def _is_dense(coords: list[np.ndarray], out_shape: tuple[Expr, ...], size: int) 
     return len(np.unique(flat)) == size
 
 
+def _used_digits(e: Expr, extents: dict[Var, int], out: dict[Var, list[tuple[int, int]]]) -> None:
+    """The digit ranges ``[lo, hi)`` (``(v // lo) % (hi // lo)``) of each variable that ``e`` reads."""
+    a = e.a if isinstance(e, BinOp) else None
+    if isinstance(e, Var) and e in extents:
+        out.setdefault(e, []).append((1, extents[e]))
+        return
+    if isinstance(e, BinOp) and e.op in ("//", "%") and as_int(e.b) is not None:
+        k = as_int(e.b)
+        inner = a.a if isinstance(a, BinOp) and a.op == "//" and e.op == "%" else a
+        lo = as_int(a.b) if inner is not a else 1  # type: ignore[union-attr]
+        if isinstance(inner, Var) and inner in extents and lo:
+            n = extents[inner]
+            out.setdefault(inner, []).append((k, n) if e.op == "//" else (lo, min(lo * k, n)))  # type: ignore[operator]
+            return
+    for child in e.children():
+        _used_digits(child, extents, out)
+
+
+def unused_digits(thread: Expr, vars: Sequence[Var], shape: Sequence[Expr]) -> Expr:
+    """The register index TileLang infers for a fragment given only its thread map: the digits of
+    the indices that the thread map does not read, flattened (first dimension most significant)."""
+    extents = {v: as_int(s) for v, s in zip(vars, shape)}
+    if any(n is None for n in extents.values()):
+        raise LayoutError("a fragment with a symbolic shape needs forward_index_fn")
+    used: dict[Var, list[tuple[int, int]]] = {}
+    _used_digits(thread, extents, used)  # type: ignore[arg-type]
+    index: Expr = Const(0)
+    for v in vars:
+        n = extents[v]
+        pos, free = 1, []
+        for lo, hi in sorted(used.get(v, [])) + [(n, n)]:  # type: ignore[operator]
+            if lo > pos:
+                free.append((pos, lo // pos))
+            pos = max(pos, hi)
+        for low, extent in reversed(free):  # the most significant digit first
+            index = index * extent + (v // low) % extent
+    return index
+
+
 class Fragment(Layout):
     """How a tile is distributed over a block's threads: for each logical element (and replica)
     the owning thread (``thread``) and the position in that thread's registers (``forward``).
@@ -337,15 +376,22 @@ class Fragment(Layout):
                 thread = thread(*self.vars, *rep_args)
             if callable(index):
                 index = index(*self.vars)
-        if thread is None or index is None:
+        if thread is None:
             raise LayoutError(
-                "a Fragment needs both a thread map and an index map",
-                hint="give forward_fn returning (thread, index), or forward_thread_fn and forward_index_fn",
+                "a Fragment needs a thread map",
+                hint="give forward_fn returning (thread, index), or forward_thread_fn (and forward_index_fn)",
             )
-        self.forward = self._canon(_as_exprs(index))
         (self.thread,) = self._canon(_as_exprs(thread))
         self._out_shape = None
         self._thread_count: int | None = None
+        if index is None:
+            self.forward = self._canon((unused_digits(self.thread, self.vars, self.input_shape),))
+            if not self.is_bijective():
+                raise LayoutError(
+                    f"cannot infer the register index of a fragment over {self._shape_text()} from its thread map "
+                    f"`{self.thread}`", hint="give forward_index_fn as well")
+        else:
+            self.forward = self._canon(_as_exprs(index))
 
     def _bounds(self) -> dict[Var, tuple[int | None, int | None]]:
         out = super()._bounds()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from ...core_ir import expr as E
 from ...core_ir.errors import LayoutError
@@ -375,3 +376,79 @@ def choose_swizzle(shape: tuple[int, ...], elem_bytes: int) -> str:
     if row_bytes == 32 and rows % 8 == 0:
         return "sw32"
     return "none"
+
+
+# ---- fragments annotated by the user ------------------------------------------------------------
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return out
+
+
+def _merged(digits: list[tuple[int, str, int]]) -> Dim:
+    """Least-significant-first ``(radix, kind, stride)`` digits of one dim as a ``Dim`` (most
+    significant first), joining neighbours that continue each other."""
+    out: list[Digit] = []
+    for radix, kind, stride in digits:
+        last = out[-1] if out else None
+        if last is not None and last.kind == kind and stride == last.stride * last.extent:
+            out[-1] = Digit(last.extent * radix, kind, last.stride)
+        else:
+            out.append(Digit(radix, kind, stride))
+    return tuple(reversed(out))
+
+
+def from_annotation(frag: Any, shape: tuple[int, ...], threads: int, origin: str) -> Fragment | None:
+    """The backend's ``Fragment`` for a ``core_ir.layout.Fragment`` annotation of a ``shape`` tile:
+    each dim split into prime digits, each adding a multiple of itself to either the thread or the
+    register index. ``None`` when the annotation's maps are not of that form, replicate, or need
+    more than ``threads`` threads."""
+    import numpy as np
+
+    from ...core_ir.evaluate import evaluate
+
+    if frag.replicate != 1 or len(frag.forward) != 1 or len(frag.vars) != len(shape):
+        return None
+    size = math.prod(shape)
+    grids = [g.reshape(-1) for g in np.meshgrid(*[np.arange(n, dtype=np.int64) for n in shape], indexing="ij")]
+    env = dict(zip(frag.vars, grids))
+    thread, local = (np.broadcast_to(np.asarray(evaluate(e, env), dtype=np.int64), (size,))
+                     for e in (frag.thread, frag.forward[0]))
+    if thread[0] != 0 or local[0] != 0:
+        return None
+    rebuilt = {"T": np.zeros(size, dtype=np.int64), "L": np.zeros(size, dtype=np.int64)}
+    dims = []
+    for n, extent in enumerate(shape):
+        weight, digits = 1, []
+        for radix in _prime_factors(extent):
+            point = math.prod(shape[n + 1:]) * weight  # the element whose only nonzero digit is this one
+            steps = {"T": int(thread[point]), "L": int(local[point])}
+            kinds = [k for k, s in steps.items() if s != 0]
+            if len(kinds) != 1 or steps[kinds[0]] < 0:
+                return None
+            rebuilt[kinds[0]] += (grids[n] // weight) % radix * steps[kinds[0]]
+            digits.append((radix, kinds[0], steps[kinds[0]]))
+            weight *= radix
+        dims.append(_merged(digits))
+    if not ((rebuilt["T"] == thread).all() and (rebuilt["L"] == local).all()):
+        return None
+    slots = int(local.max()) + 1
+    if slots != _prod([d.extent for dim in dims for d in dim if d.kind == "L"]) or \
+            len(np.unique(thread * slots + local)) != size:
+        return None
+    rep, covered = [], 1
+    for d in sorted((d for dim in dims for d in dim if d.kind == "T"), key=lambda d: d.stride):
+        if d.stride % covered:
+            return None
+        if d.stride > covered:
+            rep.append(Digit(d.stride // covered, "T", covered))
+        covered = d.stride * d.extent
+    if threads % covered:
+        return None
+    if threads > covered:
+        rep.append(Digit(threads // covered, "T", covered))
+    return Fragment(tuple(dims), tuple(sorted(rep, key=lambda d: -d.stride)), threads, origin)

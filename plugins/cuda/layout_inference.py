@@ -31,6 +31,7 @@ from .layout import (
     choose_swizzle,
     default_fragment,
     drop_dims,
+    from_annotation,
     local_map,
     loop_dims,
     mma_a_fragment,
@@ -500,6 +501,17 @@ def _annotated(st: _State, buf: Buffer, lay: Any, loc: Any) -> None:
             f"{what}: {type(lay).__name__} {lay!r} is not a layout", loc=loc,
             hint=f"pass a layout object, e.g. tilelang.layout.make_swizzled_layout({buf.name}), or drop the "
             "annotation and let the backend choose")
+    if isinstance(lay, core_layout.Fragment) and buf.scope == "fragment":
+        shape = buf.static_shape()
+        found = None if shape is None else from_annotation(lay, shape, st.threads, f"T.annotate_layout at {where(loc)}")
+        if found is None:
+            raise LayoutError(
+                f"{what}: the CUDA backend takes a Fragment annotation whose thread and register index each add "
+                f"up digits of the element's indices (like `(i // 2) * 32 + j % 32`), without replication, over "
+                f"at most the block's {st.threads} threads; {lay!r} is not one", loc=loc,
+                hint="drop the annotation; the backend infers fragment layouts from the tile ops that use them")
+        st.set(buf, found, f"T.annotate_layout at {where(loc)}", loc)
+        return
     if isinstance(lay, core_layout.Fragment) or buf.scope != "shared":
         raise LayoutError(
             f"{what}: the CUDA backend does not take {type(lay).__name__} annotations for {buf.scope} buffers yet "

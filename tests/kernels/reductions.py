@@ -254,3 +254,29 @@ def row_lse_and_squares(M, N, BN=64, threads=64):
             S[row, 1] = total[0, 0]
 
     return main
+
+
+@tilelang.jit(out_idx=[1, 2])
+def group_absmax_scale(M, N, blk_m=4, group=64, threads=128):
+    """Each [blk_m, group] tile of X divided by its rows' absolute maximum / 127 (clamped to
+    ±127), and the scales; the tile's fragment layout is annotated with a thread map only (the
+    register index inferred: TileLang's Fragment(shape, forward_thread_fn=...))."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), T.float32), Q: T.Tensor((M, N), T.float32),
+             S: T.Tensor((M, T.ceildiv(N, group)), T.float32)):
+        with T.Kernel(T.ceildiv(M, blk_m), T.ceildiv(N, group), threads=threads) as (bx, by):
+            x = T.alloc_fragment((blk_m, group), T.float32)
+            amax = T.alloc_fragment((blk_m,), T.float32)
+            T.annotate_layout({x: T.Fragment(x.shape, forward_thread_fn=lambda i, j: (j % 32) * blk_m + i)})
+            T.copy(X[bx * blk_m, by * group], x)
+            T.reduce_absmax(x, amax, dim=1)
+            for i in T.Parallel(blk_m):
+                amax[i] = T.max(amax[i], 1e-6) / 127.0
+            for i, j in T.Parallel(blk_m, group):
+                x[i, j] = T.clamp(x[i, j] / amax[i], -127.0, 127.0)
+            T.copy(x, Q[bx * blk_m, by * group])
+            for i in T.Parallel(blk_m):
+                S[bx * blk_m + i, by] = amax[i]
+
+    return main

@@ -242,6 +242,14 @@ def _row_lse_and_squares(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return reductions.row_lse_and_squares(6, 256)(x), ref
 
 
+def _group_absmax_scale(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(8, 128, dtype=torch.float32, device=device, seed=41)
+    scale = x.view(8, 2, 64).abs().amax(2).clamp(min=1e-6) / 127.0
+    q, s = reductions.group_absmax_scale(8, 128)(x)
+    ref = (x.view(8, 2, 64) / scale[..., None]).clamp(-127, 127).view(8, 128)
+    return torch.cat([q, s], 1), torch.cat([ref, scale], 1)
+
+
 def _cumsum(reverse: bool) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         x = _randn(32, 128, dtype=torch.float32, device=device, seed=10)
@@ -774,6 +782,7 @@ CASES: list[Case] = [
     Case("softmax_rows", _softmax, atol=2e-3),
     Case("rms_norm", _rms_norm, atol=1e-4, rtol=1e-4),
     Case("row_lse_and_squares_unit_dim_fragments", _row_lse_and_squares, atol=1e-4, rtol=1e-4),
+    Case("group_absmax_scale_annotated_fragment", _group_absmax_scale, atol=1e-4, rtol=1e-4),
     Case("cumsum", _cumsum(False), atol=1e-4, rtol=1e-4),
     Case("cumsum_reverse", _cumsum(True), atol=1e-4, rtol=1e-4),
     Case("cummax_fp16", _cummax(False), atol=0, rtol=0),

@@ -82,6 +82,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "softmax_rows": lambda: reductions.softmax.get_ir(64, 256),
         "rms_norm": lambda: reductions.rms_norm.get_ir(64, 512),
         "row_lse_and_squares_unit_dim_fragments": lambda: reductions.row_lse_and_squares.get_ir(6, 256),
+        "group_absmax_scale_annotated_fragment": lambda: reductions.group_absmax_scale.get_ir(8, 128),
         "row_bitxor": lambda: reductions.row_bits.get_ir(64, 96, "bitxor"),
         "cumsum": lambda: reductions.cumsum.get_ir(32, 128),
         "cumsum_reverse": lambda: reductions.cumsum.get_ir(32, 128, reverse=True),

@@ -4,6 +4,7 @@ bijectivity, inverses (round trip by enumeration) and the bank-conflict-free swi
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -214,11 +215,28 @@ def test_fragment_from_expressions_for_backends() -> None:
     assert str(f.map_thread((lane // 4, (lane % 4) * 2))) == "lane"
 
 
+@pytest.mark.parametrize(("shape", "thread", "index"), [
+    ((8, 128), lambda i, j: (i // 2) * 32 + j % 32, "i % 2 * 4 + j // 32"),  # TileLang's per-token cast
+    ((128,), lambda i: i, "0"),
+    ((4, 64), lambda i, j: j, "i"),
+    ((16,), lambda i: (i // 4) % 2, "i % 4 + i // 8 * 4"),
+])
+def test_fragment_register_index_is_inferred_from_the_thread_map(shape, thread, index: str) -> None:
+    """Given only forward_thread_fn, the register index is the digits of the indices the thread
+    map does not read, flattened (TileLang's rule)."""
+    f = Fragment(shape, forward_thread_fn=thread)
+    assert str(f.forward[0]) == index
+    assert f.is_bijective() or f.thread_count * f.locals_per_thread > math.prod(shape)
+
+
 def test_fragment_errors() -> None:
     with pytest.raises(LayoutError, match="both forward_fn and forward_thread_fn"):
         Fragment((4,), lambda i: (i, 0), lambda i: i)
-    with pytest.raises(LayoutError, match="thread map and an index map"):
-        Fragment((4,), forward_thread_fn=lambda i: i)
+    with pytest.raises(LayoutError, match="needs a thread map"):
+        Fragment((4,), forward_index_fn=lambda i: i)
+    with pytest.raises(LayoutError, match="cannot infer the register index") as info:
+        Fragment((4, 4), forward_thread_fn=lambda i, j: (i + j) % 4)
+    assert "forward_index_fn" in info.value.hint
     with pytest.raises(LayoutError):
         Fragment((4,), forward_fn=lambda i: (i, 0)).inverse()
 
