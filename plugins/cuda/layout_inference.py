@@ -501,6 +501,8 @@ def _annotated(st: _State, buf: Buffer, lay: Any, loc: Any) -> None:
             f"{what}: {type(lay).__name__} {lay!r} is not a layout", loc=loc,
             hint=f"pass a layout object, e.g. tilelang.layout.make_swizzled_layout({buf.name}), or drop the "
             "annotation and let the backend choose")
+    if isinstance(lay, core_layout.Fragment) and buf.scope == "local":
+        return  # every thread holds the whole of a local buffer: a thread map has nothing to place
     if isinstance(lay, core_layout.Fragment) and buf.scope == "fragment":
         shape = buf.static_shape()
         found = None if shape is None else from_annotation(lay, shape, st.threads, f"T.annotate_layout at {where(loc)}")

@@ -30,6 +30,7 @@ from typing import Any
 from ...core_ir import dtypes
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer, Region
+from ...core_ir.errors import BackendNotImplementedError
 from ...core_ir.stmt import Alloc, For, If, PrimFunc, Seq, Stmt, Store, While
 from ...core_ir.tileops import Copy, Fill, Gemm
 from ...core_ir.visit import rewrite, substitute, walk
@@ -128,9 +129,46 @@ def pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             return Alloc(multi[n.buffer], n.init, n.loc)
         return None
 
-    body = rewrite(body, fix_alloc)
+    body = outside_uses(rewrite(body, fix_alloc), multi)
     ctx.data["cuda.multibuffer"] = {id(v): k for k, v in multi.items()}
     return dataclasses.replace(func, body=body)
+
+
+def filled_outside(body: Stmt) -> bool:
+    """Whether a tile that a ``T.Pipelined`` loop loads is also filled outside the loop (see
+    ``outside_uses``)."""
+    loops = [n for n in walk(body) if isinstance(n, For) and n.kind == "pipelined"]
+    loaded = {s.dst.buffer for loop in loops for s in walk(loop.body) if is_producer(s)}
+    inside = {id(n) for loop in loops for n in walk(loop.body)}
+    return any(isinstance(n, Fill) and n.dst.buffer in loaded and id(n) not in inside for n in walk(body))
+
+
+def outside_uses(body: Stmt, multi: dict[Buffer, Buffer]) -> Stmt:
+    """The uses of multi-buffered tiles outside their pipelined loops: a ``T.fill`` / ``T.clear``
+    (TileLang's decode examples zero a K tile before the loop) fills every stage; any other use
+    raises ``BackendNotImplementedError``."""
+
+    def fill_stages(n: Any) -> Any:
+        if isinstance(n, Fill) and n.dst.buffer in multi:
+            stages = range(num_stages_of(multi[n.dst.buffer]))
+            return Seq(tuple(staged(n, multi, E.const(s)) for s in stages), n.loc)
+        return None
+
+    body = rewrite(body, fill_stages)
+    for n in walk(body):
+        if isinstance(n, (E.Load, Store)):
+            used = [n.buffer]
+        elif isinstance(n, (Copy, Fill, Gemm)) or dataclasses.is_dataclass(n) and isinstance(n, Stmt):
+            used = [f.buffer for f in (getattr(n, x.name) for x in dataclasses.fields(n)) if isinstance(f, Region)]
+        else:
+            used = []
+        buf = next((b for b in used if b in multi), None)
+        if buf is not None:
+            raise BackendNotImplementedError(
+                f"tile `{buf.name}` is loaded in stages by a T.Pipelined loop and also used outside it; the CUDA "
+                "backend supports only T.fill / T.clear of such a tile outside the loop", loc=getattr(n, "loc", None),
+                hint=f"copy `{buf.name}` into another tile inside the loop, or give the loop num_stages=1")
+    return body
 
 
 def is_positive_zero(v: E.Expr) -> bool:

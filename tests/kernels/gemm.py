@@ -106,3 +106,27 @@ def blocksparse_matmul(M, N, K, block_M=128, block_N=128, block_K=64, num_stages
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def matmul_short_k_steps(M, N, K, step, block_M=64, block_N=64, block_K=32, num_stages=2, threads=128):
+    """C = A @ B advancing ``step`` (< block_K) along K per iteration: each step copies only
+    ``step`` rows of B into the [block_K, block_N] tile, whose other rows stay 0 from one T.clear
+    before the T.Pipelined loop (TileLang's split decode clears its K tile so), so the A columns
+    past the step multiply zeros."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float32)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), T.float16)
+            B_s = T.alloc_shared((block_K, block_N), T.float16)
+            acc = T.alloc_fragment((block_M, block_N), T.float32)
+            T.clear(acc)
+            T.clear(B_s)
+            for k in T.Pipelined(T.ceildiv(K, step), num_stages=num_stages):
+                T.copy(A[by * block_M, k * step], A_s)
+                T.copy(B[k * step:(k + 1) * step, bx * block_N:(bx + 1) * block_N], B_s[0:step, :])
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main

@@ -74,6 +74,12 @@ def _gemm(M: int, N: int, K: int, dtype: torch.dtype = torch.float16, out: torch
     return run
 
 
+def _matmul_short_k_steps(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    a = _randn(128, 96, dtype=torch.float16, device=device, seed=42)
+    b = _randn(96, 128, dtype=torch.float16, device=device, seed=43)
+    return gemm.matmul_short_k_steps(128, 128, 96, 24)(a, b), a.float() @ b.float()
+
+
 def _gemm_int8(M: int, N: int, K: int, trans_B: bool = False, **tiles: int) -> Callable:
     """int8 x int8 -> int32 (exact: compared with atol 0)."""
     from tilelang_x.core_ir import dtypes
@@ -781,6 +787,7 @@ CASES: list[Case] = [
     Case("random_bits_philox_exact", _random_bits, atol=0, rtol=0),
     Case("softmax_rows", _softmax, atol=2e-3),
     Case("rms_norm", _rms_norm, atol=1e-4, rtol=1e-4),
+    Case("gemm_short_k_steps_tile_cleared_before_pipeline", _matmul_short_k_steps),
     Case("row_lse_and_squares_unit_dim_fragments", _row_lse_and_squares, atol=1e-4, rtol=1e-4),
     Case("group_absmax_scale_annotated_fragment", _group_absmax_scale, atol=1e-4, rtol=1e-4),
     Case("cumsum", _cumsum(False), atol=1e-4, rtol=1e-4),

@@ -81,6 +81,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "split_row_sum_pdl_second_kernel": lambda: kernel_parts(reductions.split_row_sum.get_ir(96, 256, pdl=True))[1],
         "softmax_rows": lambda: reductions.softmax.get_ir(64, 256),
         "rms_norm": lambda: reductions.rms_norm.get_ir(64, 512),
+        "gemm_short_k_steps_tile_cleared_before_pipeline": lambda: gemm.matmul_short_k_steps.get_ir(128, 128, 96, 24),
         "row_lse_and_squares_unit_dim_fragments": lambda: reductions.row_lse_and_squares.get_ir(6, 256),
         "group_absmax_scale_annotated_fragment": lambda: reductions.group_absmax_scale.get_ir(8, 128),
         "row_bitxor": lambda: reductions.row_bits.get_ir(64, 96, "bitxor"),

@@ -224,6 +224,32 @@ def test_unsupported_layouts_are_rejected_at_the_annotation(layout_of, match: st
     assert info.value.loc.line == _line_of("# the annotation")
 
 
+def _fragment_annotated(fragment_of):
+    @T.prim_func
+    def annotated(A: T.Tensor((8, 64), T.float32), B: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((8, 64), T.float32)
+            s = T.alloc_fragment((8,), T.float32)
+            carry = T.alloc_local((1,), T.float32)
+            T.annotate_layout({x: fragment_of(x.shape),  # the fragment annotation
+                               carry: T.Fragment(carry.shape, forward_thread_fn=lambda i: i)})
+            T.copy(A, x)
+            T.reduce_sum(x, s, dim=1)
+            T.copy(s, B)
+
+    return annotated
+
+
+def test_fragment_annotations_set_the_fragment_layout_and_are_ignored_for_locals() -> None:
+    by_rows = _fragment_annotated(lambda shape: T.Fragment(shape, forward_thread_fn=lambda i, j: (j % 16) * 8 + i))
+    _, ctx = cuda_source(by_rows)
+    lay = next(v for k, v in ctx.data["cuda.layouts"].items() if k.name == "x")
+    assert lay.describe() == "[8T1 | 4L1·16T8]"
+    with pytest.raises(LayoutError, match="add up digits") as info:
+        cuda_source(_fragment_annotated(lambda shape: T.Fragment(shape, forward_fn=lambda i, j: ((i + j) % 64, i))))
+    assert info.value.loc.line == _line_of("# the fragment annotation")
+
+
 def test_tilelang_layout_module_reexports_the_constructors() -> None:
     from tilelang_x.core_ir import layout as core_layout
 

@@ -54,8 +54,10 @@ from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr, by_thread_0
 from ..pipelining import (
     after_previous_run,
     compact_guarded,
+    filled_outside,
     is_producer,
     num_stages,
+    outside_uses,
     pipeline_stage,
     pipelined,
     rerun_pipelines,
@@ -523,7 +525,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], g
 def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     cfg = hopper_config(ctx)
     kernel = find_kernel(func.body)
-    if not cfg.tma or kernel is None:
+    if not cfg.tma or kernel is None or filled_outside(func.body):  # a fill must not race the TMA loads
         return pipeline_stage(func, ctx)
     cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
               cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k)
@@ -548,8 +550,8 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         body = rewrite(body, fn)
     multi = {**cx.multi, **sm80}
     if multi:
-        body = rewrite(body, lambda x: Alloc(multi[x.buffer], x.init, x.loc)
-                       if isinstance(x, Alloc) and x.buffer in multi else None)
+        body = outside_uses(rewrite(body, lambda x: Alloc(multi[x.buffer], x.init, x.loc)
+                                    if isinstance(x, Alloc) and x.buffer in multi else None), multi)
         ctx.data["cuda.multibuffer"] = {id(v): k for k, v in multi.items()}
     ctx.data["cuda.preset_layouts"] = cx.preset
     if cx.smem_align:
