@@ -74,10 +74,12 @@ from .surface import (
     FragmentBuffer,
     GemmWarpPolicy,
     LocalBuffer,
+    LocalTensor,
     Parallel,
     Persistent,
     Pipelined,
     SharedBuffer,
+    SharedTensor,
     StridedTensor,
     Tensor,
     all_of,
@@ -227,7 +229,8 @@ __sin = _MATH["__sin"]
 __all__ = [
     # program structure
     "prim_func", "macro", "inline", "meta_class", "Ref", "Kernel", "Tensor", "Buffer", "StridedTensor",
-    "SharedBuffer", "FragmentBuffer", "LocalBuffer", "const", "dynamic", "symbolic", "empty", "ptr", "make_tensor",
+    "SharedBuffer", "FragmentBuffer", "LocalBuffer", "SharedTensor", "LocalTensor", "const", "dynamic", "symbolic",
+    "empty", "ptr", "make_tensor",
     # allocation
     "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "alloc_buffer", "alloc_reducer", "alloc_global",
     "view", "reshape",

@@ -252,6 +252,8 @@ StridedTensor = StridedTensorProxy("StridedTensor")
 SharedBuffer = TensorProxy("SharedBuffer", "shared")
 FragmentBuffer = TensorProxy("FragmentBuffer", "fragment")
 LocalBuffer = TensorProxy("LocalBuffer", "local")
+SharedTensor = TensorProxy("SharedTensor", "shared")  # the spellings of TileLang's older examples
+LocalTensor = TensorProxy("LocalTensor", "local")
 
 
 # ---- operands of tile ops ---------------------------------------------------------------------
