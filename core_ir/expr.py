@@ -179,6 +179,12 @@ class Expr:
     def __rshift__(self, o: Any) -> Expr:
         return binary(">>", self, o)
 
+    def __rlshift__(self, o: Any) -> Expr:
+        return binary("<<", o, self)
+
+    def __rrshift__(self, o: Any) -> Expr:
+        return binary(">>", o, self)
+
     def __lt__(self, o: Any) -> Expr:
         return binary("<", self, o)
 

@@ -63,6 +63,7 @@ from .simt import (
     shfl_up,
     shfl_xor,
     shuffle_elect,
+    tvm_warp_shuffle,
     warp_reduce_bitand,
     warp_reduce_bitor,
     warp_reduce_max,
@@ -251,9 +252,9 @@ __all__ = [
     # threads and warps
     "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
     "get_block_bindings", "get_block_extent", "get_block_extents", "get_lane_idx", "get_warp_idx",
-    "get_warp_idx_sync", "get_warp_group_idx", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "warp_reduce_sum",
-    "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor", "any_sync", "all_sync",
-    "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect",
+    "get_warp_idx_sync", "get_warp_group_idx", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "tvm_warp_shuffle",
+    "warp_reduce_sum", "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor", "any_sync",
+    "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",

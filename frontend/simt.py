@@ -196,6 +196,15 @@ def shfl_sync(value: Any, srcLane: Any = None, width: int = E.WARP_SIZE, mask: A
     return _shuffle("shfl_sync", value, src_lane if srcLane is None else srcLane, width, mask)
 
 
+def tvm_warp_shuffle(mask: Any, value: Any, src_lane: Any, width: Any, warp_size: Any) -> E.Expr:
+    """TVM's ``tvm_warp_shuffle(mask, value, lane, width, warp_size)``: ``T.shfl_sync(value, lane,
+    width, mask)`` (``warp_size`` must be 32)."""
+    if E.as_int(warp_size) != E.WARP_SIZE:
+        raise TileLangSyntaxError(f"T.tvm_warp_shuffle(warp_size={warp_size!r}): the warp size is 32",
+                                  loc=caller_loc())
+    return _shuffle("shfl_sync", value, src_lane, width, mask)
+
+
 def _warp_reduce(kind: str, value: Any) -> E.Expr:
     what = f"T.warp_reduce_{kind}"
     v = _value(value, what)

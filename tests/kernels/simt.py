@@ -129,3 +129,25 @@ def flagged_copy(n=128):
                 T.atomic_store(Done[tx], T.atomic_load(F[tx]) + 1, memory_order="release")
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def warp_walsh_hadamard(rows, width=32, dtype=T.float32):
+    """Each row of X (one warp, one value a lane) times the ``width``-point Walsh-Hadamard matrix,
+    by butterflies over TVM's ``T.tvm_warp_shuffle`` with the partner lane ``lane ^ (1 << i)`` (an
+    int shifted by an IR loop variable), as TileLang's Hadamard example exchanges within a warp."""
+    rounds = width.bit_length() - 1
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, width), dtype), Y: T.Tensor((rows, width), dtype)):
+        with T.Kernel(rows, threads=32) as row:
+            lane = T.get_thread_binding(0)
+            v = T.alloc_local((1,), dtype)
+            v[0] = T.if_then_else(lane < width, X[row, lane % width], T.cast(0, dtype))
+            for i in T.serial(rounds):
+                other = T.tvm_warp_shuffle(0xFFFFFFFF, v[0], lane ^ (1 << i), width, 32)
+                v[0] = T.if_then_else((lane >> i) & 1 == 0, v[0] + other, other - v[0])
+            if lane < width:
+                Y[row, lane] = v[0]
+
+    return main

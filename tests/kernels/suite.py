@@ -639,6 +639,17 @@ def _flagged_copy(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return y, torch.where(f != 0, x, -1).to(device)
 
 
+def _warp_walsh_hadamard(width: int) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        x = _randn(3, width, dtype=torch.float32, device=device, seed=63)
+        h = torch.ones(1, 1)
+        while h.shape[0] < width:
+            h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+        return simt.warp_walsh_hadamard(3, width)(x), x @ h.T.to(device)
+
+    return run
+
+
 def _warp_shuffles(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(64, dtype=torch.float32, device=device, seed=62)
     n = x.numel()
@@ -847,6 +858,8 @@ CASES: list[Case] = [
     Case("gemv_splitk_warp_reduce", _gemv("splitk_gemv", 200, 1000)),
     Case("gemv_shared_atomic_add", _gemv("gemv_shared_atomic", 64, 256)),
     Case("warp_shuffles_votes", _warp_shuffles, atol=1e-5, rtol=1e-5),
+    Case("warp_walsh_hadamard_32", _warp_walsh_hadamard(32), atol=1e-4, rtol=1e-4),
+    Case("warp_walsh_hadamard_8_lane_groups", _warp_walsh_hadamard(8), atol=1e-4, rtol=1e-4),
     Case("warp_match_any_shuffle_elect", _warp_match_elect, atol=0, rtol=0),
     Case("simt_per_thread_atomic_loads", _flagged_copy, atol=0, rtol=0),
     Case("reducer_column_sums", _column_sums_reducer(128), atol=1e-4, rtol=1e-4),

@@ -127,6 +127,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "gemv_splitk_warp_reduce": lambda: simt.splitk_gemv.get_ir(200, 1000),
         "gemv_shared_atomic_add": lambda: simt.gemv_shared_atomic.get_ir(64, 256),
         "warp_shuffles_votes": lambda: simt.warp_shuffles.get_ir(),
+        "warp_walsh_hadamard_32": lambda: simt.warp_walsh_hadamard.get_ir(3),
         "warp_match_any_shuffle_elect": lambda: simt.warp_match_elect.get_ir(),
         "simt_per_thread_atomic_loads": lambda: simt.flagged_copy.get_ir(),
         "gemm_split_k_alloc_global_partials": lambda: kernel_parts(workspace.matmul_split_k.get_ir(128, 192, 512))[0],
