@@ -49,6 +49,17 @@ class DType:
 
         return expr.cast(value, self)
 
+    def as_torch(self) -> Any:
+        """The torch dtype (TileLang's ``T.dtype(...).as_torch()``); imports torch."""
+        import torch
+
+        from .errors import ArgumentError
+
+        found = getattr(torch, TORCH_NAMES.get(self.name, self.name), None)
+        if found is None:
+            raise ArgumentError(f"torch has no dtype for {self}")
+        return found
+
 
 float16 = DType("float16", "float", 16)
 bfloat16 = DType("bfloat16", "float", 16)
@@ -65,6 +76,9 @@ uint16 = DType("uint16", "uint", 16)
 uint32 = DType("uint32", "uint", 32)
 uint64 = DType("uint64", "uint", 64)
 bool_ = DType("bool", "bool", 1)
+
+#: torch attribute names of the dtypes whose names differ
+TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn"}
 
 ALL: tuple[DType, ...] = (
     float16, bfloat16, float32, float64, float8_e4m3, float8_e5m2,

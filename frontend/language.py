@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..core_ir import dtypes as _dtypes
 from ..core_ir.dtypes import (
+    as_dtype,
     bfloat16,
     float8_e4m3,
     float8_e5m2,
@@ -263,8 +264,10 @@ __all__ = [
     "rng_init", "rng_rand", "rng_rand_float", "import_source", "call_extern", "evaluate",
     # dtypes
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "dtype",
 ]
+
+dtype = as_dtype  # TileLang's T.dtype(...): a dtype from any spelling (also a parameter annotation)
 
 _LAYOUT_NAMES = ("Layout", "Fragment")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .core_ir import expr as E
 from .core_ir.buffer import Buffer
-from .core_ir.dtypes import DType, as_dtype
+from .core_ir.dtypes import TORCH_NAMES, DType, as_dtype
 from .core_ir.errors import ArgumentError, TileLangError
 from .core_ir.stmt import POINTERS, WORKSPACES, PrimFunc
 
@@ -25,9 +25,6 @@ __all__ = ["ArgBinder", "ParamSpec", "eval_dim", "torch_dtype", "numpy_dtype", "
 
 # dtype objects of torch / numpy seen so far -> DType (None: not representable in the IR)
 _DTYPE_CACHE: dict[Any, DType | None] = {}
-_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn", "bool": "bool"}
-
-
 def arg_dtype(dtype: Any) -> DType | None:
     """The IR dtype of a torch / numpy dtype object (``None`` when the IR has no such dtype)."""
     try:
@@ -50,12 +47,7 @@ def _lookup_dtype(dtype: Any) -> DType | None:
 
 def torch_dtype(dtype: DType) -> Any:
     """The torch dtype for an IR dtype."""
-    import torch
-
-    found = getattr(torch, _TORCH_NAMES.get(dtype.name, dtype.name), None)
-    if found is None:
-        raise ArgumentError(f"torch has no dtype for {dtype}")
-    return found
+    return dtype.as_torch()
 
 
 def numpy_dtype(dtype: DType) -> Any:
@@ -475,4 +467,4 @@ class ArgBinder:
 
 
 def torch_name(dtype: DType) -> str:
-    return _TORCH_NAMES.get(dtype.name, dtype.name)
+    return TORCH_NAMES.get(dtype.name, dtype.name)

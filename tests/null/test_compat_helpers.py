@@ -1,0 +1,29 @@
+"""TileLang's helpers for the Python around kernels: tilelang.cdiv / next_power_of_2 for tile
+sizes, T.dtype and a dtype's .as_torch()."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilelang_x as tilelang
+import tilelang_x.language as T
+from tilelang_x.core_ir.errors import TileLangTypeError
+
+
+@pytest.mark.parametrize(("a", "b", "want"), [(0, 4, 0), (1, 4, 1), (8, 4, 2), (9, 4, 3), (8192, 8192, 1)])
+def test_cdiv(a: int, b: int, want: int) -> None:
+    assert tilelang.cdiv(a, b) == want
+    assert tilelang.math.cdiv(a, b) == want
+
+
+@pytest.mark.parametrize(("x", "want"), [(0, 1), (1, 1), (2, 2), (3, 4), (200, 256), (8192, 8192), (2**40 + 1, 2**41)])
+def test_next_power_of_2(x: int, want: int) -> None:
+    assert tilelang.next_power_of_2(x) == want
+
+
+def test_dtype_from_any_spelling_and_back_to_torch() -> None:
+    assert T.dtype("bfloat16") is T.bfloat16 and T.dtype(torch.float16) is T.float16 and T.dtype(T.int8) is T.int8
+    assert T.dtype("float8_e4m3").as_torch() is torch.float8_e4m3fn and T.float32.as_torch() is torch.float32
+    with pytest.raises(TileLangTypeError):
+        T.dtype("float7")
