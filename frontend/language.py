@@ -35,6 +35,7 @@ from .extern import call_extern, evaluate, import_source
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
 from .grid import pdl_sync, pdl_trigger, sync_grid
+from .ir_if import Else, If, Then
 from .meta import inline, meta_class
 from .pointers import make_tensor, ptr
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
@@ -230,7 +231,8 @@ __sin = _MATH["__sin"]
 
 __all__ = [
     # program structure
-    "prim_func", "macro", "inline", "meta_class", "Ref", "Kernel", "Tensor", "Buffer", "StridedTensor",
+    "prim_func", "macro", "inline", "meta_class", "Ref", "If", "Then", "Else", "Kernel", "Tensor", "Buffer",
+    "StridedTensor",
     "SharedBuffer", "FragmentBuffer", "LocalBuffer", "SharedTensor", "LocalTensor", "const", "dynamic", "symbolic",
     "empty", "ptr", "make_tensor",
     # allocation

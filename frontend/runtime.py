@@ -53,8 +53,9 @@ class IfBlock:
 
     __slots__ = ("cond", "symbolic", "builder", "depth", "frame", "then_stmt", "loc")
 
-    def __init__(self, cond: Any) -> None:
-        self.symbolic = is_symbolic(cond)
+    def __init__(self, cond: Any, ir: bool = False) -> None:
+        """``ir``: an ``If`` node even for a Python value (a ``with`` body cannot be skipped)."""
+        self.symbolic = ir or is_symbolic(cond)
         self.frame: B.Frame | None = None
         self.then_stmt: Any = None
         if self.symbolic:

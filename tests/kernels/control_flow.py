@@ -1,4 +1,5 @@
-"""Kernels that leave IR loops early: ``break``, ``continue`` and ``T.loop_break``."""
+"""Kernels that leave IR loops early (``break``, ``continue`` and ``T.loop_break``), and TVMScript's
+statement ``if`` (``T.If`` / ``T.Then`` / ``T.Else``)."""
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
@@ -95,5 +96,27 @@ def row_flags(M, N, block_M=16):
                     Out[r] = (T.if_then_else(T.any_of(A[r, 0:half]), 1, 0)
                               + T.if_then_else(T.all_of(A[r, half:N]), 2, 0)
                               + T.if_then_else(T.all_of(A[r, 0:2]), 4, 0))
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def leading_rows_scaled(M, N, block_M=16):
+    """Y = 2 X on the first ``rows[0]`` rows and -X below them, plus 100 in column 0, written with
+    TVMScript's statement if (``with T.If(c): with T.Then(): ... with T.Else(): ...`` and the
+    one-line ``with T.If(c), T.Then():`` of TileLang's grouped MoE kernels) in a T.Parallel body."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), T.float32), rows: T.Tensor((1,), T.int32), Y: T.Tensor((M, N), T.float32)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            for i, j in T.Parallel(block_M, N):
+                r = bx * block_M + i
+                with T.If(r < rows[0]):
+                    with T.Then():
+                        Y[r, j] = X[r, j] * 2
+                    with T.Else():
+                        Y[r, j] = -X[r, j]
+                with T.If(j == 0), T.Then():
+                    Y[r, j] = Y[r, j] + 100
 
     return main

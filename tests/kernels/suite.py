@@ -639,6 +639,14 @@ def _flagged_copy(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return y, torch.where(f != 0, x, -1).to(device)
 
 
+def _leading_rows_scaled(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(48, 40, dtype=torch.float32, device=device, seed=64)
+    ref = torch.cat([x[:21] * 2, -x[21:]])
+    ref[:, 0] += 100
+    rows = torch.tensor([21], dtype=torch.int32, device=device)
+    return control_flow.leading_rows_scaled(48, 40)(x, rows), ref
+
+
 def _warp_walsh_hadamard(width: int) -> Callable:
     def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         x = _randn(3, width, dtype=torch.float32, device=device, seed=63)
@@ -858,6 +866,7 @@ CASES: list[Case] = [
     Case("gemv_splitk_warp_reduce", _gemv("splitk_gemv", 200, 1000)),
     Case("gemv_shared_atomic_add", _gemv("gemv_shared_atomic", 64, 256)),
     Case("warp_shuffles_votes", _warp_shuffles, atol=1e-5, rtol=1e-5),
+    Case("leading_rows_scaled_ir_if_then_else", _leading_rows_scaled, atol=1e-5, rtol=1e-5),
     Case("warp_walsh_hadamard_32", _warp_walsh_hadamard(32), atol=1e-4, rtol=1e-4),
     Case("warp_walsh_hadamard_8_lane_groups", _warp_walsh_hadamard(8), atol=1e-4, rtol=1e-4),
     Case("warp_match_any_shuffle_elect", _warp_match_elect, atol=0, rtol=0),

@@ -94,6 +94,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "atomic_addx2_fp16": lambda: reductions.packed_atomic_sum.get_ir(4, 64, 128),
         "atomic_addx4_fp32": lambda: reductions.packed_atomic_sum.get_ir(4, 64, 128, lanes=4, dtype=dtypes.float32),
         "block_sparse_row_sum_continue_break": lambda: control_flow.block_sparse_row_sum.get_ir(128, 512),
+        "leading_rows_scaled_ir_if_then_else": lambda: control_flow.leading_rows_scaled.get_ir(48, 40),
         "first_below_while_loop_break": lambda: control_flow.first_below.get_ir(64, 40, -1.0),
         "block_sparse_matmul_persistent_continue": lambda: control_flow.block_sparse_matmul.get_ir(256, 192, 96, 5),
         "row_flags_any_of_all_of": lambda: control_flow.row_flags.get_ir(40, 12),
