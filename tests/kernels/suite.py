@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from . import (
     attention,
+    attention_bwd,
     control_flow,
     conv,
     dequant,
@@ -465,6 +466,24 @@ def _attention(causal: bool) -> Callable:
 
 
 
+def _attention_bwd(dim: int, causal: bool) -> Callable:
+    """Our forward (with its log-sum-exp) and backward: O, dQ, dK and dV, flattened one after the
+    other, against torch autograd through float32 attention."""
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        shape = (1, 2, 128, dim)
+        q, k, v, do = (_randn(*shape, dtype=torch.float16, device=device, seed=30 + i) for i in range(4))
+        o, lse = attention_bwd.flash_attention_lse(*shape, is_causal=causal)(q, k, v)
+        grads = attention_bwd.attention_backward(q, k, v, o, lse, do, causal)
+        qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+        of = F.scaled_dot_product_attention(qf, kf, vf, is_causal=causal)
+        of.backward(do.float())
+        ref = (of, qf.grad, kf.grad, vf.grad)
+        return torch.cat([x.flatten() for x in (o, *grads)]), torch.cat([x.detach().flatten() for x in ref]).half()
+
+    return run
+
+
 def _ints(*shape: int, dtype: torch.dtype, device: str, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(-128, 128, shape, generator=g, dtype=dtype).to(device)
@@ -798,6 +817,9 @@ CASES: list[Case] = [
     Case("conv2d_im2col_stride_dilation", _conv2d(2, 2, 2)),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
+    Case("flash_attention_bwd", _attention_bwd(64, False)),
+    Case("flash_attention_bwd_causal", _attention_bwd(64, True)),
+    Case("flash_attention_bwd_d128_causal", _attention_bwd(128, True)),
     Case("gemm_split_k_alloc_global_two_kernels", _split_k_workspace),
     Case("gemm_pointers_make_tensor", _pointer_gemm, atol=1e-3, rtol=1e-3),
     Case("gqa_decode_split_kv_two_kernels", _gqa_decode),

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from tests.kernels import (
     attention,
+    attention_bwd,
     control_flow,
     conv,
     dequant,
@@ -108,6 +109,13 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
         "blocksparse_attention": lambda: attention.blocksparse_attention.get_ir(1, 2, 256, 64),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),
+        "flash_attention_lse": lambda: attention_bwd.flash_attention_lse.get_ir(1, 2, 256, 64, False),
+        "flash_attention_lse_causal": lambda: attention_bwd.flash_attention_lse.get_ir(1, 2, 256, 128, True),
+        "flash_bwd_preprocess": lambda: attention_bwd.flash_bwd_preprocess.get_ir(1, 2, 256, 64),
+        "flash_bwd_postprocess": lambda: attention_bwd.flash_bwd_postprocess.get_ir(1, 2, 256, 64),
+        "flash_bwd": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, False),
+        "flash_bwd_causal": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, True),
+        "flash_bwd_d128_causal": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 128, True),
         "view_reshape_global": lambda: views.flat_affine.get_ir(37, 24),
         "view_reshape_shared_pairs": lambda: views.swap_pairs.get_ir(40, 32),
         "view_int8_as_uint32_dequant": lambda: views.dequant_int8_words.get_ir(40, 64),
