@@ -111,6 +111,9 @@ class _State:
         self.origin: dict[Buffer, str] = {}
         self.loops: dict[int, tuple[Fragment, For]] = {}
         self.gemm: dict[int, GemmPlan] = {}
+        # shared tiles annotated with a make_swizzled_layout: a request for a bank-conflict-free
+        # placement, which the wgmma rule's swizzled panels satisfy too (``yield_request``)
+        self.requested: set[Buffer] = set()
 
     # ---- setting layouts ------------------------------------------------------------------
     def set(self, buf: Buffer, lay: Any, origin: str, loc: Any) -> bool:
@@ -134,6 +137,14 @@ class _State:
             hint="use the same warp policy (e.g. policy=T.GemmWarpPolicy.FullRow) for gemms that share "
             "rows, or copy into a separate fragment",
         )
+
+    def yield_request(self, buf: Buffer) -> bool:
+        """Whether ``buf`` has no layout or one only a ``make_swizzled_layout`` request gave it; the
+        request's layout is then dropped, so that a rule needing another swizzle may set its own."""
+        if buf in self.requested:
+            self.requested.discard(buf)
+            del self.layouts[buf], self.origin[buf]
+        return buf not in self.layouts
 
     def viewed(self, buf: Buffer) -> bool:
         """Whether ``buf``'s memory is also accessed through another shape or dtype (``T.view``):
@@ -508,6 +519,8 @@ def _annotated(st: _State, buf: Buffer, lay: Any, loc: Any) -> None:
                           f"{list(shape)} {buf.dtype} tile", loc=loc,
                           hint=f"use {_SHARED_LAYOUTS_TEXT}, or drop the annotation")
     st.set(buf, found, f"T.annotate_layout at {where(loc)}", loc)
+    if swizzle_request(lay, shape, buf.dtype.bytes):
+        st.requested.add(buf)
 
 
 def shared_layout_of(lay: Any, shape: tuple[int, ...], elem_bytes: int) -> SharedLayout | None:
@@ -528,6 +541,18 @@ def shared_layout_of(lay: Any, shape: tuple[int, ...], elem_bytes: int) -> Share
         got = _offsets(core_layout.Layout(shape, cand.offset(lay.vars), vars=lay.vars), shape, flat=True)
         if got is not None and (got == want).all():
             return cand
+    return SharedLayout(shape, elem_bytes, choose_swizzle(shape, elem_bytes)) \
+        if swizzle_request(lay, shape, elem_bytes, want) else None
+
+
+def swizzle_request(lay: Any, shape: tuple[int, ...], elem_bytes: int, want: Any = None) -> bool:
+    """Whether ``lay`` places a ``shape`` tile as one of ``make_swizzled_layout``'s swizzles
+    (``want``: its offsets, when already enumerated)."""
+    from ...core_ir import layout as core_layout
+
+    want = _offsets(lay, shape) if want is None else want
+    if want is None:
+        return False
     for swizzle_bytes in (128, 64, 32):
         try:
             ref = core_layout.make_swizzled_layout(shape, elem_bytes * 8, swizzle_bytes)
@@ -535,8 +560,8 @@ def shared_layout_of(lay: Any, shape: tuple[int, ...], elem_bytes: int) -> Share
             continue
         got = _offsets(ref, shape)
         if got is not None and (got == want).all():
-            return SharedLayout(shape, elem_bytes, choose_swizzle(shape, elem_bytes))
-    return None
+            return True
+    return False
 
 
 def _offsets(lay: Any, shape: tuple[int, ...], flat: bool = False) -> Any:

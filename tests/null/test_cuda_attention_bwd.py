@@ -1,0 +1,53 @@
+"""FlashAttention backward (tests/kernels/attention_bwd.py) on the CUDA paths, and what it needed
+of the compiler: a ``make_swizzled_layout`` annotation yields to the wgmma panels on sm_90a."""
+
+from __future__ import annotations
+
+import pytest
+
+import tilelang_x
+import tilelang_x.language as T
+from tests.null.cuda_helpers import cuda_source, sass_ops
+from tests.null.cuda_suite_funcs import suite_funcs
+from tilelang_x.plugins.cuda.hopper.layout import PanelLayout
+from tilelang_x.plugins.cuda.layout import SharedLayout
+
+
+@T.prim_func
+def swizzled_operand_gemm(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16),
+                          C: T.Tensor((64, 64), T.float32)):
+    with T.Kernel(1, threads=128):
+        A_s = T.alloc_shared((64, 64), T.float16)
+        B_s = T.alloc_shared((64, 64), T.float16)
+        acc = T.alloc_fragment((64, 64), T.float32)
+        T.annotate_layout({A_s: tilelang_x.layout.make_swizzled_layout(A_s)})
+        T.copy(A, A_s)
+        T.copy(B, B_s)
+        T.clear(acc)
+        T.gemm(A_s, B_s, acc, transpose_B=True)
+        T.copy(acc, C)
+
+
+def _plans_and_layout(arch: str) -> tuple[set[str], object]:
+    _, ctx = cuda_source(swizzled_operand_gemm, arch)
+    layout = next(v for k, v in ctx.data["cuda.layouts"].items() if k.name == "A_s")
+    return {p.kind for p in ctx.data["cuda.gemm"].values()}, layout
+
+
+def test_a_swizzle_request_yields_to_the_wgmma_panel() -> None:
+    kinds, layout = _plans_and_layout("sm_90a")
+    assert kinds == {"wgmma"} and isinstance(layout, PanelLayout)
+    kinds, layout = _plans_and_layout("sm_80")  # the annotation's own swizzle, as before
+    assert kinds == {"mma"} and type(layout) is SharedLayout and layout.swizzle == "sw128"
+
+
+@pytest.mark.parametrize(("name", "gemms"), [("flash_bwd", 5 * 4), ("flash_bwd_d128_causal", 8 + 8 + 4 + 4 + 4)])
+def test_every_backward_gemm_runs_on_tensor_cores(name: str, gemms: int) -> None:
+    """sm_90a: the five gemms (K·Qᵀ, V·dOᵀ, Pᵀ·dO and dSᵀ·Q from registers, dS·K with dSᵀ
+    transposed from shared memory) are wgmma, one HGMMA per k-step of 16; sm_80: mma.sync. dQ is
+    added by float32 reductions (``RED``) in both."""
+    func = suite_funcs()[name]
+    hopper = sass_ops(func(), r"\b(HGMMA|HMMA|REDG?)\.")
+    assert hopper.get("HGMMA") == gemms and "HMMA" not in hopper and hopper.get("REDG")
+    ampere = sass_ops(func(), r"\b(HGMMA|HMMA|REDG?)\.", arch="sm_80")
+    assert ampere.get("HMMA") and "HGMMA" not in ampere and ampere.get("RED")
