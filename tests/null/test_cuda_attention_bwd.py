@@ -51,3 +51,16 @@ def test_every_backward_gemm_runs_on_tensor_cores(name: str, gemms: int) -> None
     assert hopper.get("HGMMA") == gemms and "HMMA" not in hopper and hopper.get("REDG")
     ampere = sass_ops(func(), r"\b(HGMMA|HMMA|REDG?)\.", arch="sm_80")
     assert ampere.get("HMMA") and "HGMMA" not in ampere and ampere.get("RED")
+
+
+def test_one_dimensional_rows_of_lse_and_delta_are_loaded_by_tma() -> None:
+    """The 1-d ``lse`` and ``Delta`` tiles are one-row TMA boxes, unswizzled, so the whole loop
+    takes TMA; with D = 128 one block fills the SM and the loop is warp-specialized."""
+    for name, specialized in (("flash_bwd", False), ("flash_bwd_d128_causal", True)):
+        src, ctx = cuda_source(suite_funcs()[name](), "sm_90a")
+        body = src[src.index("__global__"):]
+        assert "tlx_tma_load_3d(lse_shared_s" in body and "tlx_tma_load_3d(delta_s" in body
+        assert "tlx_cp_async" not in body
+        assert ("tlx_empty_s" in body) == specialized
+        staged = [v for k, v in ctx.data["cuda.layouts"].items() if k.name in ("lse_shared", "delta")]
+        assert staged and all(lay.swizzle == "none" and lay.shape == (2, 64) for lay in staged)
