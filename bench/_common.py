@@ -125,10 +125,11 @@ def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:
 
 def try_configs(
     configs: list[dict[str, Any]], build: Callable[[dict[str, Any]], Any], run: Callable[[Any], Any],
-    ref: Any, flops: float, args: argparse.Namespace,
+    ref: Any, flops: float, args: argparse.Namespace, compared: Callable[[Any], Any] = lambda out: out,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Any]:
     """Build each configuration for ``args.target``, check it against ``ref`` (relative error
-    < 1e-2) and time it; returns every configuration's entry (its time or its error), the
+    < 1e-2 of ``compared(run(kernel))``, e.g. several outputs flattened into one, outside the
+    timing) and time it; returns every configuration's entry (its time or its error), the
     fastest correct one and its kernel."""
     from tilelang_x import knobs
 
@@ -139,7 +140,7 @@ def try_configs(
         with knobs.scope(target_default=args.target):
             kernel, err = attempt(lambda cfg=cfg: build(cfg))
         if err is None:
-            e, err = checked_run(kernel, run, ref)
+            e, err = checked_run(kernel, lambda kernel: compared(run(kernel)), ref)
         if err is not None:
             tried.append({**cfg, "error": err})
             continue
