@@ -1,5 +1,4 @@
-"""FlashAttention backward (fp16, B4 H32 S4096, D64 and D128, causal and not) against torch SDPA's
-backward, same run.
+"""FlashAttention backward (fp16, B4 H32 S4096, D64/D128, causal and not) against SDPA's backward, same run.
 
 Times the backward alone: ours is ``tests/kernels/attention_bwd.attention_backward`` (TileLang's
 example_mha_bwd_bhsd as a user writes it: the Delta preprocess, the main kernel with dQ added
@@ -23,13 +22,10 @@ from typing import Any
 
 from _common import (
     attempt,
-    checkpoint,
-    device_info,
-    emit,
+    attention_main,
+    chosen_configs,
+    final_figures,
     median_ms,
-    parse_args,
-    parse_config,
-    round_robin_ms,
     try_configs,
 )
 
@@ -72,7 +68,6 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
 
     q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16) for _ in range(4))
     flops = 2.5 * 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
-    tflops = lambda ms: round(flops / ms / 1e9, 1)  # noqa: E731
     row: dict[str, Any] = {"B": b, "H": h, "S": s, "D": d, "causal": causal, "timed": "backward"}
     refs: dict[str, Callable[[], Any]] = {}
     ref = None
@@ -98,10 +93,7 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
     if forward is None:
         raise RuntimeError("our forward failed: " + "; ".join(row["forward_errors"]))
     o, lse = forward
-    configs = CONFIGS[:2] if args.quick else CONFIGS
-    if args.configs:  # "BMxBNxSTAGESxTHREADS,..."
-        configs = [parse_config(c) for c in args.configs.split(",") if c]
-    configs = [dict(zip(CONFIG_KEYS, c)) for c in configs]
+    configs = chosen_configs(CONFIGS, CONFIG_KEYS, args)
 
     def build(cfg: dict[str, Any]) -> Callable[[], Any]:
         def run() -> Any:  # the three kernels are compiled on the first call, for --target
@@ -112,37 +104,14 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
         return run
 
     tried, best, ours = try_configs(configs, build, lambda run: run(), ref, flops, args, compared=_flat)
-    final = round_robin_ms({**refs, **({"ours": ours} if best else {})}, args.rounds, args.warmup, args.rep)
-    for key in ("cudnn", "flash", "ours"):
-        row[f"{key}_ms"] = round(final[key], 4) if key in final else None
-        row[f"{key}_tflops"] = tflops(final[key]) if key in final else None
-    if best is not None:
-        row["best_config"] = {k: v for k, v in best.items() if k in CONFIG_KEYS}
-    for key in ("cudnn", "flash"):
-        both = key in final and "ours" in final
-        row[f"ratio_{key}"] = round(final[key] / final["ours"], 3) if both else None
-    row["configs"] = tried
+    final_figures(row, refs, ours, best, tried, flops, ("cudnn", "flash"), CONFIG_KEYS, args)
     return row
 
 
-def _extra(p: Any) -> None:
-    p.add_argument("--seq", type=int, default=0, help="sequence length (default 4096, 1024 with --quick)")
-    p.add_argument("--configs", default="", help="BMxBNxSTAGESxTHREADS,... of the backward instead of the defaults")
-    p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
-    p.add_argument("--dims", default="64,128", help="head dims to measure")
-
-
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0], _extra)
-    s = args.seq or (1024 if args.quick else 4096)
-    results: list[dict[str, Any]] = []
-    doc = {"bench": "attention_bwd", "info": device_info(), "results": results}
-    for d in (int(x) for x in args.dims.split(",") if x):
-        for causal in (False, True):
-            row, err = attempt(lambda causal=causal, d=d: bench_case(4, 32, s, d, causal, args))
-            results.append(row if err is None else {"D": d, "causal": causal, "error": err})
-            checkpoint(doc, args.out)
-    emit(doc, args.out)
+    attention_main("attention_bwd", __doc__.splitlines()[0], bench_case,
+                   "BMxBNxSTAGESxTHREADS,... of the backward instead of the defaults",
+                   "64,128")
 
 
 if __name__ == "__main__":

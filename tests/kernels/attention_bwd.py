@@ -11,7 +11,7 @@ from typing import Any
 import tilelang_x as tilelang
 import tilelang_x.language as T
 
-from .attention import online_softmax, softmax_state
+from .attention import attend_query_block, softmax_state
 
 LOG2E = 1.44269504
 
@@ -32,26 +32,10 @@ def flash_attention_lse(batch, heads, seq_len, dim, is_causal, block_M=64, block
             Q_shared = T.alloc_shared([block_M, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
             V_shared = T.alloc_shared([block_N, dim], dtype)
-            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = \
-                softmax_state(block_M, block_N, dim)
-
-            T.copy(Q[bz, by, bx * block_M:(bx + 1) * block_M, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-            loop_range = T.ceildiv((bx + 1) * block_M, block_N) if is_causal else T.ceildiv(seq_len, block_N)
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
-                T.copy(K[bz, by, k * block_N:(k + 1) * block_N, :], K_shared)
-                if is_causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j, 0, -T.infinity(acc_s.dtype))
-                else:
-                    T.clear(acc_s)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
-                               scale)
-                T.copy(V[bz, by, k * block_N:(k + 1) * block_N, :], V_shared)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            state = softmax_state(block_M, block_N, dim)
+            acc_o, scores_max, logsum = state[2], state[3], state[7]
+            attend_query_block(Q, K, V, Q_shared, K_shared, V_shared, state, bx, by, bz, seq_len, is_causal, scale,
+                               num_stages)
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]
             T.copy(acc_o, Output[bz, by, bx * block_M:(bx + 1) * block_M, :])
