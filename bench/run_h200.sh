@@ -46,6 +46,8 @@ if [ "$PART" != 1 ]; then
   python3 bench/dequant.py --timeout 200 --out "$work/dequant.json"
   # block-sparse attention (the pipelined body under `if block_mask[k]`) against FlexAttention
   python3 bench/blocksparse.py --timeout 300 --out "$work/blocksparse.json"
+  # FlashAttention backward (preprocess, main kernel with atomic dQ, postprocess) against SDPA's backward
+  python3 bench/attention_bwd.py --timeout 300 --out "$work/attention_bwd.json"
   # thread-block clusters with TMA multicast (persistent: cluster tiles in the rasterized order)
   python3 bench/gemm.py --shapes 8192x8192x8192 --dtypes float16 \
     --configs 128x256x64x3x256,128x256x64x3x256@2x1x1,128x256x64x4x256@1x2x1 --timeout 80 \
