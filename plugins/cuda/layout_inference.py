@@ -505,6 +505,12 @@ def _annotated(st: _State, buf: Buffer, lay: Any, loc: Any) -> None:
             f"{what}: {type(lay).__name__} {lay!r} is not a layout", loc=loc,
             hint=f"pass a layout object, e.g. tilelang.layout.make_swizzled_layout({buf.name}), or drop the "
             "annotation and let the backend choose")
+    if buf.scope == "global" and not isinstance(lay, core_layout.Fragment):
+        # TileLang's FlashAttention backward places its float32 dQ for the atomics this way (in the
+        # main kernel and the one reading it back); a layout never changes results, and global
+        # tensors stay row-major here
+        log.debug("%s at %s: global tensors stay row-major on CUDA; the layout is not used", what, where(loc))
+        return
     if isinstance(lay, core_layout.Fragment) or buf.scope != "shared":
         raise LayoutError(
             f"{what}: the CUDA backend does not take {type(lay).__name__} annotations for {buf.scope} buffers yet "

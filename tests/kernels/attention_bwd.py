@@ -73,6 +73,13 @@ def flash_bwd_preprocess(batch, heads, seq_len, dim, blk=32):
     return flash_bwd_prep
 
 
+def make_dq_layout(dQ):
+    """TileLang's placement of the float32 dQ in memory: each 8 x 8 block of (rows, head dims)
+    together, in the order of the mma fragment, for the atomics. Layouts never change results:
+    the CUDA backend keeps global tensors row-major."""
+    return T.Layout(dQ.shape, lambda b, h, s, d: [b, h, s // 8, d // 8, d % 2, 4 * (s % 8) + (d % 8) // 2])
+
+
 @tilelang.jit(out_idx=[1])
 def flash_bwd_postprocess(batch, heads, seq_len, dim, blk=64):
     """dQ accumulated in float32 converted to fp16."""
@@ -81,6 +88,7 @@ def flash_bwd_postprocess(batch, heads, seq_len, dim, blk=64):
     @T.prim_func
     def flash_bwd_post(dQ: T.Tensor(shape, T.float32), dQ_out: T.Tensor(shape, T.float16)):
         with T.Kernel(T.ceildiv(seq_len, blk), heads, batch, threads=128) as (bx, by, bz):
+            T.annotate_layout({dQ: make_dq_layout(dQ)})
             T.copy(dQ[bz, by, bx * blk:(bx + 1) * blk, :], dQ_out[bz, by, bx * blk:(bx + 1) * blk, :])
 
     return flash_bwd_post
@@ -121,6 +129,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
             dk_shared = T.alloc_shared([block_M, dim], dtype)
 
             T.annotate_layout({
+                dQ: make_dq_layout(dQ),
                 K_shared: tilelang.layout.make_swizzled_layout(K_shared),
                 dv_shared: tilelang.layout.make_swizzled_layout(dv_shared),
                 dk_shared: tilelang.layout.make_swizzled_layout(dk_shared),

@@ -3,6 +3,8 @@ of the compiler: a ``make_swizzled_layout`` annotation yields to the wgmma panel
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 import tilelang_x
@@ -64,3 +66,24 @@ def test_one_dimensional_rows_of_lse_and_delta_are_loaded_by_tma() -> None:
         assert ("tlx_empty_s" in body) == specialized
         staged = [v for k, v in ctx.data["cuda.layouts"].items() if k.name in ("lse_shared", "delta")]
         assert staged and all(lay.swizzle == "none" and lay.shape == (2, 64) for lay in staged)
+
+
+def _rows_copy(annotate: bool):
+    @T.prim_func
+    def rows_copy(A: T.Tensor((2, 64, 64), T.float32), B: T.Tensor((2, 64, 64), T.float16)):
+        with T.Kernel(2, threads=128) as bx:
+            if annotate:
+                T.annotate_layout({A: T.Layout(A.shape, lambda b, s, d: [b, s // 8, d // 8, d % 2,
+                                                                         4 * (s % 8) + (d % 8) // 2])})
+            T.copy(A[bx, :, :], B[bx, :, :])
+
+    return rows_copy
+
+
+def test_a_layout_of_a_global_tensor_is_accepted_and_not_used(caplog: pytest.LogCaptureFixture) -> None:
+    """TileLang's FlashAttention backward annotates its float32 dQ (``make_dq_layout``): the tensor
+    stays row-major, as in the interpreter, and the code is that of the kernel without it."""
+    with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
+        annotated, _ = cuda_source(_rows_copy(True), "sm_90a")
+    assert annotated == cuda_source(_rows_copy(False), "sm_90a")[0]
+    assert "global tensors stay row-major" in caplog.text
