@@ -16,11 +16,14 @@ from typing import Any
 
 from ...core_ir.buffer import Buffer
 from ...core_ir.expr import AtomicLoad, Load
-from ...core_ir.stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, While
+from ...core_ir.stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, WarpSpecialize, While
 from ...core_ir.visit import walk
 from .lir import AtomicStore, Barrier, Block, PtrTo, SmemAddr
+from .warp_specialize import region_barriers
 
-State = tuple[frozenset[int], frozenset[int]]  # (written, read) shared buffers since the last barrier
+# (written, read) shared buffers since the last barrier; in a kernel with T.ws regions, those a
+# region g accessed are (g, buffer) pairs (see `_Sync.region`)
+State = tuple[frozenset[Any], frozenset[Any]]
 EMPTY: State = (frozenset(), frozenset())
 
 
@@ -82,6 +85,8 @@ class _Sync:
             continues, breaks = self.jumps[-1]
             (breaks if s.kind == "break" else continues).append(st)
             return s, EMPTY  # nothing after it in its block runs
+        if isinstance(s, WarpSpecialize):
+            return self.region(s, st)
         if isinstance(s, (For, While)):
             return self.loop(s, st)
         if isinstance(s, If):
@@ -114,6 +119,26 @@ class _Sync:
             continues, breaks = self.jumps.pop()
         return out, end, continues, breaks
 
+    def region(self, s: WarpSpecialize, st: State) -> tuple[Stmt, State]:
+        """A ``T.ws(g)`` region (warp_specialize.py): a barrier of the block before it only for a
+        hazard with what the block did outside the regions (regions run side by side, ordered by
+        the kernel's mbarriers: a block barrier between two would hang them); inside it, barriers
+        for hazards with the region's own earlier accesses, made the warpgroup's named barrier.
+        Its accesses stay in the state tagged ``(g, buffer)``."""
+        (g,) = s.ids
+        w, r, _ = accesses(s.body, self.private)
+        block: State = (frozenset(k for k in st[0] if isinstance(k, int)),
+                        frozenset(k for k in st[1] if isinstance(k, int)))
+        pre: tuple[Stmt, ...] = ()
+        if _conflict(block, w, r):
+            pre, st = (Barrier(),), EMPTY
+        own: State = (frozenset(k[1] for k in st[0] if isinstance(k, tuple) and k[0] == g),
+                      frozenset(k[1] for k in st[1] if isinstance(k, tuple) and k[0] == g))
+        body, _ = self.stmt(s.body, own)
+        out = region_barriers(WarpSpecialize(s.ids, body, s.loc))
+        tagged = frozenset((g, k) for k in w), frozenset((g, k) for k in r)
+        return (Seq((*pre, out), s.loc) if pre else out), _merge(st, tagged)  # type: ignore[arg-type]
+
     def leaf(self, s: Stmt, st: State) -> tuple[Stmt, State]:
         w, r, has_barrier = accesses(s, self.private)
         written, read = st
@@ -128,7 +153,7 @@ class _Sync:
 
 
 def _conflict(st: State, w: set[int], r: set[int]) -> bool:
-    written, read = st
+    written, read = (frozenset(k[1] if isinstance(k, tuple) else k for k in keys) for keys in st)  # see `region`
     return bool((r & written) or (w & (written | read)))
 
 

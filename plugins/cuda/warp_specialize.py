@@ -1,0 +1,142 @@
+"""CUDA code of manual warp specialization (``T.ws`` regions) and explicit mbarriers.
+
+A kernel with regions or barriers is *manual*: ``ctx.data["cuda.manual_ws"]`` is set by
+``manual_setup`` (the first stage), and then
+- the compiler's own pipelining, warp specialization, rasterisation, mask unswitching and direct
+  stores do not run (``unless_manual``): the kernel's mbarriers are its pipeline;
+- every tile op is laid out and lowered for one warpgroup (128 threads): ``tx`` is
+  ``threadIdx.x & 127``; a region ``T.ws(g)`` is ``if (tlx_ws_wg() == g)``; a tile op, parallel
+  loop or store of shared / global memory outside the regions runs on warpgroup 0
+  (``leader_only``), between barriers of the whole block where the sync pass needs them;
+- barriers the sync pass needs inside a region are the region's named barrier
+  (``bar.sync 1 + g, 128``), so the other warpgroups never join them; between two regions the
+  pass puts no barrier (they run side by side, ordered by the kernel's mbarriers), before a
+  statement outside the regions it puts ``__syncthreads()`` as usual (``ws_region`` in sync.py);
+- ``T.alloc_barrier`` is a ``uint64`` array in shared memory, initialised by thread 0, fenced and
+  published by a block barrier; ``T.barrier_arrive`` / ``T.barrier_wait`` are ``mbarrier.arrive``
+  / a ``try_wait`` (sm_90) or ``test_wait`` (sm_80) loop on it, made by every thread that runs
+  them (``include/tlx_ws.h``).
+A region naming several warpgroups is not lowered (``NotSupportedError`` at its line).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ...core_ir import dtypes
+from ...core_ir import expr as E
+from ...core_ir.buffer import Buffer
+from ...core_ir.errors import NotSupportedError
+from ...core_ir.stmt import (
+    Alloc,
+    BarrierArrive,
+    BarrierInit,
+    BarrierWait,
+    If,
+    PrimFunc,
+    Seq,
+    Stmt,
+    WarpSpecialize,
+)
+from ...core_ir.verify_ws import WARPGROUP, uses_barriers, ws_call
+from ...core_ir.visit import rewrite, walk
+from .lir import THREAD, Barrier, Block, Evaluate, Intrin, SmemAddr
+
+__all__ = ["MANUAL", "leader_only", "lower_ws", "manual_setup", "region_barriers", "unless_manual", "uses_ws_header",
+           "ws_header", "ws_threads"]
+
+#: ``ctx.data`` key: the kernel has T.ws regions or explicit barriers
+MANUAL = "cuda.manual_ws"
+WG = Intrin("tlx_ws_wg", ())
+
+
+def manual_setup(func: PrimFunc, ctx: Any) -> PrimFunc:
+    """Mark a kernel with regions or barriers as manual; refuse regions CUDA does not lower."""
+    from .layout_inference import find_kernel
+
+    kernel = find_kernel(func.body)
+    if kernel is None or not uses_barriers(kernel.body):
+        return func
+    for n in walk(kernel.body):
+        if isinstance(n, WarpSpecialize) and len(n.ids) != 1:
+            raise NotSupportedError(
+                f"{ws_call(n.ids)}: a region of several warpgroups is not lowered by the CUDA backend", loc=n.loc,
+                hint="give each warpgroup its own region (with T.ws(0): ... with T.ws(1): ...), or run on "
+                "target='interp'")
+    ctx.data[MANUAL] = True
+    return func
+
+
+def unless_manual(stage: Callable[[PrimFunc, Any], PrimFunc]) -> Callable[[PrimFunc, Any], PrimFunc]:
+    """``stage``, skipped for a manual kernel."""
+
+    def run(func: PrimFunc, ctx: Any) -> PrimFunc:
+        return func if ctx.data.get(MANUAL) else stage(func, ctx)
+
+    run.__name__ = getattr(stage, "__name__", "stage")
+    return run
+
+
+def ws_threads(kernel: Any, ctx: Any) -> int:
+    """The threads tile ops are laid out over: one warpgroup in a manual kernel, else the block."""
+    return min(WARPGROUP, kernel.num_threads) if ctx.data.get(MANUAL) else kernel.num_threads
+
+
+def leader_only(out: Stmt, loc: Any) -> Stmt:
+    """A statement of the whole block in a manual kernel: warpgroup 0 runs it (a unit for the sync pass)."""
+    return Block(If(E.binary("==", WG, 0), out, None, loc), "warpgroup 0", loc)
+
+
+# ---- lowering -----------------------------------------------------------------------------------
+
+def _twin(buf: Buffer, lc: Any) -> Buffer:
+    """The shared ``uint64`` array holding the mbarriers of ``buf``."""
+    twin = lc.barriers.get(buf)
+    if twin is None:
+        twin = lc.barriers[buf] = Buffer(buf.name, buf.shape, dtypes.uint64, "shared", buf.loc)
+    return twin
+
+
+def _addr(buf: Buffer, index: E.Expr, lc: Any) -> SmemAddr:
+    return SmemAddr(_twin(buf, lc), (index,), "async")  # "async": not a data access for the sync pass
+
+
+def lower_ws(s: Stmt, lc: Any, lower: Callable[[Stmt], Stmt]) -> Stmt | None:
+    """The lowered form of a region or barrier statement (``None`` for another statement)."""
+    if isinstance(s, Alloc) and s.buffer.scope == "barrier":
+        return Alloc(_twin(s.buffer, lc), None, s.loc)
+    if isinstance(s, BarrierInit):
+        inits = tuple(Evaluate(Intrin("tlx_ws_bar_init", (_addr(s.buffer, E.const(i), lc), E.const(c))), s.loc)
+                      for i, c in enumerate(s.counts))
+        thread_0 = E.binary("and", E.binary("==", WG, 0), E.binary("==", THREAD, 0))
+        return Seq((If(thread_0, Seq(inits), None, s.loc), Evaluate(Intrin("tlx_ws_bar_fence_init", ())),
+                    Barrier(s.loc)), s.loc)
+    if isinstance(s, BarrierArrive):
+        return Evaluate(Intrin("tlx_ws_arrive", (_addr(s.buffer, s.index, lc),)), s.loc)
+    if isinstance(s, BarrierWait):
+        return Evaluate(Intrin("tlx_ws_wait", (_addr(s.buffer, s.index, lc), s.parity)), s.loc)
+    if isinstance(s, WarpSpecialize):
+        return WarpSpecialize(s.ids, lower(s.body), s.loc)
+    return None
+
+
+# ---- after sync insertion -----------------------------------------------------------------------
+
+def region_barriers(s: WarpSpecialize) -> Stmt:
+    """The region as ``if (tlx_ws_wg() == g)``, its barriers the warpgroup's named barrier."""
+    (g,) = s.ids
+    named = Evaluate(Intrin("tlx_ws_sync", (E.const(1 + g), E.const(WARPGROUP))), s.loc)
+    body = rewrite(s.body, lambda n: named if isinstance(n, Barrier) else None)
+    return If(E.binary("==", WG, g), body, None, s.loc)
+
+
+def uses_ws_header(body: Stmt) -> bool:
+    return any(isinstance(n, Intrin) and n.fn.startswith("tlx_ws_") for n in walk(body))
+
+
+def ws_header() -> str:
+    with open(os.path.join(os.path.dirname(__file__), "include", "tlx_ws.h")) as fh:
+        return fh.read()
+

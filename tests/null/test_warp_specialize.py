@@ -1,0 +1,313 @@
+"""``T.ws`` regions and mbarriers: the frontend's and the verifier's errors (each at the user's
+line), the interpreter's barrier semantics and deadlock report. The kernels' results are suite
+cases (tests/kernels/warp_specialize.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilelang_x as tilelang
+import tilelang_x.language as T
+from tests.null.located import located_errors
+from tilelang_x.core_ir.errors import (
+    DeadlockError,
+    TileLangError,
+    TileLangSyntaxError,
+    TileLangTypeError,
+    VerificationError,
+)
+from tilelang_x.plugins.interp.team import MBarriers
+
+where, raises = located_errors(__file__)
+
+
+def _interp(func: object) -> object:
+    return tilelang.compile(func, target="interp")
+
+
+# ---- the interpreter's semantics ----------------------------------------------------------------
+
+def test_a_phase_completes_at_every_count_th_arrival() -> None:
+    bars = MBarriers([3, 128])
+    assert bars.completed(0, 1) and not bars.completed(0, 0)  # a fresh barrier: phase 0 runs
+    bars.arrive(0, 2)
+    assert not bars.completed(0, 0)
+    bars.arrive(0, 1)
+    assert bars.completed(0, 0) and not bars.completed(0, 1)
+    bars.arrive(0, 7)  # two more phases (parity 1 again) and one arrival of the next: 2 still missing
+    assert bars.phase[0] == 1 and bars.missing[0] == 2
+    bars.arrive(1, 256)
+    assert bars.phase[1] == 0 and bars.missing[1] == 128
+
+
+def _ping_pong(rounds: int, consumer_arrives: bool = True, count: int = 128) -> object:
+    @T.prim_func
+    def main(X: T.Tensor((rounds, 128), T.float32), Y: T.Tensor((rounds, 128), T.float32)):
+        with T.Kernel(1, threads=256) as _:
+            S = T.alloc_shared((128,), T.float32)
+            full = T.alloc_barrier(count)
+            empty = T.alloc_barrier(128)
+            with T.ws(0):
+                for r in T.serial(rounds):
+                    T.barrier_wait(empty, (r + 1) % 2)  # E:producer_wait
+                    T.copy(X[r, 0], S)
+                    T.barrier_arrive(full)
+            with T.ws(1):
+                for r in T.serial(rounds):
+                    T.barrier_wait(full, r % 2)
+                    for i in T.Parallel(128):
+                        Y[r, i] = S[i] + 1.0
+                    if consumer_arrives:
+                        T.barrier_arrive(empty)
+
+    return main
+
+
+def test_the_consumer_sees_every_round_the_producer_hands_over() -> None:
+    x = torch.randn(5, 128)
+    y = torch.zeros(5, 128)
+    _interp(_ping_pong(5))(x, y)
+    torch.testing.assert_close(y, x + 1)
+
+
+def test_a_missing_arrival_is_a_deadlock_naming_the_wait() -> None:
+    err = raises(DeadlockError, "producer_wait", lambda: _interp(_ping_pong(3, consumer_arrives=False))(
+        torch.zeros(3, 128), torch.zeros(3, 128)), "deadlock in block (0)", "warpgroup 0 at T.barrier_wait",
+        "warpgroup 1 at T.barrier_wait")
+    assert "on a GPU the kernel would hang" in str(err)
+
+
+def test_an_arrive_count_no_region_reaches_is_a_deadlock() -> None:
+    with pytest.raises(DeadlockError, match="every warpgroup that has not ended waits"):
+        _interp(_ping_pong(2, count=256))(torch.zeros(2, 128), torch.zeros(2, 128))
+
+
+def test_a_symbolic_parity_outside_0_1_fails_at_run_time() -> None:
+    @T.prim_func
+    def main(Y: T.Tensor((4,), T.int32)):
+        with T.Kernel(1, threads=128) as _:
+            bar = T.alloc_barrier(128)
+            for r in T.serial(4):
+                T.barrier_arrive(bar)
+                T.barrier_wait(bar, r)  # E:parity_value
+                Y[r] = r
+
+    raises(TileLangError, "parity_value", lambda: _interp(main)(torch.zeros(4, dtype=torch.int32)),
+           "parity 2 is neither 0 nor 1")
+
+
+def test_a_block_level_statement_between_regions_is_a_meeting_of_all_warpgroups() -> None:
+    """TileLang's `copy_gemm_0_1` shape: a copy every warpgroup makes, then each region's own work."""
+
+    @T.prim_func
+    def main(X: T.Tensor((4, 256), T.float32), Y: T.Tensor((4, 256), T.float32)):
+        with T.Kernel(1, threads=256) as _:
+            S = T.alloc_shared((256,), T.float32)
+            lo = T.alloc_fragment((128,), T.float32)
+            hi = T.alloc_fragment((128,), T.float32)
+            for r in T.serial(4):
+                T.copy(X[r, 0], S)
+                with T.ws(0):
+                    for i in T.Parallel(128):
+                        lo[i] = S[i] * 2.0
+                    T.copy(lo, Y[r, 0])
+                with T.ws(1):
+                    for i in T.Parallel(128):
+                        hi[i] = S[128 + i] * 3.0
+                    T.copy(hi, Y[r, 128])
+
+    x = torch.randn(4, 256)
+    y = torch.zeros(4, 256)
+    _interp(main)(x, y)
+    torch.testing.assert_close(y, torch.cat([x[:, :128] * 2, x[:, 128:] * 3], 1))
+
+
+# ---- frontend errors ----------------------------------------------------------------------------
+
+def _kernel(body: str, threads: int = 256) -> None:
+    """Trace a kernel whose T.Kernel body is ``body`` (a name of a helper below)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=threads) as _:
+            BODIES[body](A)
+
+    return main
+
+
+def _bad_id(A):
+    with T.ws(2):  # E:bad_id
+        T.clear(A[0:128])
+
+
+def _no_id(A):
+    with T.ws():  # E:no_id
+        pass
+
+
+def _symbolic_id(A):
+    with T.ws(A[0]):  # E:symbolic_id
+        pass
+
+
+def _nested(A):
+    with T.ws(0):
+        with T.ws(1):  # E:nested
+            pass
+
+
+def _in_parallel(A):
+    for i in T.Parallel(4):
+        with T.ws(0):  # E:in_parallel
+            A[i] = 0.0
+
+
+def _parity(A):
+    bar = T.alloc_barrier(128)
+    T.barrier_wait(bar, 2)  # E:parity
+
+
+def _no_parity(A):
+    bar = T.alloc_barrier(128)
+    T.barrier_wait(bar)  # E:no_parity
+
+
+def _not_a_barrier(A):
+    S = T.alloc_shared((4,), T.float32)
+    T.barrier_arrive(S)  # E:not_a_barrier
+
+
+def _index_without_list(A):
+    T.mbarrier_arrive(0)  # E:index_without_list
+
+
+def _index_range(A):
+    bars = T.alloc_barrier([128, 128])
+    T.barrier_arrive(bars[2])  # E:index_range
+
+
+def _bad_count(A):
+    T.alloc_barrier(0)  # E:bad_count
+
+
+def _barrier_in_region(A):
+    with T.ws(0):
+        T.alloc_barrier(128)  # E:barrier_in_region
+
+
+def _arrive_in_parallel(A):
+    bar = T.alloc_barrier(128)
+    for _ in T.Parallel(4):
+        T.barrier_arrive(bar)  # E:arrive_in_parallel
+
+
+def _list_twice(A):
+    T.create_list_of_mbarrier(128)
+    T.create_list_of_mbarrier(128)  # E:list_twice
+
+
+def _barrier_buffer(A):
+    T.alloc_buffer((1,), T.uint64, scope="shared.barrier")  # E:barrier_buffer
+
+
+BODIES = {f.__name__[1:]: f for f in (_bad_id, _no_id, _symbolic_id, _nested, _in_parallel, _parity, _no_parity,
+                                      _not_a_barrier, _index_without_list, _index_range, _bad_count,
+                                      _barrier_in_region, _arrive_in_parallel, _list_twice, _barrier_buffer)}
+
+
+@pytest.mark.parametrize("tag, exc, words", [
+    ("bad_id", TileLangSyntaxError, ["warpgroup id 2 is out of range", "2 warpgroup(s), ids 0..1"]),
+    ("no_id", TileLangSyntaxError, ["T.ws() names no warpgroup"]),
+    ("symbolic_id", TileLangTypeError, ["is not a Python int"]),
+    ("nested", TileLangSyntaxError, ["cannot be nested", "inside the T.ws(0) region"]),
+    ("in_parallel", TileLangSyntaxError, ["T.ws inside a T.Parallel loop"]),
+    ("parity", TileLangSyntaxError, ["parity 2 is neither 0 nor 1", "k % 2"]),
+    ("no_parity", TileLangSyntaxError, ["needs the parity"]),
+    ("not_a_barrier", TileLangTypeError, ["T.barrier_arrive: `", "is not a barrier"]),
+    ("index_without_list", TileLangSyntaxError, ["no T.create_list_of_mbarrier list"]),
+    ("index_range", TileLangSyntaxError, ["barrier index 2 is out of range", "holds 2"]),
+    ("bad_count", TileLangSyntaxError, ["arrive_count=0 must be a positive Python int"]),
+    ("barrier_in_region", TileLangSyntaxError, ["inside a T.ws region, loop or if"]),
+    ("arrive_in_parallel", TileLangSyntaxError, ["T.barrier_arrive inside a T.Parallel loop"]),
+    ("list_twice", TileLangSyntaxError, ["called twice"]),
+    ("barrier_buffer", TileLangSyntaxError, ["use T.alloc_barrier"]),
+])
+def test_frontend_errors_name_the_line(tag: str, exc: type, words: list[str]) -> None:
+    raises(exc, tag, lambda: _kernel(tag), *words)
+
+
+def test_threads_that_are_not_whole_warpgroups() -> None:
+    def body(A):
+        with T.ws(0):  # E:partial_group
+            pass
+
+    BODIES["partial_group"] = body
+    raises(TileLangSyntaxError, "partial_group", lambda: _kernel("partial_group", threads=192),
+           "whole warpgroups of 128 threads", "threads=192")
+
+
+# ---- verifier errors ----------------------------------------------------------------------------
+
+def _verify(fn: object) -> None:
+    tilelang.compile(fn, target="interp")
+
+
+def test_a_fragment_used_in_a_region_and_outside() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=256) as _:
+            F = T.alloc_fragment((128,), T.float32)
+            T.clear(F)
+            with T.ws(0):
+                T.copy(F, A)  # E:fragment_outside
+
+    raises(VerificationError, "fragment_outside", lambda: _verify(main),
+           "fragment `F` is used in T.ws(0), but also outside the T.ws regions")
+
+
+def test_a_fragment_shared_by_two_regions() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=256) as _:
+            F = T.alloc_fragment((128,), T.float32)
+            with T.ws(0):
+                T.clear(F)
+            with T.ws(1):
+                T.copy(F, A)  # E:fragment_two
+
+    raises(VerificationError, "fragment_two", lambda: _verify(main),
+           "fragment `F` is used in T.ws(1), but also in T.ws(0)")
+
+
+def test_a_pipelined_loop_around_regions() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=256) as _:
+            for k in T.Pipelined(4, num_stages=2):  # E:pipelined
+                with T.ws(0):
+                    A[k] = 1.0
+
+    raises(VerificationError, "pipelined", lambda: _verify(main), "num_stages=2", "num_stages=0")
+
+
+def test_thread_queries_do_not_mix_with_regions() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((256,), T.int32)):
+        with T.Kernel(1, threads=256) as _:  # E:simt
+            with T.ws(0):
+                A[0] = 1
+            A[T.get_thread_binding()] = 2
+
+    raises(VerificationError, "simt", lambda: _verify(main), "thread queries and warp operations")
+
+
+def test_sync_grid_does_not_mix_with_regions() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((2,), T.int32)):
+        with T.Kernel(2, threads=256) as bx:
+            with T.ws(0):
+                A[bx] = 1
+            T.sync_grid()  # E:grid
+
+    raises(VerificationError, "grid", lambda: _verify(main), "T.sync_grid() in a kernel with T.ws regions")
