@@ -65,6 +65,10 @@ def manual_setup(func: PrimFunc, ctx: Any) -> PrimFunc:
                 f"{ws_call(n.ids)}: a region of several warpgroups is not lowered by the CUDA backend", loc=n.loc,
                 hint="give each warpgroup its own region (with T.ws(0): ... with T.ws(1): ...), or run on "
                 "target='interp'")
+    if len(kernel.threads) != 1:
+        raise NotSupportedError(
+            f"T.ws regions and barriers need a 1-D block on CUDA, not threads={list(kernel.threads)}", loc=kernel.loc,
+            hint=f"launch threads={kernel.num_threads}")
     ctx.data[MANUAL] = True
     return func
 

@@ -311,3 +311,63 @@ def test_sync_grid_does_not_mix_with_regions() -> None:
             T.sync_grid()  # E:grid
 
     raises(VerificationError, "grid", lambda: _verify(main), "T.sync_grid() in a kernel with T.ws regions")
+
+
+# ---- CUDA (no GPU: sources, nvcc, SASS) -------------------------------------------------------
+
+def test_cuda_regions_are_warpgroup_branches_with_their_own_barriers() -> None:
+    from tests.kernels import warp_specialize as W
+    from tests.null.cuda_helpers import cuda_source
+
+    src, ctx = cuda_source(W.gemm_producer_consumer.get_ir(256, 256, 128), "sm_90a")
+    src = src[src.index('extern "C"'):]  # the kernel, not the headers
+    assert "const int tx = threadIdx.x & 127;" in src
+    assert "if (tlx_ws_wg() == 1) {" in src and "if (tlx_ws_wg() == 0) {" in src
+    assert src.count("tlx_ws_bar_init(") == 2 and "tlx_ws_bar_fence_init();" in src
+    assert "tlx_ws_wait(compute_done_s + (0) * 8, (k + 1) & 1);" in src
+    assert "tlx_ws_arrive(data_ready_s + (0) * 8);" in src
+    assert "tlx_wgmma_" in src  # the consumer's gemm is wgmma on sm_90a
+    body = src[src.index("if (tlx_ws_wg() == 1) {"):]
+    assert "__syncthreads()" not in body  # no block barrier between (or inside) the regions
+    assert "tlx_ws_sync(2, 128);" in body  # warpgroup 1's named barrier orders its own tile writes
+    assert "cp_async" not in src and "tlx_tma" not in src  # the kernel's mbarriers are its pipeline
+    assert "cuda.ws" not in ctx.data  # no automatic warp specialization
+
+
+def test_cuda_statements_outside_regions_run_on_warpgroup_0() -> None:
+    from tests.kernels import warp_specialize as W
+    from tests.null.cuda_helpers import cuda_source
+
+    src, _ = cuda_source(W.gemm_regions_in_loop.get_ir(128, 256, 256, block_K=64), "sm_80")
+    loop = src[src.index("for (int ko = 0;"):]
+    assert loop.index("if (tlx_ws_wg() == 1) {") < loop.index("if (tlx_ws_wg() == 0) {")
+    assert "__syncthreads()" not in loop
+    assert "tlx_ws_wait(mbarrier_s + (0 + (ko & 1)) * 8, ko >> 1);" in loop
+
+
+def test_cuda_sass_has_the_mbarrier_instructions() -> None:
+    from tests.kernels import warp_specialize as W
+    from tests.null.cuda_helpers import sass_ops
+
+    pattern = r"\b(SYNCS\.[A-Z0-9_.]+|ATOMS\.ARRIVE[A-Z0-9_.]*|HGMMA)\b"
+    hopper = sass_ops(W.gemm_producer_consumer.get_ir(256, 256, 128), pattern, "sm_90a")
+    assert {"SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64.A1T0", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "HGMMA"} <= set(hopper)
+    ampere = sass_ops(W.gemm_producer_consumer.get_ir(256, 256, 128), pattern, "sm_80")
+    assert "ATOMS.ARRIVE.64" in ampere and not any(op.startswith("SYNCS") for op in ampere)
+
+
+def test_cuda_refuses_a_region_of_several_warpgroups() -> None:
+    from tests.null.cuda_helpers import cuda_source
+    from tilelang_x.core_ir.errors import NotSupportedError
+
+    @T.prim_func
+    def main(A: T.Tensor((256,), T.float32)):
+        with T.Kernel(1, threads=256) as _:
+            with T.ws(0, 1):  # E:two_groups
+                for i in T.Parallel(256):
+                    A[i] = 1.0
+
+    raises(NotSupportedError, "two_groups", lambda: cuda_source(main, "sm_80"), "several warpgroups")
+    a = torch.zeros(256)
+    _interp(main)(a)  # the interpreter runs it
+    torch.testing.assert_close(a, torch.ones(256))

@@ -1,0 +1,73 @@
+"""On the GPU: ``T.ws`` regions with explicit mbarriers (plugins/cuda/warp_specialize.py) give the
+interpreter's results, on the Hopper path ("cuda" on an H200) and the sm_80-class one
+("cuda:sm_90"). The suite cases of tests/kernels/warp_specialize.py run in test_suite_cuda.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilelang_x
+import tilelang_x.language as T
+from tests.kernels import warp_specialize as W
+
+TARGETS = ["cuda", "cuda:sm_90"]
+
+
+def _ping_pong(rounds: int, width: int) -> object:
+    """Warpgroup 0 copies row r of X into one of two shared buffers, warpgroup 1 writes it + r."""
+
+    @T.prim_func
+    def main(X: T.Tensor((rounds, width), T.float32), Y: T.Tensor((rounds, width), T.float32)):
+        with T.Kernel(1, threads=256) as _:
+            S = T.alloc_shared((2, width), T.float32)
+            full = T.alloc_barrier([128, 128])
+            empty = T.alloc_barrier([128, 128])
+            with T.ws(0):
+                for r in T.serial(rounds):
+                    T.barrier_wait(empty[r % 2], (r // 2 + 1) % 2)
+                    T.copy(X[r, 0], S[r % 2, :])
+                    T.barrier_arrive(full[r % 2])
+            with T.ws(1):
+                for r in T.serial(rounds):
+                    T.barrier_wait(full[r % 2], (r // 2) % 2)
+                    for i in T.Parallel(width):
+                        Y[r, i] = S[r % 2, i] + r
+                    T.barrier_arrive(empty[r % 2])
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_many_rounds_through_two_buffers(target: str) -> None:
+    rounds, width = 257, 512
+    x = torch.randn(rounds, width)
+    y_gpu = torch.zeros(rounds, width, device="cuda")
+    tilelang_x.compile(_ping_pong(rounds, width), target=target)(x.cuda(), y_gpu)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y_gpu.cpu(), x + torch.arange(rounds, dtype=torch.float32)[:, None])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("kernel", [W.gemm_producer_consumer, W.gemm_two_stage, W.gemm_regions_in_loop])
+def test_producer_consumer_gemm_at_a_larger_shape(kernel: object, target: str) -> None:
+    M, N, K = 1024, 768, 2048
+    g = torch.Generator().manual_seed(7)
+    a = torch.randn(M, K, generator=g).half().cuda()
+    b = torch.randn(K, N, generator=g).half().cuda()
+    with tilelang_x.knobs.scope(target_default=target):
+        c = kernel(M, N, K, block_K=64)(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), (a.float() @ b.float()), atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_three_stage_pipeline(target: str) -> None:
+    M, N, K = 384, 256, 1024
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(M, K, generator=g).half().cuda()
+    b = torch.randn(K, N, generator=g).half().cuda()
+    with tilelang_x.knobs.scope(target_default=target):
+        c = W.gemm_two_stage(M, N, K, block_K=64, num_stages=3)(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), (a.float() @ b.float()), atol=5e-2, rtol=1e-2)
