@@ -218,7 +218,7 @@ class _Printer:
         elif isinstance(s, Annotate):
             self.emit(depth, f"T.annotate({s.kind!r}, {self.value(s.data)})")
         elif isinstance(s, WarpSpecialize):
-            self.emit(depth, f"with T.ws({', '.join(str(g) for g in s.ids)}):")
+            self.emit(depth, f"with {s.call}:")
             self.stmt(s.body, depth + 1)
         elif isinstance(s, BarrierInit):
             self.emit(depth, f"T.barrier_init({self.buf(s.buffer)}, {list(s.counts)})")

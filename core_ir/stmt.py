@@ -211,6 +211,16 @@ class WarpSpecialize(Stmt):
     body: Stmt
     loc: SourceLoc | None = field(default=None, compare=False)
 
+    @property
+    def call(self) -> str:
+        """How the kernel spells it."""
+        return ws_call(self.ids)
+
+
+def ws_call(ids: tuple[int, ...]) -> str:
+    """How a kernel spells the region of warpgroups ``ids``: ``T.ws(0, 1)``."""
+    return f"T.ws({', '.join(str(g) for g in ids)})"
+
 
 @dataclass(**_NODE)
 class BarrierInit(Stmt):

@@ -18,19 +18,14 @@ from .buffer import Buffer
 from .errors import VerificationError
 from .expr import Load
 from .source import SourceLoc
-from .stmt import Alloc, BarrierArrive, BarrierWait, For, Kernel, PrimFunc, Stmt, Sync, WarpSpecialize
+from .stmt import Alloc, BarrierArrive, BarrierWait, For, Kernel, PrimFunc, Stmt, Sync, WarpSpecialize, ws_call
 from .uniformity import Uniformity
 from .visit import buffers_used, children, walk
 
-__all__ = ["WARPGROUP", "has_regions", "uses_barriers", "verify_ws", "ws_call"]
+__all__ = ["WARPGROUP", "has_regions", "uses_barriers", "verify_ws"]
 
 #: Threads per warpgroup: the unit ``T.ws`` ids count in.
 WARPGROUP = 128
-
-
-def ws_call(ids: tuple[int, ...]) -> str:
-    """How a kernel spells the region of warpgroups ``ids``."""
-    return f"T.ws({', '.join(str(g) for g in ids)})"
 
 
 def has_regions(node: Stmt) -> bool:
@@ -105,14 +100,14 @@ class _Checker:
     def region(self, s: WarpSpecialize, region: tuple[int, ...] | None, parallel: int) -> None:
         k = self.kernel
         if region is not None:
-            self.fail(f"{ws_call(s.ids)} is nested in the {ws_call(region)} region", s.loc,
+            self.fail(f"{s.call} is nested in the {ws_call(region)} region", s.loc,
                       "close the outer region first")
         if parallel:
             self.fail("a T.ws region inside a T.Parallel loop", s.loc, "open the region outside the loop")
         groups = k.num_threads // WARPGROUP
         bad = [g for g in s.ids if not 0 <= g < groups]
         if not s.ids or bad or len(set(s.ids)) != len(s.ids):
-            self.fail(f"{ws_call(s.ids)}: the block's {k.num_threads} threads make warpgroups 0..{groups - 1}", s.loc,
+            self.fail(f"{s.call}: the block's {k.num_threads} threads make warpgroups 0..{groups - 1}", s.loc,
                       "name each warpgroup once, each below the number of warpgroups")
         self.walk(s.body, s.ids, parallel)
 

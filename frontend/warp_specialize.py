@@ -19,8 +19,8 @@ from ..core_ir import stmt as S
 from ..core_ir.buffer import Buffer
 from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import SourceLoc, caller_loc
-from ..core_ir.stmt import Alloc, BarrierArrive, BarrierInit, BarrierWait
-from ..core_ir.verify_ws import WARPGROUP, ws_call
+from ..core_ir.stmt import Alloc, BarrierArrive, BarrierInit, BarrierWait, ws_call
+from ..core_ir.verify_ws import WARPGROUP
 from . import builder as bld
 
 __all__ = ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "create_list_of_mbarrier",

@@ -40,7 +40,7 @@ from ...core_ir.stmt import (
     Stmt,
     WarpSpecialize,
 )
-from ...core_ir.verify_ws import WARPGROUP, uses_barriers, ws_call
+from ...core_ir.verify_ws import WARPGROUP, uses_barriers
 from ...core_ir.visit import rewrite, walk
 from .lir import THREAD, Barrier, Block, Evaluate, Intrin, SmemAddr
 
@@ -62,7 +62,7 @@ def manual_setup(func: PrimFunc, ctx: Any) -> PrimFunc:
     for n in walk(kernel.body):
         if isinstance(n, WarpSpecialize) and len(n.ids) != 1:
             raise NotSupportedError(
-                f"{ws_call(n.ids)}: a region of several warpgroups is not lowered by the CUDA backend", loc=n.loc,
+                f"{n.call}: a region of several warpgroups is not lowered by the CUDA backend", loc=n.loc,
                 hint="give each warpgroup its own region (with T.ws(0): ... with T.ws(1): ...), or run on "
                 "target='interp'")
     if len(kernel.threads) != 1:

@@ -20,20 +20,16 @@ When every member that has not ended waits, none can go on (on a GPU the block w
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...core_ir.errors import DeadlockError, TileLangError
+from ...core_ir.errors import DeadlockError
 from ...core_ir.source import SourceLoc
+from .turns import TakingTurns, run_side_by_side
 
 __all__ = ["MBarriers", "Team", "run_team"]
 
 _RUN, _WAIT, _DONE = "run", "wait", "done"
-
-
-class _Aborted(Exception):
-    """Ends a member's thread once another member failed (the failure is what the launch raises)."""
 
 
 class MBarriers:
@@ -58,27 +54,16 @@ class MBarriers:
         return self.phase[k] != parity
 
 
-class Team:
+class Team(TakingTurns):
     """The members (warpgroups) of one block; see the module docstring."""
 
     def __init__(self, n: int, block: tuple[int, ...]) -> None:
-        self.cond = threading.Condition()
+        super().__init__()
         self.block = block
-        self.turn = 0
         self.state = [_RUN] * n
         self.waits: list[tuple[Callable[[], bool], SourceLoc | None, str] | None] = [None] * n
         self.envs: list[list[Any]] = []
         self.meetings: dict[int, list[Any]] = {}  # statement -> [members arrived, times it ran]
-        self.error: BaseException | None = None
-
-    def _wait_turn(self, i: int) -> None:
-        self.cond.wait_for(lambda: self.turn == i or self.error is not None)
-        if self.error is not None:
-            raise _Aborted
-
-    def start(self, i: int) -> None:
-        with self.cond:
-            self._wait_turn(i)
 
     def wait_until(self, i: int, ready: Callable[[], bool], loc: SourceLoc | None, what: str) -> None:
         """Member ``i`` goes on once ``ready()``; meanwhile the others run."""
@@ -88,7 +73,7 @@ class Team:
             self.state[i] = _WAIT
             self.waits[i] = (ready, loc, what)
             self._pass(i)
-            self._wait_turn(i)
+            self.wait_turn(i)
 
     def meet(self, i: int, key: int, members: tuple[int, ...], run: Callable[[], None], loc: SourceLoc | None,
              what: str) -> None:
@@ -112,12 +97,6 @@ class Team:
         with self.cond:
             self.state[i] = _DONE
             self._pass(i)
-
-    def fail(self, error: BaseException) -> None:
-        with self.cond:
-            if self.error is None:
-                self.error = error
-            self.cond.notify_all()
 
     def _pass(self, i: int) -> None:
         """Give the turn to the next member after ``i`` that can run."""
@@ -152,22 +131,8 @@ def run_team(n: int, block: tuple[int, ...], fork: Callable[[Team, int], list[An
     team.envs = [fork(team, i) for i in range(n)]
 
     def run(i: int) -> None:
-        try:
-            team.start(i)
-            body(team.envs[i])
-            team.finish(i)
-        except _Aborted:
-            pass
-        except BaseException as e:  # noqa: BLE001 - handed to the launching thread
-            team.fail(e)
+        team.start(i)
+        body(team.envs[i])
+        team.finish(i)
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"tilelang-x warpgroup {i}", daemon=True)
-               for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if team.error is not None:
-        if isinstance(team.error, TileLangError):
-            raise team.error.with_traceback(None)
-        raise team.error
+    run_side_by_side(n, run, team, lambda i: f"warpgroup {i} of block {block}")

@@ -253,31 +253,22 @@ def _verify(fn: object) -> None:
     tilelang.compile(fn, target="interp")
 
 
-def test_a_fragment_used_in_a_region_and_outside() -> None:
+@pytest.mark.parametrize("outside, words", [(True, "used in T.ws(1), but also outside the T.ws regions"),
+                                             (False, "used in T.ws(1), but also in T.ws(0)")])
+def test_a_fragment_belongs_to_the_warpgroups_of_its_region(outside: bool, words: str) -> None:
     @T.prim_func
     def main(A: T.Tensor((128,), T.float32)):
         with T.Kernel(1, threads=256) as _:
             F = T.alloc_fragment((128,), T.float32)
-            T.clear(F)
-            with T.ws(0):
-                T.copy(F, A)  # E:fragment_outside
-
-    raises(VerificationError, "fragment_outside", lambda: _verify(main),
-           "fragment `F` is used in T.ws(0), but also outside the T.ws regions")
-
-
-def test_a_fragment_shared_by_two_regions() -> None:
-    @T.prim_func
-    def main(A: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=256) as _:
-            F = T.alloc_fragment((128,), T.float32)
-            with T.ws(0):
+            if outside:
                 T.clear(F)
+            else:
+                with T.ws(0):
+                    T.clear(F)
             with T.ws(1):
-                T.copy(F, A)  # E:fragment_two
+                T.copy(F, A)  # E:fragment_use
 
-    raises(VerificationError, "fragment_two", lambda: _verify(main),
-           "fragment `F` is used in T.ws(1), but also in T.ws(0)")
+    raises(VerificationError, "fragment_use", lambda: _verify(main), f"fragment `F` is {words}")
 
 
 def test_a_pipelined_loop_around_regions() -> None:
