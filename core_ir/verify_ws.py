@@ -6,8 +6,6 @@ A ``WarpSpecialize`` region runs on its warpgroups only (``WARPGROUP`` threads e
 - a fragment is spread over the threads of the code that uses it, so a fragment used in a region
   belongs to that region's warpgroups: it is not used outside regions, nor in a region of other
   warpgroups (``var`` and ``local`` buffers are per thread, hence free to use anywhere);
-- a ``T.Pipelined`` loop around regions is not pipelined by the compiler (the regions' mbarriers
-  are the pipeline): ``num_stages`` above 1 is refused;
 - per-thread code (thread queries, warp operations) and ``T.sync_grid()`` do not mix with regions;
 - a barrier buffer is only named by barrier operations, never read as a value.
 """
@@ -83,11 +81,6 @@ class _Checker:
         if isinstance(s, Sync) and s.scope == "grid" and has_regions(self.kernel.body):
             self.fail("T.sync_grid() in a kernel with T.ws regions is not supported", s.loc,
                       "split the kernel in two at the grid barrier")
-        if isinstance(s, For) and s.kind == "pipelined" and has_regions(s.body) \
-                and int(s.ann().get("num_stages", 0) or 0) > 1:
-            self.fail(f"T.Pipelined(num_stages={s.ann()['num_stages']}) around T.ws regions: the compiler does not "
-                      "pipeline a loop whose stages the regions' barriers already order", s.loc,
-                      "use num_stages=0 (or range / T.serial) and stage the buffers with mbarriers yourself")
         if not any(isinstance(c, Stmt) for c in children(s)):
             self.uses(s, region)
         else:

@@ -873,5 +873,6 @@ CASES: list[Case] = [
                                                 block_N=64, block_K=32)),
     Case("ws_gemm_tilelang_mbarrier_list", _ws_gemm(warp_specialize.gemm_regions_in_loop, 128, 256, 256,
                                                     block_K=64)),
+    Case("ws_gemm_tilelang_softpipe", _ws_gemm(warp_specialize.gemm_softpipe, 256, 128, 192, block_K=64)),
     Case("ws_scale_rows_producer_consumer", _ws_scale_rows, atol=1e-4, rtol=1e-4),
 ]

@@ -69,6 +69,37 @@ def gemm_two_stage(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=2, 
 
 
 @tilelang.jit(out_idx=[2])
+def gemm_softpipe(M, N, K, block_M=128, block_N=128, block_K=32, dtype=T.float16, accum_dtype=T.float32):
+    """TileLang's ``example_warp_specialize_gemm_softpipe_stage2``: the regions inside a
+    ``T.Pipelined(num_stages=2)`` loop, which runs in order (the barriers are the pipeline)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            data_is_ready = T.alloc_barrier(arrive_count=128)
+            compute_is_done = T.alloc_barrier(arrive_count=128)
+            with T.ws(0):
+                T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                with T.ws(1):
+                    T.barrier_wait(compute_is_done, (ko + 1) % 2)
+                    T.copy(A[by * block_M, ko * block_K], A_shared)
+                    T.copy(B[ko * block_K, bx * block_N], B_shared)
+                    T.barrier_arrive(data_is_ready)
+                with T.ws(0):
+                    T.barrier_wait(data_is_ready, ko % 2)
+                    T.gemm(A_shared, B_shared, C_local)
+                    T.barrier_arrive(compute_is_done)
+            with T.ws(0):
+                T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+@tilelang.jit(out_idx=[2])
 def gemm_regions_in_loop(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=2, dtype=T.float16,
                          accum_dtype=T.float32):
     """TileLang's ``example_warp_specialize_gemm_barrierpipe_stage2`` spelling: one list of

@@ -271,17 +271,6 @@ def test_a_fragment_belongs_to_the_warpgroups_of_its_region(outside: bool, words
     raises(VerificationError, "fragment_use", lambda: _verify(main), f"fragment `F` is {words}")
 
 
-def test_a_pipelined_loop_around_regions() -> None:
-    @T.prim_func
-    def main(A: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=256) as _:
-            for k in T.Pipelined(4, num_stages=2):  # E:pipelined
-                with T.ws(0):
-                    A[k] = 1.0
-
-    raises(VerificationError, "pipelined", lambda: _verify(main), "num_stages=2", "num_stages=0")
-
-
 def test_thread_queries_do_not_mix_with_regions() -> None:
     @T.prim_func
     def main(A: T.Tensor((256,), T.int32)):
