@@ -6,7 +6,8 @@ A ``WarpSpecialize`` region runs on its warpgroups only (``WARPGROUP`` threads e
 - a fragment is spread over the threads of the code that uses it, so a fragment used in a region
   belongs to that region's warpgroups: it is not used outside regions, nor in a region of other
   warpgroups (``var`` and ``local`` buffers are per thread, hence free to use anywhere);
-- per-thread code (thread queries, warp operations) and ``T.sync_grid()`` do not mix with regions;
+- per-thread code (thread queries, warp operations) does not mix with regions or barriers, nor
+  ``T.sync_grid()`` with regions;
 - a barrier buffer is only named by barrier operations, never read as a value.
 """
 
@@ -61,14 +62,12 @@ class _Checker:
 
     def run(self) -> None:
         k = self.kernel
-        if not has_regions(k.body):
-            return self.walk(k.body, None, 0)
-        if k.num_threads % WARPGROUP:
+        if Uniformity(k.body).simt:
+            self.fail("thread queries and warp operations are not supported in a kernel with T.ws regions or "
+                      "barriers", k.loc, "compute per-warpgroup work with tile ops inside T.ws regions")
+        if has_regions(k.body) and k.num_threads % WARPGROUP:
             self.fail(f"T.ws needs whole warpgroups of {WARPGROUP} threads, but the block has {k.num_threads}", k.loc,
                       f"launch a multiple of {WARPGROUP} threads")
-        if Uniformity(k.body).simt:
-            self.fail("thread queries and warp operations are not supported in a kernel with T.ws regions", k.loc,
-                      "compute per-warpgroup work with tile ops inside the regions")
         self.walk(k.body, None, 0)
 
     def walk(self, s: Stmt, region: tuple[int, ...] | None, parallel: int) -> None:

@@ -89,8 +89,15 @@ def ws_threads(kernel: Any, ctx: Any) -> int:
 
 
 def leader_only(out: Stmt, loc: Any) -> Stmt:
-    """A statement of the whole block in a manual kernel: warpgroup 0 runs it (a unit for the sync pass)."""
-    return Block(If(E.binary("==", WG, 0), out, None, loc), "warpgroup 0", loc)
+    """A statement of the whole block in a manual kernel: warpgroup 0 runs it (a unit for the sync
+    pass), its own barriers (a cross-warp reduction's) warpgroup 0's named barrier."""
+    return Block(_on_warpgroup(0, out, loc), "warpgroup 0", loc)
+
+
+def _on_warpgroup(g: int, body: Stmt, loc: Any) -> If:
+    """``if (tlx_ws_wg() == g) body``, the barriers in ``body`` warpgroup ``g``'s named barrier."""
+    named = Evaluate(Intrin("tlx_ws_sync", (E.const(1 + g), E.const(WARPGROUP))), loc)
+    return If(E.binary("==", WG, g), rewrite(body, lambda n: named if isinstance(n, Barrier) else None), None, loc)
 
 
 # ---- lowering -----------------------------------------------------------------------------------
@@ -131,9 +138,7 @@ def lower_ws(s: Stmt, lc: Any, lower: Callable[[Stmt], Stmt]) -> Stmt | None:
 def region_barriers(s: WarpSpecialize) -> Stmt:
     """The region as ``if (tlx_ws_wg() == g)``, its barriers the warpgroup's named barrier."""
     (g,) = s.ids
-    named = Evaluate(Intrin("tlx_ws_sync", (E.const(1 + g), E.const(WARPGROUP))), s.loc)
-    body = rewrite(s.body, lambda n: named if isinstance(n, Barrier) else None)
-    return If(E.binary("==", WG, g), body, None, s.loc)
+    return _on_warpgroup(g, s.body, s.loc)
 
 
 def uses_ws_header(body: Stmt) -> bool:

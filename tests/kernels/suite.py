@@ -748,6 +748,12 @@ def _ws_scale_rows(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return warp_specialize.scale_rows_producer_consumer(128, 64)(x), torch.cat([x * 2 + 1, x.sum(1, keepdim=True)], 1)
 
 
+def _ws_column_sums(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(64, 128, dtype=torch.float32, device=device, seed=43)
+    sums, row = warp_specialize.column_sums_beside_regions(64, 128)(x)
+    return torch.cat([sums, row]), torch.cat([x.sum(0), x[0] * 2])
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -875,4 +881,5 @@ CASES: list[Case] = [
                                                     block_K=64)),
     Case("ws_gemm_tilelang_softpipe", _ws_gemm(warp_specialize.gemm_softpipe, 256, 128, 192, block_K=64)),
     Case("ws_scale_rows_producer_consumer", _ws_scale_rows, atol=1e-4, rtol=1e-4),
+    Case("ws_block_statements_beside_regions", _ws_column_sums, atol=1e-4, rtol=1e-4),
 ]

@@ -163,3 +163,32 @@ def scale_rows_producer_consumer(M, N, block_M=32, dtype=T.float32):
                         Y[t * block_M + i, N] = sums[i]
 
     return main
+
+
+@tilelang.jit(out_idx=[1, 2])
+def column_sums_beside_regions(M, N, dtype=T.float32):
+    """Statements outside the regions are the whole block's: the column sums of X (a reduction
+    across warps) before warpgroup 1 hands row 0 of X to warpgroup 0, which doubles it."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Sums: T.Tensor((N,), dtype), Row: T.Tensor((N,), dtype)):
+        with T.Kernel(1, threads=256) as _:
+            tile = T.alloc_fragment((M, N), dtype)
+            sums = T.alloc_fragment((N,), dtype)
+            S = T.alloc_shared((N,), dtype)
+            row = T.alloc_fragment((N,), dtype)
+            ready = T.alloc_barrier(128)
+            T.copy(X, tile)
+            T.reduce_sum(tile, sums, dim=0)
+            T.copy(sums, Sums)
+            with T.ws(1):
+                T.copy(X[0, 0:N], S)
+                T.barrier_arrive(ready)
+            with T.ws(0):
+                T.barrier_wait(ready, 0)
+                T.copy(S, row)
+                for i in T.Parallel(N):
+                    row[i] = row[i] * 2.0
+                T.copy(row, Row)
+
+    return main

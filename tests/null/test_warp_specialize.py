@@ -281,6 +281,15 @@ def test_thread_queries_do_not_mix_with_regions() -> None:
 
     raises(VerificationError, "simt", lambda: _verify(main), "thread queries and warp operations")
 
+    @T.prim_func
+    def barriers_only(A: T.Tensor((128,), T.int32)):
+        with T.Kernel(1, threads=128) as _:  # E:simt_barrier
+            bar = T.alloc_barrier(128)
+            A[T.get_thread_binding()] = 2
+            T.barrier_arrive(bar)
+
+    raises(VerificationError, "simt_barrier", lambda: _verify(barriers_only), "T.ws regions or barriers")
+
 
 def test_sync_grid_does_not_mix_with_regions() -> None:
     @T.prim_func
@@ -323,6 +332,17 @@ def test_cuda_statements_outside_regions_run_on_warpgroup_0() -> None:
     assert loop.index("if (tlx_ws_wg() == 1) {") < loop.index("if (tlx_ws_wg() == 0) {")
     assert "__syncthreads()" not in loop
     assert "tlx_ws_wait(mbarrier_s + (0 + (ko & 1)) * 8, ko >> 1);" in loop
+
+
+def test_cuda_barriers_of_a_block_statement_are_warpgroup_0_s() -> None:
+    """A reduction across warps outside the regions runs on warpgroup 0, so its barriers join
+    warpgroup 0 only (a __syncthreads inside `if (warpgroup == 0)` would hang the block)."""
+    from tests.kernels import warp_specialize as W
+    from tests.null.cuda_helpers import cuda_source
+
+    src, _ = cuda_source(W.column_sums_beside_regions.get_ir(64, 128), "sm_80")
+    block = src[src.index("{  // warpgroup 0"):src.index("if (tlx_ws_wg() == 1) {")]
+    assert "tlx_ws_sync(1, 128);" in block and "__syncthreads" not in block
 
 
 def test_cuda_sass_has_the_mbarrier_instructions() -> None:
