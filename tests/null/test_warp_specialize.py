@@ -247,6 +247,26 @@ def test_threads_that_are_not_whole_warpgroups() -> None:
            "whole warpgroups of 128 threads", "threads=192")
 
 
+def test_outside_a_kernel() -> None:
+    def ws_outside():
+        @T.prim_func
+        def main(A: T.Tensor((128,), T.float32)):
+            with T.ws(0):  # E:ws_outside
+                pass
+
+        return main
+
+    def barrier_outside():
+        @T.prim_func
+        def main(A: T.Tensor((128,), T.float32)):
+            T.alloc_barrier(128)  # E:barrier_outside
+
+        return main
+
+    raises(TileLangSyntaxError, "ws_outside", ws_outside, "T.ws must be used inside `with T.Kernel(...)`")
+    raises(TileLangSyntaxError, "barrier_outside", barrier_outside, "inside `with T.Kernel(...)`")
+
+
 # ---- verifier errors ----------------------------------------------------------------------------
 
 def _verify(fn: object) -> None:
@@ -343,6 +363,41 @@ def test_cuda_barriers_of_a_block_statement_are_warpgroup_0_s() -> None:
     src, _ = cuda_source(W.column_sums_beside_regions.get_ir(64, 128), "sm_80")
     block = src[src.index("{  // warpgroup 0"):src.index("if (tlx_ws_wg() == 1) {")]
     assert "tlx_ws_sync(1, 128);" in block and "__syncthreads" not in block
+
+
+def test_sync_threads_in_a_region_joins_the_region_s_warpgroup() -> None:
+    from tests.null.cuda_helpers import cuda_source
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=256) as _:
+            S = T.alloc_shared((128,), T.float32)
+            with T.ws(1):
+                for i in T.Parallel(128):
+                    S[i] = A[i] * 2.0
+                T.sync_threads()
+                for i in T.Parallel(128):
+                    B[i] = S[127 - i]
+
+    a, b = torch.randn(128), torch.zeros(128)
+    _interp(main)(a, b)
+    torch.testing.assert_close(b, (a * 2).flip(0))
+    src, _ = cuda_source(main, "sm_80")
+    region = src[src.index("if (tlx_ws_wg() == 1) {"):]
+    assert "tlx_ws_sync(2, 128);" in region and "__syncthreads" not in region
+
+
+def test_cuda_refuses_a_multi_dimensional_block() -> None:
+    from tests.null.cuda_helpers import cuda_source
+    from tilelang_x.core_ir.errors import NotSupportedError
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=(128, 2)) as _:  # E:two_dims
+            with T.ws(1):
+                T.clear(A[0:128])
+
+    raises(NotSupportedError, "two_dims", lambda: cuda_source(main, "sm_80"), "1-D block", "threads=256")
 
 
 def test_cuda_sass_has_the_mbarrier_instructions() -> None:
