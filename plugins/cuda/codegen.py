@@ -189,7 +189,7 @@ class _Gen:
         if self.smem_total:
             self.emit(1, "extern __shared__ __align__(1024) unsigned char tlx_smem[];")
             self.emit(1, "const tlx_u32 tlx_smem_base = tlx_smem_addr(tlx_smem);")
-        if self.ctx.data.get(MANUAL):  # tile ops run on one warpgroup (warp_specialize.py)
+        if self.ctx.data.get(MANUAL) and kernel.num_threads > self.threads:  # one warpgroup (warp_specialize.py)
             self.emit(1, f"const int tx = threadIdx.x & {self.threads - 1};")
         elif len(kernel.threads) == 1:
             self.emit(1, "const int tx = threadIdx.x;")
