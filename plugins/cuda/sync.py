@@ -18,11 +18,11 @@ from ...core_ir.buffer import Buffer
 from ...core_ir.expr import AtomicLoad, Load
 from ...core_ir.stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, WarpSpecialize, While
 from ...core_ir.visit import walk
-from .lir import AtomicStore, Barrier, Block, PtrTo, SmemAddr
-from .warp_specialize import region_barriers
+from .lir import AtomicStore, Barrier, Block, PtrTo, SmemAddr, is_call
+from .warp_specialize import SETS, region_barriers
 
 # (written, read) shared buffers since the last barrier; in a kernel with T.ws regions, those a
-# region g accessed are (g, buffer) pairs (see `_Sync.region`)
+# region of warpgroups ids accessed are (ids, buffer) pairs (see `_Sync.region`)
 State = tuple[frozenset[Any], frozenset[Any]]
 EMPTY: State = (frozenset(), frozenset())
 
@@ -60,8 +60,12 @@ def _merge(a: State, *more: State) -> State:
 
 
 class _Sync:
-    def __init__(self, private: frozenset[int]) -> None:
+    def __init__(self, private: frozenset[int], sets: dict[tuple[int, ...], int] | None = None) -> None:
         self.private = private
+        self.sets = sets or {}  # a manual kernel's named barriers of several warpgroups (see `region`)
+        # arrivals at an mbarrier wait for what one warpgroup wrote for all (see `leaf`): outside
+        # the regions and in regions of several warpgroups
+        self.meet = True
         # per enclosing loop, innermost last: the states at its `continue`s and at its `break`s
         self.jumps: list[tuple[list[State], list[State]]] = []
 
@@ -120,29 +124,36 @@ class _Sync:
         return out, end, continues, breaks
 
     def region(self, s: WarpSpecialize, st: State) -> tuple[Stmt, State]:
-        """A ``T.ws(g)`` region (warp_specialize.py): a barrier of the block before it only for a
+        """A ``T.ws`` region (warp_specialize.py): a barrier of the block before it only for a
         hazard with what the block did outside the regions (regions run side by side, ordered by
         the kernel's mbarriers: a block barrier between two would hang them); inside it, barriers
-        for hazards with the region's own earlier accesses, made the warpgroup's named barrier.
-        Its accesses stay in the state tagged ``(g, buffer)``."""
-        (g,) = s.ids
+        for hazards with the region's own earlier accesses, made its warpgroups' named barrier.
+        Its accesses stay in the state tagged ``(ids, buffer)``."""
+        ids = s.ids
         w, r, _ = accesses(s.body, self.private)
-        block: State = (frozenset(k for k in st[0] if isinstance(k, int)),
-                        frozenset(k for k in st[1] if isinstance(k, int)))
+        block: State = (frozenset(k for k in st[0] if not isinstance(k, tuple)),
+                        frozenset(k for k in st[1] if not isinstance(k, tuple)))
         pre: tuple[Stmt, ...] = ()
         if _conflict(block, w, r):
             pre, st = (Barrier(),), EMPTY
-        own: State = (frozenset(k[1] for k in st[0] if isinstance(k, tuple) and k[0] == g),
-                      frozenset(k[1] for k in st[1] if isinstance(k, tuple) and k[0] == g))
-        body, _ = self.stmt(s.body, own)
-        out = region_barriers(WarpSpecialize(s.ids, body, s.loc))
-        tagged = frozenset((g, k) for k in w), frozenset((g, k) for k in r)
+        own: State = (frozenset(k[1] for k in st[0] if isinstance(k, tuple) and k[0] == ids),
+                      frozenset(k[1] for k in st[1] if isinstance(k, tuple) and k[0] == ids))
+        meet, self.meet = self.meet, len(ids) > 1
+        try:
+            body, _ = self.stmt(s.body, own)
+        finally:
+            self.meet = meet
+        out = region_barriers(WarpSpecialize(ids, body, s.loc), self.sets)
+        tagged = frozenset((ids, k) for k in w), frozenset((ids, k) for k in r)
         return (Seq((*pre, out), s.loc) if pre else out), _merge(st, tagged)  # type: ignore[arg-type]
 
     def leaf(self, s: Stmt, st: State) -> tuple[Stmt, State]:
         w, r, has_barrier = accesses(s, self.private)
         written, read = st
-        if _conflict(st, w, r):
+        # an arrival releases what its thread wrote; what one warpgroup wrote for several must be
+        # done before any of them arrives (warp_specialize.py)
+        arrival = self.meet and is_call(s, "tlx_ws_arrive") and any(not isinstance(k, tuple) for k in written)
+        if arrival or _conflict(st, w, r):
             out: Stmt = Seq((Barrier(), s))
             written, read = frozenset(), frozenset()
         else:
@@ -159,7 +170,7 @@ def _conflict(st: State, w: set[int], r: set[int]) -> bool:
 
 def sync_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc = ctx.data.get("cuda.lower")
-    body, _ = _Sync(frozenset(getattr(lc, "warp_private", ()))).stmt(func.body, EMPTY)
+    body, _ = _Sync(frozenset(getattr(lc, "warp_private", ())), ctx.data.get(SETS)).stmt(func.body, EMPTY)
     return dataclasses.replace(func, body=body)
 
 

@@ -754,6 +754,11 @@ def _ws_column_sums(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat([sums, row]), torch.cat([x.sum(0), x[0] * 2])
 
 
+def _ws_two_warpgroups(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(128, 64, dtype=torch.float32, device=device, seed=44)
+    return warp_specialize.two_warpgroup_producer(128, 64)(x), x * 3
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -882,4 +887,5 @@ CASES: list[Case] = [
     Case("ws_gemm_tilelang_softpipe", _ws_gemm(warp_specialize.gemm_softpipe, 256, 128, 192, block_K=64)),
     Case("ws_scale_rows_producer_consumer", _ws_scale_rows, atol=1e-4, rtol=1e-4),
     Case("ws_block_statements_beside_regions", _ws_column_sums, atol=1e-4, rtol=1e-4),
+    Case("ws_region_of_two_warpgroups", _ws_two_warpgroups, atol=1e-5, rtol=1e-5),
 ]

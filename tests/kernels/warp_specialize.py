@@ -192,3 +192,31 @@ def column_sums_beside_regions(M, N, dtype=T.float32):
                 T.copy(row, Row)
 
     return main
+
+
+@tilelang.jit(out_idx=[1])
+def two_warpgroup_producer(M, N, block_M=32, dtype=T.float32):
+    """A region of two warpgroups (``T.ws(0, 1)``: 256 threads arrive per phase) hands row tiles of
+    X to warpgroup 2, which writes ``3 * x``."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=384) as _:
+            S = T.alloc_shared((2, block_M, N), dtype)
+            Y_l = T.alloc_fragment((block_M, N), dtype)
+            full = T.alloc_barrier([256, 256])
+            empty = T.alloc_barrier([128, 128])
+            with T.ws(0, 1):
+                for t in T.serial(M // block_M):
+                    T.barrier_wait(empty[t % 2], (t // 2 + 1) % 2)
+                    T.copy(X[t * block_M, 0], S[t % 2, :, :])
+                    T.barrier_arrive(full[t % 2])
+            with T.ws(2):
+                for t in T.serial(M // block_M):
+                    T.barrier_wait(full[t % 2], (t // 2) % 2)
+                    for i, j in T.Parallel(block_M, N):
+                        Y_l[i, j] = S[t % 2, i, j] * 3.0
+                    T.barrier_arrive(empty[t % 2])
+                    T.copy(Y_l, Y[t * block_M, 0])
+
+    return main

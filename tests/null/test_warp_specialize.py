@@ -411,18 +411,30 @@ def test_cuda_sass_has_the_mbarrier_instructions() -> None:
     assert "ATOMS.ARRIVE.64" in ampere and not any(op.startswith("SYNCS") for op in ampere)
 
 
-def test_cuda_refuses_a_region_of_several_warpgroups() -> None:
+def test_cuda_a_region_of_several_warpgroups_runs_its_tile_ops_on_the_first() -> None:
+    """Its copy runs on warpgroup 0 for both, and both wait for it (their named barrier 9) before
+    they arrive: otherwise warpgroup 1's arrivals could complete a phase before the copy."""
+    from tests.kernels import warp_specialize as W
+    from tests.null.cuda_helpers import cuda_source
+
+    src, ctx = cuda_source(W.two_warpgroup_producer.get_ir(128, 64), "sm_80")
+    region = src[src.index("if ((tlx_ws_wg() >= 0) && (tlx_ws_wg() <= 1)) {"):src.index("if (tlx_ws_wg() == 2) {")]
+    copy = region.index("if (tlx_ws_wg() == 0) {")
+    assert copy < region.index("tlx_ws_sync(9, 256);") < region.index("tlx_ws_arrive(full_s")
+    assert ctx.data["cuda.manual_ws_sets"] == {(0, 1): 9}
+
+
+def test_cuda_refuses_more_sets_of_warpgroups_than_named_barriers() -> None:
     from tests.null.cuda_helpers import cuda_source
     from tilelang_x.core_ir.errors import NotSupportedError
 
     @T.prim_func
-    def main(A: T.Tensor((256,), T.float32)):
-        with T.Kernel(1, threads=256) as _:
-            with T.ws(0, 1):  # E:two_groups
-                for i in T.Parallel(256):
-                    A[i] = 1.0
+    def main(A: T.Tensor((1024,), T.float32)):
+        with T.Kernel(1, threads=1024) as _:
+            for g in [1, 2, 3, 4, 5, 6, 7]:
+                with T.ws(0, g):
+                    A[g] = 1.0
+            with T.ws(1, 2):  # E:eighth_set
+                A[0] = 1.0
 
-    raises(NotSupportedError, "two_groups", lambda: cuda_source(main, "sm_80"), "several warpgroups")
-    a = torch.zeros(256)
-    _interp(main)(a)  # the interpreter runs it
-    torch.testing.assert_close(a, torch.ones(256))
+    raises(NotSupportedError, "eighth_set", lambda: cuda_source(main, "sm_80"), "named barriers for 7 sets")

@@ -40,7 +40,7 @@ class _Walker:
         self.dispatch = dispatch
         self.uni: Uniformity | None = None  # of the kernel, when it uses thread queries or warp ops
         self.div = 0  # divergent `if` / loops around the statement being lowered
-        self.in_region = 0  # T.ws regions around the statement being lowered (warp_specialize.py)
+        self.region: tuple[int, ...] | None = None  # the T.ws region being lowered (warp_specialize.py)
 
     def per_thread_load(self, ld: E.AtomicLoad) -> bool:
         """Whether each thread makes atomic load ``ld`` itself (see ``uniform_atomic_loads``)."""
@@ -51,19 +51,27 @@ class _Walker:
         if isinstance(s, Seq):
             return Seq(tuple(self.stmt(c) for c in s.stmts), s.loc)
         if lc.manual:
-            out = lower_ws(s, lc, self.region)
+            out = lower_ws(s, lc, self.lower_region)
             if out is not None:
                 return out
-            if not self.in_region and not isinstance(s, Store) and _block_write(s):
-                return leader_only(self.lower(s), s.loc)
+            if self.shared_by_warpgroups() and not isinstance(s, Store) and _block_write(s):
+                return leader_only(self.lower(s), s.loc, self.first_warpgroup())
         return self.lower(s)
 
-    def region(self, body: Stmt) -> Stmt:
-        self.in_region += 1
+    def lower_region(self, ids: tuple[int, ...], body: Stmt) -> Stmt:
+        self.region = ids
         try:
             return self.stmt(body)
         finally:
-            self.in_region -= 1
+            self.region = None
+
+    def shared_by_warpgroups(self) -> bool:
+        """Whether the statement being lowered in a manual kernel is one several warpgroups execute
+        together (outside the regions, or in a region of several): their first runs it for all."""
+        return self.region is None or len(self.region) > 1
+
+    def first_warpgroup(self) -> int:
+        return 0 if self.region is None else self.region[0]
 
     def lower(self, s: Stmt) -> Stmt:
         lc = self.lc
@@ -115,8 +123,9 @@ class _Walker:
                 # see it (every thread storing would race with a read-modify-write such as
                 # `S[0] = S[0] + 1`, or with another thread's later read)
                 one = by_thread_0(out, s.loc)
-                return Seq((leader_only(one, s.loc) if lc.manual and not self.in_region else one, Barrier(s.loc)),
-                           s.loc)
+                if lc.manual and self.shared_by_warpgroups():
+                    one = leader_only(one, s.loc, self.first_warpgroup())
+                return Seq((one, Barrier(s.loc)), s.loc)
             return out
         if isinstance(s, AtomicStore):
             return by_thread_0(self.fix(s), s.loc)
