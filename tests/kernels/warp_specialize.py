@@ -7,9 +7,13 @@ import tilelang_x.language as T
 
 
 @tilelang.jit(out_idx=[2])
-def gemm_producer_consumer(M, N, K, block_M=128, block_N=128, block_K=32, dtype=T.float16, accum_dtype=T.float32):
+def gemm_producer_consumer(M, N, K, block_M=128, block_N=128, block_K=32, dtype=T.float16, accum_dtype=T.float32,
+                           regions_in_loop=False):
     """Warpgroup 1 loads A and B tiles, warpgroup 0 multiplies them; one shared buffer each,
-    ``data_ready`` / ``compute_done`` alternate phases every k step."""
+    ``data_ready`` / ``compute_done`` alternate phases every k step. Each region loops over k, or
+    (``regions_in_loop``, TileLang's ``example_warp_specialize_gemm_softpipe_stage2``) the regions
+    sit inside a ``T.Pipelined(num_stages=2)`` loop, which runs in order (the barriers are the
+    pipeline)."""
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
@@ -19,19 +23,35 @@ def gemm_producer_consumer(M, N, K, block_M=128, block_N=128, block_K=32, dtype=
             C_l = T.alloc_fragment((block_M, block_N), accum_dtype)
             data_ready = T.alloc_barrier(arrive_count=128)
             compute_done = T.alloc_barrier(arrive_count=128)
-            with T.ws(1):
-                for k in range(T.ceildiv(K, block_K)):
-                    T.barrier_wait(compute_done, (k + 1) % 2)
-                    T.copy(A[by * block_M, k * block_K], A_s)
-                    T.copy(B[k * block_K, bx * block_N], B_s)
-                    T.barrier_arrive(data_ready)
-            with T.ws(0):
-                T.clear(C_l)
-                for k in range(T.ceildiv(K, block_K)):
-                    T.barrier_wait(data_ready, k % 2)
-                    T.gemm(A_s, B_s, C_l)
-                    T.barrier_arrive(compute_done)
-                T.copy(C_l, C[by * block_M, bx * block_N])
+            if regions_in_loop:
+                with T.ws(0):
+                    T.clear(C_l)
+                for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                    with T.ws(1):
+                        T.barrier_wait(compute_done, (ko + 1) % 2)
+                        T.copy(A[by * block_M, ko * block_K], A_s)
+                        T.copy(B[ko * block_K, bx * block_N], B_s)
+                        T.barrier_arrive(data_ready)
+                    with T.ws(0):
+                        T.barrier_wait(data_ready, ko % 2)
+                        T.gemm(A_s, B_s, C_l)
+                        T.barrier_arrive(compute_done)
+                with T.ws(0):
+                    T.copy(C_l, C[by * block_M, bx * block_N])
+            else:
+                with T.ws(1):
+                    for k in range(T.ceildiv(K, block_K)):
+                        T.barrier_wait(compute_done, (k + 1) % 2)
+                        T.copy(A[by * block_M, k * block_K], A_s)
+                        T.copy(B[k * block_K, bx * block_N], B_s)
+                        T.barrier_arrive(data_ready)
+                with T.ws(0):
+                    T.clear(C_l)
+                    for k in range(T.ceildiv(K, block_K)):
+                        T.barrier_wait(data_ready, k % 2)
+                        T.gemm(A_s, B_s, C_l)
+                        T.barrier_arrive(compute_done)
+                    T.copy(C_l, C[by * block_M, bx * block_N])
 
     return main
 
@@ -69,37 +89,6 @@ def gemm_two_stage(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=2, 
 
 
 @tilelang.jit(out_idx=[2])
-def gemm_softpipe(M, N, K, block_M=128, block_N=128, block_K=32, dtype=T.float16, accum_dtype=T.float32):
-    """TileLang's ``example_warp_specialize_gemm_softpipe_stage2``: the regions inside a
-    ``T.Pipelined(num_stages=2)`` loop, which runs in order (the barriers are the pipeline)."""
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
-            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-            data_is_ready = T.alloc_barrier(arrive_count=128)
-            compute_is_done = T.alloc_barrier(arrive_count=128)
-            with T.ws(0):
-                T.clear(C_local)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
-                with T.ws(1):
-                    T.barrier_wait(compute_is_done, (ko + 1) % 2)
-                    T.copy(A[by * block_M, ko * block_K], A_shared)
-                    T.copy(B[ko * block_K, bx * block_N], B_shared)
-                    T.barrier_arrive(data_is_ready)
-                with T.ws(0):
-                    T.barrier_wait(data_is_ready, ko % 2)
-                    T.gemm(A_shared, B_shared, C_local)
-                    T.barrier_arrive(compute_is_done)
-            with T.ws(0):
-                T.copy(C_local, C[by * block_M, bx * block_N])
-
-    return main
-
-
-@tilelang.jit(out_idx=[2])
 def gemm_regions_in_loop(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=2, dtype=T.float16,
                          accum_dtype=T.float32):
     """TileLang's ``example_warp_specialize_gemm_barrierpipe_stage2`` spelling: one list of
@@ -131,25 +120,27 @@ def gemm_regions_in_loop(M, N, K, block_M=128, block_N=128, block_K=32, num_stag
 
 
 @tilelang.jit(out_idx=[1])
-def scale_rows_producer_consumer(M, N, block_M=32, dtype=T.float32):
-    """Elementwise and reduction work behind a producer: warpgroup 0 copies row tiles of X into
-    one of two shared buffers; warpgroup 1 writes ``2 * x + 1`` and, per row, the row sum of x
+def scale_rows_producer_consumer(M, N, block_M=32, producers=1, dtype=T.float32):
+    """Elementwise and reduction work behind a producer: the first ``producers`` warpgroups (one
+    region: ``T.ws(0, 1)`` for two, 256 threads arriving per phase) copy row tiles of X into one
+    of two shared buffers; the next warpgroup writes ``2 * x + 1`` and, per row, the row sum of x
     into the last column."""
+    first = tuple(range(producers))
 
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N + 1), dtype)):
-        with T.Kernel(1, threads=256) as _:
+        with T.Kernel(1, threads=128 * (producers + 1)) as _:
             X_s = T.alloc_shared((2, block_M, N), dtype)
             Y_l = T.alloc_fragment((block_M, N), dtype)
             sums = T.alloc_fragment((block_M,), dtype)
-            loaded = T.alloc_barrier([128, 128])
+            loaded = T.alloc_barrier([128 * producers] * 2)
             free = T.alloc_barrier([128, 128])
-            with T.ws(0):
+            with T.ws(*first):
                 for t in T.serial(M // block_M):
                     T.barrier_wait(free[t % 2], (t // 2 + 1) % 2)
                     T.copy(X[t * block_M, 0], X_s[t % 2, :, :])
                     T.barrier_arrive(loaded[t % 2])
-            with T.ws(1):
+            with T.ws(producers):
                 for t in T.serial(M // block_M):
                     T.barrier_wait(loaded[t % 2], (t // 2) % 2)
                     for i, j in T.Parallel(block_M, N):
@@ -193,30 +184,3 @@ def column_sums_beside_regions(M, N, dtype=T.float32):
 
     return main
 
-
-@tilelang.jit(out_idx=[1])
-def two_warpgroup_producer(M, N, block_M=32, dtype=T.float32):
-    """A region of two warpgroups (``T.ws(0, 1)``: 256 threads arrive per phase) hands row tiles of
-    X to warpgroup 2, which writes ``3 * x``."""
-
-    @T.prim_func
-    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
-        with T.Kernel(1, threads=384) as _:
-            S = T.alloc_shared((2, block_M, N), dtype)
-            Y_l = T.alloc_fragment((block_M, N), dtype)
-            full = T.alloc_barrier([256, 256])
-            empty = T.alloc_barrier([128, 128])
-            with T.ws(0, 1):
-                for t in T.serial(M // block_M):
-                    T.barrier_wait(empty[t % 2], (t // 2 + 1) % 2)
-                    T.copy(X[t * block_M, 0], S[t % 2, :, :])
-                    T.barrier_arrive(full[t % 2])
-            with T.ws(2):
-                for t in T.serial(M // block_M):
-                    T.barrier_wait(full[t % 2], (t // 2) % 2)
-                    for i, j in T.Parallel(block_M, N):
-                        Y_l[i, j] = S[t % 2, i, j] * 3.0
-                    T.barrier_arrive(empty[t % 2])
-                    T.copy(Y_l, Y[t * block_M, 0])
-
-    return main

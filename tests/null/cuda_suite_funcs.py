@@ -142,8 +142,10 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "ws_gemm_two_stage_barriers": lambda: warp_specialize.gemm_two_stage.get_ir(200, 136, 160, block_N=64),
         "ws_gemm_tilelang_mbarrier_list": lambda: warp_specialize.gemm_regions_in_loop.get_ir(128, 256, 256,
                                                                                               block_K=64),
-        "ws_gemm_tilelang_softpipe": lambda: warp_specialize.gemm_softpipe.get_ir(256, 128, 192, block_K=64),
+        "ws_gemm_tilelang_softpipe": lambda: warp_specialize.gemm_producer_consumer.get_ir(
+            256, 128, 192, block_K=64, regions_in_loop=True),
         "ws_block_statements_beside_regions": lambda: warp_specialize.column_sums_beside_regions.get_ir(64, 128),
-        "ws_region_of_two_warpgroups": lambda: warp_specialize.two_warpgroup_producer.get_ir(128, 64),
+        "ws_region_of_two_warpgroups": lambda: warp_specialize.scale_rows_producer_consumer.get_ir(128, 64,
+                                                                                                  producers=2),
         "ws_scale_rows_producer_consumer": lambda: warp_specialize.scale_rows_producer_consumer.get_ir(128, 64),
     }

@@ -417,10 +417,10 @@ def test_cuda_a_region_of_several_warpgroups_runs_its_tile_ops_on_the_first() ->
     from tests.kernels import warp_specialize as W
     from tests.null.cuda_helpers import cuda_source
 
-    src, ctx = cuda_source(W.two_warpgroup_producer.get_ir(128, 64), "sm_80")
+    src, ctx = cuda_source(W.scale_rows_producer_consumer.get_ir(128, 64, producers=2), "sm_80")
     region = src[src.index("if ((tlx_ws_wg() >= 0) && (tlx_ws_wg() <= 1)) {"):src.index("if (tlx_ws_wg() == 2) {")]
     copy = region.index("if (tlx_ws_wg() == 0) {")
-    assert copy < region.index("tlx_ws_sync(9, 256);") < region.index("tlx_ws_arrive(full_s")
+    assert copy < region.index("tlx_ws_sync(9, 256);") < region.index("tlx_ws_arrive(loaded_s")
     assert ctx.data["cuda.manual_ws_sets"] == {(0, 1): 9}
 
 
