@@ -18,7 +18,7 @@ from ...core_ir.buffer import Buffer
 from ...core_ir.expr import AtomicLoad, Load
 from ...core_ir.stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, WarpSpecialize, While
 from ...core_ir.visit import walk
-from .lir import AtomicStore, Barrier, Block, PtrTo, SmemAddr, is_call
+from .lir import AtomicStore, Barrier, Block, PtrTo, SmemAddr
 from .warp_specialize import SETS, region_barriers
 
 # (written, read) shared buffers since the last barrier; in a kernel with T.ws regions, those a
@@ -63,9 +63,6 @@ class _Sync:
     def __init__(self, private: frozenset[int], sets: dict[tuple[int, ...], int] | None = None) -> None:
         self.private = private
         self.sets = sets or {}  # a manual kernel's named barriers of several warpgroups (see `region`)
-        # arrivals at an mbarrier wait for what one warpgroup wrote for all (see `leaf`): outside
-        # the regions and in regions of several warpgroups
-        self.meet = True
         # per enclosing loop, innermost last: the states at its `continue`s and at its `break`s
         self.jumps: list[tuple[list[State], list[State]]] = []
 
@@ -105,7 +102,7 @@ class _Sync:
         from one iteration to the next are found by walking the body twice. A ``continue`` carries
         its state to the next iteration, a ``break`` to the loop's exit."""
         w, r, _ = accesses(s.body, self.private)
-        hoisted = _conflict(st, w, r)
+        hoisted = _conflict(_untagged(st), w, r)  # not for T.ws regions' accesses: see `region`
         if hoisted:
             st = EMPTY
         _, end, continues, _ = self.body(s.body, st)
@@ -131,18 +128,12 @@ class _Sync:
         Its accesses stay in the state tagged ``(ids, buffer)``."""
         ids = s.ids
         w, r, _ = accesses(s.body, self.private)
-        block: State = (frozenset(k for k in st[0] if not isinstance(k, tuple)),
-                        frozenset(k for k in st[1] if not isinstance(k, tuple)))
         pre: tuple[Stmt, ...] = ()
-        if _conflict(block, w, r):
+        if _conflict(_untagged(st), w, r):
             pre, st = (Barrier(),), EMPTY
         own: State = (frozenset(k[1] for k in st[0] if isinstance(k, tuple) and k[0] == ids),
                       frozenset(k[1] for k in st[1] if isinstance(k, tuple) and k[0] == ids))
-        meet, self.meet = self.meet, len(ids) > 1
-        try:
-            body, _ = self.stmt(s.body, own)
-        finally:
-            self.meet = meet
+        body, _ = self.stmt(s.body, own)
         out = region_barriers(WarpSpecialize(ids, body, s.loc), self.sets)
         tagged = frozenset((ids, k) for k in w), frozenset((ids, k) for k in r)
         return (Seq((*pre, out), s.loc) if pre else out), _merge(st, tagged)  # type: ignore[arg-type]
@@ -150,10 +141,7 @@ class _Sync:
     def leaf(self, s: Stmt, st: State) -> tuple[Stmt, State]:
         w, r, has_barrier = accesses(s, self.private)
         written, read = st
-        # an arrival releases what its thread wrote; what one warpgroup wrote for several must be
-        # done before any of them arrives (warp_specialize.py)
-        arrival = self.meet and is_call(s, "tlx_ws_arrive") and any(not isinstance(k, tuple) for k in written)
-        if arrival or _conflict(st, w, r):
+        if _conflict(st, w, r):
             out: Stmt = Seq((Barrier(), s))
             written, read = frozenset(), frozenset()
         else:
@@ -161,6 +149,12 @@ class _Sync:
         if has_barrier:
             written, read = frozenset(), frozenset()
         return out, (written | frozenset(w), read | frozenset(r))
+
+
+def _untagged(st: State) -> State:
+    """The accesses of ``st`` made outside the T.ws regions."""
+    written, read = (frozenset(k for k in keys if not isinstance(k, tuple)) for keys in st)
+    return written, read
 
 
 def _conflict(st: State, w: set[int], r: set[int]) -> bool:

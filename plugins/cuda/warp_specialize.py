@@ -7,14 +7,14 @@ A kernel with regions or barriers is *manual*: ``ctx.data["cuda.manual_ws"]`` is
 - every tile op is laid out and lowered for one warpgroup (128 threads): ``tx`` is
   ``threadIdx.x & 127``; a region ``T.ws(g)`` is ``if (tlx_ws_wg() == g)``; a tile op, parallel
   loop or store of shared / global memory outside the regions runs on warpgroup 0, and one in a
-  region of several warpgroups on its first (``leader_only``), between barriers of the block
-  (of the region's warpgroups) where the sync pass needs them;
+  region of several warpgroups on its first (``leader_only``), followed by a barrier of the block
+  (of the region's warpgroups): the interpreter's meeting, where none goes on before it is done;
 - barriers the sync pass needs inside a region are the region's named barrier (one warpgroup g:
   ``bar.sync 1 + g, 128``; a set of several: one of 9..15 for all their threads), so the other
   warpgroups never join them; between two regions the pass puts no barrier (they run side by side,
-  ordered by the kernel's mbarriers), before a statement outside the regions it puts
-  ``__syncthreads()`` as usual, and before an arrival it puts the barrier that lets the statements
-  one warpgroup ran for all finish first (``_Sync.region`` and ``_Sync.leaf`` in sync.py);
+  ordered by the kernel's mbarriers: a barrier of the block between them would hang a producer
+  that waits for its consumer), before a statement outside the regions it puts
+  ``__syncthreads()`` as usual (``_Sync.region`` in sync.py);
 - ``T.alloc_barrier`` is a ``uint64`` array in shared memory, initialised by thread 0, fenced and
   published by a block barrier; ``T.barrier_arrive`` / ``T.barrier_wait`` are ``mbarrier.arrive``
   / a ``try_wait`` (sm_90) or ``test_wait`` (sm_80) loop on it, made by every thread that runs

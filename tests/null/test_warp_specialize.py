@@ -354,6 +354,42 @@ def test_cuda_statements_outside_regions_run_on_warpgroup_0() -> None:
     assert "tlx_ws_wait(mbarrier_s + (0 + (ko & 1)) * 8, ko >> 1);" in loop
 
 
+def consumer_in_a_block_loop(rounds: int) -> object:
+    """The producer region loops by itself; the consumer region sits in a loop of the block."""
+
+    @T.prim_func
+    def main(X: T.Tensor((rounds, 128), T.float32), Y: T.Tensor((rounds, 128), T.float32)):
+        with T.Kernel(1, threads=256) as _:
+            S = T.alloc_shared((2, 128), T.float32)
+            full = T.alloc_barrier([128, 128])
+            empty = T.alloc_barrier([128, 128])
+            with T.ws(1):
+                for r in T.serial(rounds):
+                    T.barrier_wait(empty[r % 2], (r // 2 + 1) % 2)
+                    T.copy(X[r, 0], S[r % 2, :])
+                    T.barrier_arrive(full[r % 2])
+            for r in T.serial(rounds):
+                with T.ws(0):
+                    T.barrier_wait(full[r % 2], (r // 2) % 2)
+                    for i in T.Parallel(128):
+                        Y[r, i] = S[r % 2, i] + 1.0
+                    T.barrier_arrive(empty[r % 2])
+
+    return main
+
+
+def test_no_block_barrier_between_a_producer_and_a_consumer_in_a_later_loop() -> None:
+    """The consumer's loop reads what the producer region writes, but a __syncthreads() before the
+    loop would wait for the producer to finish, which waits for the consumer: none may be put."""
+    from tests.null.cuda_helpers import cuda_source
+
+    x, y = torch.randn(6, 128), torch.zeros(6, 128)
+    _interp(consumer_in_a_block_loop(6))(x, y)
+    torch.testing.assert_close(y, x + 1)
+    src, _ = cuda_source(consumer_in_a_block_loop(6), "sm_80")
+    assert "__syncthreads" not in src[src.index("if (tlx_ws_wg() == 1) {"):]
+
+
 def test_cuda_barriers_of_a_block_statement_are_warpgroup_0_s() -> None:
     """A reduction across warps outside the regions runs on warpgroup 0, so its barriers join
     warpgroup 0 only (a __syncthreads inside `if (warpgroup == 0)` would hang the block)."""
@@ -361,8 +397,9 @@ def test_cuda_barriers_of_a_block_statement_are_warpgroup_0_s() -> None:
     from tests.null.cuda_helpers import cuda_source
 
     src, _ = cuda_source(W.column_sums_beside_regions.get_ir(64, 128), "sm_80")
-    block = src[src.index("{  // warpgroup 0"):src.index("if (tlx_ws_wg() == 1) {")]
-    assert "tlx_ws_sync(1, 128);" in block and "__syncthreads" not in block
+    start = src.index("{  // warpgroup 0")
+    block = src[start:src.index("__syncthreads();", start)]  # the meeting's barrier follows it
+    assert "if (tlx_ws_wg() == 0) {" in block and "tlx_ws_sync(1, 128);" in block
 
 
 def test_sync_threads_in_a_region_joins_the_region_s_warpgroup() -> None:

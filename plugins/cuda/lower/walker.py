@@ -55,7 +55,7 @@ class _Walker:
             if out is not None:
                 return out
             if self.shared_by_warpgroups() and not isinstance(s, Store) and _block_write(s):
-                return leader_only(self.lower(s), s.loc, self.first_warpgroup())
+                return Seq((leader_only(self.lower(s), s.loc, self.first_warpgroup()), Barrier(s.loc)), s.loc)
         return self.lower(s)
 
     def lower_region(self, ids: tuple[int, ...], body: Stmt) -> Stmt:
@@ -67,7 +67,8 @@ class _Walker:
 
     def shared_by_warpgroups(self) -> bool:
         """Whether the statement being lowered in a manual kernel is one several warpgroups execute
-        together (outside the regions, or in a region of several): their first runs it for all."""
+        together (outside the regions, or in a region of several): their first runs it for all, and
+        a barrier of all of them follows (the interpreter's meeting: none goes on before it is done)."""
         return self.region is None or len(self.region) > 1
 
     def first_warpgroup(self) -> int:

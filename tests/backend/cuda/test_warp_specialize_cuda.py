@@ -49,6 +49,17 @@ def test_many_rounds_through_two_buffers(target: str) -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_consumer_in_a_loop_of_the_block(target: str) -> None:
+    from tests.null.test_warp_specialize import consumer_in_a_block_loop
+
+    x = torch.randn(100, 128)
+    y = torch.zeros(100, 128, device="cuda")
+    tilelang_x.compile(consumer_in_a_block_loop(100), target=target)(x.cuda(), y)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y.cpu(), x + 1)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("kernel", [W.gemm_producer_consumer, W.gemm_two_stage, W.gemm_regions_in_loop])
 def test_producer_consumer_gemm_at_a_larger_shape(kernel: object, target: str) -> None:
     M, N, K = 1024, 768, 2048
