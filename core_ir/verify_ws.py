@@ -8,16 +8,28 @@ A ``WarpSpecialize`` region runs on its warpgroups only (``WARPGROUP`` threads e
   warpgroups (``var`` and ``local`` buffers are per thread, hence free to use anywhere);
 - per-thread code (thread queries, warp operations) does not mix with regions or barriers, nor
   ``T.sync_grid()`` with regions;
-- a barrier buffer is only named by barrier operations, never read as a value.
+- a barrier buffer is only named by barrier operations, never used as data (read, stored, copied).
 """
 
 from __future__ import annotations
 
-from .buffer import Buffer
+from .buffer import Buffer, Region
 from .errors import VerificationError
 from .expr import Load
 from .source import SourceLoc
-from .stmt import Alloc, BarrierArrive, BarrierWait, For, Kernel, PrimFunc, Stmt, Sync, WarpSpecialize, ws_call
+from .stmt import (
+    Alloc,
+    BarrierArrive,
+    BarrierWait,
+    For,
+    Kernel,
+    PrimFunc,
+    Stmt,
+    Store,
+    Sync,
+    WarpSpecialize,
+    ws_call,
+)
 from .uniformity import Uniformity
 from .visit import buffers_used, children, walk
 
@@ -40,8 +52,8 @@ def uses_barriers(node: Stmt) -> bool:
 def verify_ws(func: PrimFunc) -> None:
     """Raise ``VerificationError`` where ``func`` breaks a rule of the module docstring."""
     for node in walk(func.body):
-        if isinstance(node, Load) and node.buffer.scope == "barrier":
-            _fail(func, f"barrier `{node.buffer.name}` is read as a value", node.loc,
+        if isinstance(node, (Load, Store, Region)) and node.buffer.scope == "barrier":
+            _fail(func, f"barrier `{node.buffer.name}` is used as data", getattr(node, "loc", None),
                   "name a barrier only in T.barrier_arrive / T.barrier_wait")
         if isinstance(node, Kernel) and uses_barriers(node.body):
             _Checker(func, node).run()

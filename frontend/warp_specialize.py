@@ -11,6 +11,7 @@ user's line; what needs the whole kernel (which buffers a region owns) is ``core
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..core_ir import dtypes
@@ -57,10 +58,7 @@ class WarpSpecializeFrame:
             raise TileLangSyntaxError(
                 "T.ws() names no warpgroup", loc=loc,
                 hint="write T.ws(0) for threads 0..127, T.ws(1) for 128..255, T.ws(0, 1) for both")
-        threads = b.kernel_frame.threads
-        total = 1
-        for t in threads:
-            total *= t
+        total = math.prod(b.kernel_frame.threads)
         if total % WARPGROUP:
             raise TileLangSyntaxError(
                 f"T.ws needs whole warpgroups of {WARPGROUP} threads, but the kernel has threads={total}", loc=loc,
@@ -68,11 +66,10 @@ class WarpSpecializeFrame:
         groups = total // WARPGROUP
         out: list[int] = []
         for g in ids:
-            if isinstance(g, bool) or not isinstance(g, int) and E.as_int(g) is None:
+            k = None if isinstance(g, bool) else E.as_int(g)
+            if k is None:
                 raise TileLangTypeError(f"T.ws warpgroup id {g!r} is not a Python int", loc=loc,
                                         hint="the warpgroups of a region are fixed when the kernel is built")
-            k = int(g) if isinstance(g, int) else E.as_int(g)
-            assert k is not None
             if not 0 <= k < groups:
                 raise TileLangSyntaxError(
                     f"T.ws warpgroup id {k} is out of range: threads={total} makes {groups} warpgroup(s), "
@@ -192,15 +189,18 @@ def _barrier(value: Any, what: str, loc: SourceLoc | None) -> tuple[Buffer, E.Ex
     one element of it, or an index into the ``T.create_list_of_mbarrier`` list."""
     b = bld.require_kernel(what)
     if isinstance(value, Buffer) and value.scope == "barrier":
-        value = _element(b, value, 0, what, loc)
-    elif not (isinstance(value, E.Load) and value.buffer.scope == "barrier"):
-        if isinstance(value, (Buffer, E.Load)):
-            name = value.name if isinstance(value, Buffer) else value.buffer.name
-            raise TileLangTypeError(f"{what}: `{name}` is not a barrier", loc=loc,
-                                    hint="pass a buffer made by T.alloc_barrier (or one element of it)")
-        value = _element(b, b.mbarrier_list, value, what, loc)
+        buf, index = value, 0
+    elif isinstance(value, E.Load) and value.buffer.scope == "barrier":
+        buf, index = value.buffer, value.indices[0]
+    elif isinstance(value, (Buffer, E.Load)):
+        name = value.name if isinstance(value, Buffer) else value.buffer.name
+        raise TileLangTypeError(f"{what}: `{name}` is not a barrier", loc=loc,
+                                hint="pass a buffer made by T.alloc_barrier (or one element of it)")
+    else:
+        buf, index = b.mbarrier_list, value
     _outside_parallel(b, what, loc)
-    return value.buffer, _element(b, value.buffer, value.indices[0], what, loc).indices[0]
+    element = _element(b, buf, index, what, loc)
+    return element.buffer, element.indices[0]
 
 
 def barrier_arrive(barrier_id: Any) -> None:

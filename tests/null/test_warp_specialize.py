@@ -291,6 +291,23 @@ def test_a_fragment_belongs_to_the_warpgroups_of_its_region(outside: bool, words
     raises(VerificationError, "fragment_use", lambda: _verify(main), f"fragment `F` is {words}")
 
 
+def test_a_barrier_used_as_data() -> None:
+    @T.prim_func
+    def read(A: T.Tensor((1,), T.uint64)):
+        with T.Kernel(1, threads=128) as _:
+            bar = T.alloc_barrier(128)
+            A[0] = bar[0]  # E:barrier_read
+
+    @T.prim_func
+    def store(A: T.Tensor((1,), T.uint64)):
+        with T.Kernel(1, threads=128) as _:
+            bar = T.alloc_barrier(128)
+            bar[0] = A[0]  # E:barrier_store
+
+    raises(VerificationError, "barrier_read", lambda: _verify(read), "barrier `bar` is used as data")
+    raises(VerificationError, "barrier_store", lambda: _verify(store), "barrier `bar` is used as data")
+
+
 def test_thread_queries_do_not_mix_with_regions() -> None:
     @T.prim_func
     def main(A: T.Tensor((256,), T.int32)):
