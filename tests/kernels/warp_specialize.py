@@ -105,12 +105,13 @@ def gemm_regions_in_loop(M, N, K, block_M=128, block_N=128, block_K=32, num_stag
                 T.clear(C_l)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=0):
                 with T.ws(1):
-                    T.mbarrier_wait_parity(ko % num_stages + num_stages, (ko // num_stages) % 2 ^ 1)
+                    T.mbarrier_wait_parity(mbarrier=ko % num_stages + num_stages,
+                                           parity=((ko // num_stages) % num_stages) ^ 1)
                     T.copy(A[by * block_M, ko * block_K], A_s[ko % num_stages, :, :])
                     T.copy(B[ko * block_K, bx * block_N], B_s[ko % num_stages, :, :])
-                    T.mbarrier_arrive(T.get_mbarrier(ko % num_stages))
+                    T.mbarrier_arrive(mbarrier=T.get_mbarrier(ko % num_stages))
                 with T.ws(0):
-                    T.mbarrier_wait_parity(ko % num_stages, (ko // num_stages) % 2)
+                    T.mbarrier_wait_parity(mbarrier=ko % num_stages, parity=(ko // num_stages) % num_stages)
                     T.gemm(A_s[ko % num_stages, :, :], B_s[ko % num_stages, :, :], C_l)
                     T.mbarrier_arrive(ko % num_stages + num_stages)
             with T.ws(0):
