@@ -54,7 +54,7 @@ class _Walker:
             out = lower_ws(s, lc, self.lower_region)
             if out is not None:
                 return out
-            if self.shared_by_warpgroups() and not isinstance(s, Store) and _block_write(s):
+            if self.shared_by_warpgroups() and (isinstance(s, Print) or _block_write(s)):
                 return Seq((leader_only(self.lower(s), s.loc, self.first_warpgroup()), Barrier(s.loc)), s.loc)
         return self.lower(s)
 
