@@ -41,7 +41,9 @@ def test_a_phase_completes_at_every_count_th_arrival() -> None:
     assert bars.phase[1] == 0 and bars.missing[1] == 128
 
 
-def _ping_pong(rounds: int, consumer_arrives: bool = True, count: int = 128) -> object:
+def ping_pong(rounds: int, consumer_arrives: bool = True, count: int = 128) -> object:
+    """Warpgroup 0 copies row r of X into shared memory, warpgroup 1 writes it + 1 to Y."""
+
     @T.prim_func
     def main(X: T.Tensor((rounds, 128), T.float32), Y: T.Tensor((rounds, 128), T.float32)):
         with T.Kernel(1, threads=256) as _:
@@ -67,12 +69,12 @@ def _ping_pong(rounds: int, consumer_arrives: bool = True, count: int = 128) -> 
 def test_the_consumer_sees_every_round_the_producer_hands_over() -> None:
     x = torch.randn(5, 128)
     y = torch.zeros(5, 128)
-    _interp(_ping_pong(5))(x, y)
+    _interp(ping_pong(5))(x, y)
     torch.testing.assert_close(y, x + 1)
 
 
 def test_a_missing_arrival_is_a_deadlock_naming_the_wait() -> None:
-    err = raises(DeadlockError, "producer_wait", lambda: _interp(_ping_pong(3, consumer_arrives=False))(
+    err = raises(DeadlockError, "producer_wait", lambda: _interp(ping_pong(3, consumer_arrives=False))(
         torch.zeros(3, 128), torch.zeros(3, 128)), "deadlock in block (0)", "warpgroup 0 at T.barrier_wait",
         "warpgroup 1 at T.barrier_wait")
     assert "on a GPU the kernel would hang" in str(err)
@@ -80,7 +82,7 @@ def test_a_missing_arrival_is_a_deadlock_naming_the_wait() -> None:
 
 def test_an_arrive_count_no_region_reaches_is_a_deadlock() -> None:
     with pytest.raises(DeadlockError, match="every warpgroup that has not ended waits"):
-        _interp(_ping_pong(2, count=256))(torch.zeros(2, 128), torch.zeros(2, 128))
+        _interp(ping_pong(2, count=256))(torch.zeros(2, 128), torch.zeros(2, 128))
 
 
 def test_a_symbolic_parity_outside_0_1_fails_at_run_time() -> None:
