@@ -48,11 +48,11 @@ from ...core_ir.verify_ws import WARPGROUP, uses_barriers
 from ...core_ir.visit import rewrite, walk
 from .lir import THREAD, Barrier, Block, Evaluate, Intrin, SmemAddr
 
-__all__ = ["MANUAL", "leader_only", "lower_ws", "manual_setup", "region_barriers", "unless_manual", "uses_ws_header",
-           "ws_header", "ws_threads"]
+__all__ = ["MANUAL", "SETS", "leader_only", "lower_ws", "manual_setup", "region_barriers", "unless_manual",
+           "uses_ws_header", "ws_header", "ws_threads"]
 
-#: ``ctx.data`` keys: the kernel has T.ws regions or explicit barriers; the named barrier of each
-#: set of several warpgroups a region names (one warpgroup g has barrier 1 + g)
+#: ``ctx.data`` keys: the number of warpgroups of a kernel with T.ws regions or explicit barriers;
+#: the named barrier of each set of several warpgroups a region names (warpgroup g alone: 1 + g)
 MANUAL = "cuda.manual_ws"
 SETS = "cuda.manual_ws_sets"
 WG = Intrin("tlx_ws_wg", ())
@@ -78,7 +78,7 @@ def manual_setup(func: PrimFunc, ctx: Any) -> PrimFunc:
         raise NotSupportedError(
             f"T.ws regions and barriers need a 1-D block on CUDA, not threads={list(kernel.threads)}", loc=kernel.loc,
             hint=f"launch threads={kernel.num_threads}")
-    ctx.data[MANUAL] = True
+    ctx.data[MANUAL] = -(-kernel.num_threads // WARPGROUP)  # its warpgroups (the last may be partial)
     ctx.data[SETS] = {ids: 1 + _GROUPS + k for k, ids in enumerate(sets)}
     return func
 

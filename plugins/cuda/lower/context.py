@@ -56,9 +56,9 @@ class LowerCtx:
     warp_private: set[int] = field(default_factory=set)
     #: workspaces ``shared_workspace`` hands out again, by (name, dtype)
     reusable: dict[tuple[str, dtypes.DType], list[Buffer]] = field(default_factory=dict)
-    #: a kernel with T.ws regions or explicit barriers (warp_specialize.py): its tile ops run on
-    #: one warpgroup; the shared arrays of its T.alloc_barrier buffers
-    manual: bool = False
+    #: a kernel with T.ws regions or explicit barriers (warp_specialize.py): its warpgroups (0
+    #: otherwise; its tile ops run on one); the shared arrays of its T.alloc_barrier buffers
+    manual: int = 0
     barriers: dict[Buffer, Buffer] = field(default_factory=dict)
 
     @staticmethod
@@ -68,7 +68,7 @@ class LowerCtx:
         lc = LowerCtx(ctx.data["cuda.threads"], ctx.data["cuda.layouts"], ctx.data["cuda.loops"],
                       ctx.data["cuda.gemm"])
         lc.ranges[THREAD] = (0, lc.threads - 1)
-        lc.manual = bool(ctx.data.get(MANUAL))
+        lc.manual = ctx.data.get(MANUAL, 0)
         lc.ranges.update(block_ranges(kernel))
         pers = ctx.data.get("cuda.persistent")
         if pers is not None:  # the blocks' count at launch (hopper/persistent.py)

@@ -69,6 +69,8 @@ class _Walker:
         """Whether the statement being lowered in a manual kernel is one several warpgroups execute
         together (outside the regions, or in a region of several): their first runs it for all, and
         a barrier of all of them follows (the interpreter's meeting: none goes on before it is done)."""
+        if self.lc.manual < 2:  # one warpgroup: it is the block
+            return False
         return self.region is None or len(self.region) > 1
 
     def first_warpgroup(self) -> int:
