@@ -456,6 +456,24 @@ def test_cuda_refuses_a_multi_dimensional_block() -> None:
     raises(NotSupportedError, "two_dims", lambda: cuda_source(main, "sm_80"), "1-D block", "threads=256")
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_cuda_every_ws_suite_kernel_builds_with_nvcc(arch: str) -> None:
+    """tests/null/test_cuda_codegen.py builds them with the default compiler (NVRTC); nvcc too."""
+    from tests.null.cuda_helpers import cuda_source
+    from tests.null.cuda_suite_funcs import suite_funcs
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc
+
+    if find_nvcc() is None:
+        pytest.skip("no nvcc here")
+    funcs = {name: f for name, f in suite_funcs().items() if name.startswith("ws_")}
+    assert len(funcs) >= 7
+    for f in funcs.values():
+        src, ctx = cuda_source(f(), arch)
+        binary = compile_cuda(src, arch, kernel_name=ctx.data["cuda.meta"].kernel_name,
+                              options={"compiler": "nvcc"})
+        assert binary.cubin
+
+
 def test_cuda_sass_has_the_mbarrier_instructions() -> None:
     from tests.kernels import warp_specialize as W
     from tests.null.cuda_helpers import sass_ops
