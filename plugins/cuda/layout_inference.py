@@ -39,6 +39,7 @@ from .layout_exchange import MAX_EXCHANGES, NestConflict, exchange_through_share
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
 from .perf_options import pass_configs
 from .target import CAPABILITIES
+from .warp_specialize import ws_threads
 
 log = logging.getLogger("tilelang_x.cuda.layout")
 _FP8_TENSOR_CORES = ("; float8 runs on tensor cores on sm_89 and later (mma.sync; on sm_90a wgmma when both tiles "
@@ -386,7 +387,7 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
     check_kernel_options(kernel)
     views = views_of(kernel.body)
     check_fragment_views(views)
-    st = _State(kernel.num_threads, views, fp32_gemm_precision(pass_configs(ctx)) == "tf32",
+    st = _State(ws_threads(kernel, ctx), views, fp32_gemm_precision(pass_configs(ctx)) == "tf32",
                 bool(CAPABILITIES.get(getattr(ctx.target, "arch", None) or "", {}).get("fp8_mma")))
     gemm_rule = ctx.data.get("cuda.gemm_rule")  # the Hopper path's wgmma rule (wgmma_rule.py)
     for buf, lay in ctx.data.get("cuda.preset_layouts", {}).items():  # TMA destinations

@@ -21,6 +21,7 @@ from tests.kernels import (
     scalar_intrinsics,
     simt,
     views,
+    warp_specialize,
     workspace,
 )
 from tilelang_x.core_ir import dtypes
@@ -137,4 +138,14 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "gemm_split_k_alloc_global_partials": lambda: kernel_parts(workspace.matmul_split_k.get_ir(128, 192, 512))[0],
         "gemm_split_k_alloc_global_sum": lambda: kernel_parts(workspace.matmul_split_k.get_ir(128, 192, 512))[1],
         "gemm_pointers_make_tensor": lambda: workspace.matmul_pointers.get_ir(128, 64, 96),
+        "ws_gemm_producer_consumer": lambda: warp_specialize.gemm_producer_consumer.get_ir(256, 256, 128),
+        "ws_gemm_two_stage_barriers": lambda: warp_specialize.gemm_two_stage.get_ir(200, 136, 160, block_N=64),
+        "ws_gemm_tilelang_mbarrier_list": lambda: warp_specialize.gemm_regions_in_loop.get_ir(128, 256, 256,
+                                                                                              block_K=64),
+        "ws_gemm_tilelang_softpipe": lambda: warp_specialize.gemm_producer_consumer.get_ir(
+            256, 128, 192, block_K=64, regions_in_loop=True),
+        "ws_block_statements_beside_regions": lambda: warp_specialize.column_sums_beside_regions.get_ir(64, 128),
+        "ws_region_of_two_warpgroups": lambda: warp_specialize.scale_rows_producer_consumer.get_ir(128, 64,
+                                                                                                  producers=2),
+        "ws_scale_rows_producer_consumer": lambda: warp_specialize.scale_rows_producer_consumer.get_ir(128, 64),
     }
