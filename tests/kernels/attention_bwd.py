@@ -95,10 +95,12 @@ def flash_bwd_postprocess(batch, heads, seq_len, dim, blk=64):
 
 
 @tilelang.jit(out_idx=[7, 8])
-def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=2, threads=128):
+def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=2, threads=128,
+              tile_atomic=True):
     """dK and dV of one block of ``block_M`` keys (K and V tiles loaded once) over the query blocks
     that see it, ``block_N`` rows at a time; each query block's part of dQ is added to the float32
-    ``dQ`` (zeroed by the caller) atomically."""
+    ``dQ`` (zeroed by the caller) atomically: one ``T.atomic_add`` of the tile (TileLang's newer
+    examples), or with ``tile_atomic=False`` one per element in a ``T.Parallel`` loop (its older ones)."""
     sm_scale = (1.0 / dim) ** 0.5
     scale = sm_scale * LOG2E
     shape = [batch, heads, seq_len, dim]
@@ -162,8 +164,11 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
                 T.copy(dsT_cast, dsT_shared)
                 T.clear(dq)
                 T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
-                for i, j in T.Parallel(block_N, dim):
-                    T.atomic_add(dQ[bz, bx, k * block_N + i, j], dq[i, j])
+                if tile_atomic:
+                    T.atomic_add(dQ[bz, bx, k * block_N:(k + 1) * block_N, :], dq)
+                else:
+                    for i, j in T.Parallel(block_N, dim):
+                        T.atomic_add(dQ[bz, bx, k * block_N + i, j], dq[i, j])
             T.copy(dv, dv_shared)
             T.copy(dk, dk_shared)
             T.copy(dv_shared, dV[bz, bx, by * block_M:(by + 1) * block_M, :])
@@ -173,7 +178,8 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
 
 
 def attention_backward(q: Any, k: Any, v: Any, o: Any, lse: Any, do: Any, is_causal: bool, block_M: int = 64,
-                       block_N: int = 64, num_stages: int = 2, threads: int = 128) -> tuple[Any, Any, Any]:
+                       block_N: int = 64, num_stages: int = 2, threads: int = 128,
+                       tile_atomic: bool = True) -> tuple[Any, Any, Any]:
     """(dQ, dK, dV) of attention over BHSD fp16 tensors, given the forward's output ``o`` and its
     ``lse`` (``flash_attention_lse``) and the output's gradient ``do``: preprocess, main kernel,
     postprocess."""
@@ -183,6 +189,6 @@ def attention_backward(q: Any, k: Any, v: Any, o: Any, lse: Any, do: Any, is_cau
     delta = flash_bwd_preprocess(batch, heads, seq_len, dim)(o, do)
     dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     main = flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=block_M, block_N=block_N,
-                     num_stages=num_stages, threads=threads)
+                     num_stages=num_stages, threads=threads, tile_atomic=tile_atomic)
     dk, dv = main(q, k, v, do, lse, delta, dq)
     return flash_bwd_postprocess(batch, heads, seq_len, dim)(dq), dk, dv

@@ -467,7 +467,7 @@ def _attention(causal: bool) -> Callable:
 
 
 
-def _attention_bwd(dim: int, causal: bool) -> Callable:
+def _attention_bwd(dim: int, causal: bool, tile_atomic: bool = True) -> Callable:
     """Our forward (with its log-sum-exp) and backward: O, dQ, dK and dV, flattened one after the
     other, against torch autograd through float32 attention."""
 
@@ -475,7 +475,7 @@ def _attention_bwd(dim: int, causal: bool) -> Callable:
         shape = (1, 2, 128, dim)
         q, k, v, do = (_randn(*shape, dtype=torch.float16, device=device, seed=30 + i) for i in range(4))
         o, lse = attention_bwd.flash_attention_lse(*shape, is_causal=causal)(q, k, v)
-        grads = attention_bwd.attention_backward(q, k, v, o, lse, do, causal)
+        grads = attention_bwd.attention_backward(q, k, v, o, lse, do, causal, tile_atomic=tile_atomic)
         qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
         of = F.scaled_dot_product_attention(qf, kf, vf, is_causal=causal)
         of.backward(do.float())
@@ -844,6 +844,7 @@ CASES: list[Case] = [
     Case("flash_attention_causal", _attention(True)),
     Case("flash_attention_bwd", _attention_bwd(64, False)),
     Case("flash_attention_bwd_causal", _attention_bwd(64, True)),
+    Case("flash_attention_bwd_element_atomics", _attention_bwd(64, False, tile_atomic=False)),
     Case("flash_attention_bwd_d128_causal", _attention_bwd(128, True)),
     Case("gemm_split_k_alloc_global_two_kernels", _split_k_workspace),
     Case("gemm_pointers_make_tensor", _pointer_gemm, atol=1e-3, rtol=1e-3),

@@ -116,6 +116,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "flash_bwd_postprocess": lambda: attention_bwd.flash_bwd_postprocess.get_ir(1, 2, 256, 64),
         "flash_bwd": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, False),
         "flash_bwd_causal": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, True),
+        "flash_bwd_element_atomics": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, False, tile_atomic=False),
         "flash_bwd_d128_causal": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 128, True),
         "view_reshape_global": lambda: views.flat_affine.get_ir(37, 24),
         "view_reshape_shared_pairs": lambda: views.swap_pairs.get_ir(40, 32),

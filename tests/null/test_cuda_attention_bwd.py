@@ -87,3 +87,17 @@ def test_a_layout_of_a_global_tensor_is_accepted_and_not_used(caplog: pytest.Log
         annotated, _ = cuda_source(_rows_copy(True), "sm_90a")
     assert annotated == cuda_source(_rows_copy(False), "sm_90a")[0]
     assert "global tensors stay row-major" in caplog.text
+
+
+@pytest.mark.parametrize("arch, tile_atomic, want", [
+    ("sm_90a", True, "REDG.E.ADD.F32x2."),  # the accumulator's column pairs: one vector reduction each
+    ("sm_90a", False, "REDG.E.ADD.F32."),  # an atomic per element, as written
+    ("sm_80", True, "RED.E.ADD.F32."),  # no vector reductions before sm_90
+])
+def test_dq_tile_atomic_adds_column_pairs_on_sm90(arch: str, tile_atomic: bool, want: str) -> None:
+    from tests.kernels import attention_bwd
+
+    func = attention_bwd.flash_bwd.get_ir(1, 2, 256, 128, False, block_M=128, block_N=64, threads=256,
+                                          tile_atomic=tile_atomic)
+    ops = sass_ops(func, r"\b(REDG?\.E\.ADD\.F32(?:x2)?\.)", arch)
+    assert set(ops) == {want}, ops

@@ -35,6 +35,8 @@ class LowerCtx:
     prefetch_fragments: bool = False
     hoist_fragments: bool = False
     vector_epilogue: bool = False
+    #: float32 region atomics as red.global.add.v2/v4 (sm_90+, with the vector epilogue)
+    vector_red: bool = False
     reciprocal_division: bool = False
     #: the staged (stmatrix + 16-byte store) epilogue (lower/staged_epilogue.py); sm_90a only
     staged_epilogue: bool = False
