@@ -125,10 +125,11 @@ def attempt(fn: Callable[[], Any]) -> tuple[Any, str | None]:
 
 def try_configs(
     configs: list[dict[str, Any]], build: Callable[[dict[str, Any]], Any], run: Callable[[Any], Any],
-    ref: Any, flops: float, args: argparse.Namespace,
+    ref: Any, flops: float, args: argparse.Namespace, compared: Callable[[Any], Any] = lambda out: out,
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, Any]:
     """Build each configuration for ``args.target``, check it against ``ref`` (relative error
-    < 1e-2) and time it; returns every configuration's entry (its time or its error), the
+    < 1e-2 of ``compared(run(kernel))``, e.g. several outputs flattened into one, outside the
+    timing) and time it; returns every configuration's entry (its time or its error), the
     fastest correct one and its kernel."""
     from tilelang_x import knobs
 
@@ -139,7 +140,7 @@ def try_configs(
         with knobs.scope(target_default=args.target):
             kernel, err = attempt(lambda cfg=cfg: build(cfg))
         if err is None:
-            e, err = checked_run(kernel, run, ref)
+            e, err = checked_run(kernel, lambda kernel: compared(run(kernel)), ref)
         if err is not None:
             tried.append({**cfg, "error": err})
             continue
@@ -149,6 +150,61 @@ def try_configs(
         if best is None or ms < best["ms"]:
             best, best_kernel = entry, kernel
     return tried, best, best_kernel
+
+
+def final_figures(row: dict[str, Any], refs: dict[str, Callable[[], Any]], ours: Callable[[], Any] | None,
+                  best: dict[str, Any] | None, tried: list[dict[str, Any]], flops: float, names: tuple[str, ...],
+                  config_keys: tuple[str, ...], args: argparse.Namespace) -> dict[str, Any]:
+    """Into ``row``: ours (``ours``, the fastest correct configuration ``best``) and the references
+    ``refs`` (those of ``names`` that ran) timed in turn (``round_robin_ms``): ``<name>_ms`` and
+    ``<name>_tflops`` for each and ours, ``best_config``, ``ratio_<name>`` = the reference's time /
+    ours (>= 1: we are faster), and every configuration ``tried``."""
+    final = round_robin_ms({**refs, **({"ours": ours} if best else {})}, args.rounds, args.warmup, args.rep)
+    for key in (*names, "ours"):
+        row[f"{key}_ms"] = round(final[key], 4) if key in final else None
+        row[f"{key}_tflops"] = round(flops / final[key] / 1e9, 1) if key in final else None
+    if best is not None:
+        row["best_config"] = {k: v for k, v in best.items() if k in config_keys}
+    for key in names:
+        both = key in final and "ours" in final
+        row[f"ratio_{key}"] = round(final[key] / final["ours"], 3) if both else None
+    row["configs"] = tried
+    return row
+
+
+def attention_main(bench: str, description: str, case: Callable[..., dict[str, Any]], configs_help: str,
+                   dims: str) -> None:
+    """An attention benchmark's command line (``--seq``, ``--configs``, ``--target``, ``--dims``,
+    default ``dims``), then ``case(4, 32, S, D, causal, args)`` for each head dim, causal or not
+    (S: ``--seq``, else 4096, 1024 with ``--quick``), each row checkpointed to ``--out`` (a failed
+    one as its error), then the document emitted."""
+
+    def extra(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--seq", type=int, default=0, help="sequence length (default 4096, 1024 with --quick)")
+        p.add_argument("--configs", default="", help=configs_help)
+        p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
+        p.add_argument("--dims", default=dims, help="head dims to measure, e.g. 64,128")
+
+    args = parse_args(description, extra)
+    s = args.seq or (1024 if args.quick else 4096)
+    results: list[dict[str, Any]] = []
+    doc = {"bench": bench, "info": device_info(), "results": results}
+    for d in (int(x) for x in args.dims.split(",") if x):
+        for causal in (False, True):
+            row, err = attempt(lambda causal=causal, d=d: case(4, 32, s, d, causal, args))
+            results.append(row if err is None else {"D": d, "causal": causal, "error": err})
+            checkpoint(doc, args.out)
+    emit(doc, args.out)
+
+
+def chosen_configs(defaults: list[tuple[Any, ...]], keys: tuple[str, ...], args: argparse.Namespace
+                   ) -> list[dict[str, Any]]:
+    """The configurations to try, as dicts of ``keys``: ``--configs`` (``AxBx..[@CXxCYxCZ],..``)
+    when given, else ``defaults`` (the first two with ``--quick``)."""
+    configs = defaults[:2] if args.quick else defaults
+    if args.configs:
+        configs = [parse_config(c) for c in args.configs.split(",") if c]
+    return [dict(zip(keys, c)) for c in configs]
 
 
 def checked_run(kernel: Any, run: Callable[[Any], Any], ref: Any) -> tuple[float, str | None]:

@@ -18,13 +18,10 @@ from typing import Any
 
 from _common import (
     attempt,
-    checkpoint,
-    device_info,
-    emit,
+    attention_main,
+    chosen_configs,
+    final_figures,
     median_ms,
-    parse_args,
-    parse_config,
-    round_robin_ms,
     try_configs,
 )
 
@@ -63,7 +60,6 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
 
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16) for _ in range(3))
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
-    tflops = lambda ms: round(flops / ms / 1e9, 1)  # noqa: E731
     row: dict[str, Any] = {"B": b, "H": h, "S": s, "D": d, "causal": causal}
     refs: dict[str, Callable[[], Any]] = {}
     for name, key in (("CUDNN_ATTENTION", "cudnn"), ("FLASH_ATTENTION", "flash")):
@@ -74,46 +70,19 @@ def bench_case(b: int, h: int, s: int, d: int, causal: bool, args: Any) -> dict[
         else:
             refs[key] = sdpa(q, k, v, causal, name)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    configs = CONFIGS[:2] if args.quick else CONFIGS
-    if args.configs:  # "BMxBNxSTAGESxTHREADS[@CXxCYxCZ],..."
-        configs = [parse_config(c) for c in args.configs.split(",") if c]
-    configs = [dict(zip(CONFIG_KEYS, c)) for c in configs]
+    configs = chosen_configs(CONFIGS, CONFIG_KEYS, args)
     tried, best, kernel = try_configs(configs, lambda cfg: attention.flash_attention(b, h, s, d, causal, **cfg),
                                       lambda kernel: kernel(q, k, v), ref, flops, args)
     # the final figures: ours and the references timed in turn (round_robin_ms)
-    final = round_robin_ms({**refs, **({"ours": lambda: kernel(q, k, v)} if best else {})}, args.rounds,
-                           args.warmup, args.rep)
-    for key in ("cudnn", "flash", "ours"):
-        row[f"{key}_ms"] = round(final[key], 4) if key in final else None
-        row[f"{key}_tflops"] = tflops(final[key]) if key in final else None
-    if best is not None:
-        row["best_config"] = {k: v for k, v in best.items() if k in CONFIG_KEYS}
-    for key in ("cudnn", "flash"):
-        both = key in final and "ours" in final
-        row[f"ratio_{key}"] = round(final[key] / final["ours"], 3) if both else None
-    row["configs"] = tried
+    ours = (lambda: kernel(q, k, v)) if best else None
+    final_figures(row, refs, ours, best, tried, flops, ("cudnn", "flash"), CONFIG_KEYS, args)
     return row
 
 
-def _extra(p: Any) -> None:
-    p.add_argument("--seq", type=int, default=0, help="sequence length (default 4096, 1024 with --quick)")
-    p.add_argument("--configs", default="",
-                   help="BMxBNxSTAGESxTHREADS[@CXxCYxCZ],... instead of the default configs (@: cluster shape)")
-    p.add_argument("--target", default="cuda", help="e.g. cuda:sm_90 for the sm_80-class path on a Hopper GPU")
-    p.add_argument("--dims", default="128", help="head dims to measure, e.g. 64,128")
-
-
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0], _extra)
-    s = args.seq or (1024 if args.quick else 4096)
-    results: list[dict[str, Any]] = []
-    doc = {"bench": "attention", "info": device_info(), "results": results}
-    for d in (int(x) for x in args.dims.split(",") if x):
-        for causal in (False, True):
-            row, err = attempt(lambda causal=causal, d=d: bench_case(4, 32, s, d, causal, args))
-            results.append(row if err is None else {"D": d, "causal": causal, "error": err})
-            checkpoint(doc, args.out)
-    emit(doc, args.out)
+    attention_main("attention", __doc__.splitlines()[0], bench_case,
+                   "BMxBNxSTAGESxTHREADS[@CXxCYxCZ],... instead of the default configs (@: cluster shape)",
+                   "128")
 
 
 if __name__ == "__main__":

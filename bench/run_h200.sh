@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Every figure of the closing notes in one go, on a machine with one NVIDIA GPU (the H200 here):
 # installs the package, runs the GPU test suite, then the benchmarks, and merges their JSON into
-# "$OUT/all.json" (OUT defaults to ./bench-out). Takes about 12 minutes on the H200, in three parts
+# "$OUT/all.json" (OUT defaults to ./bench-out). Takes about 20 minutes on the H200, in four parts
 # of under 10 minutes each: `bash bench/run_h200.sh 1` runs the tests and the GEMM and attention
-# benchmarks, `... 2` the other benchmarks, `... 3` the A/B runs of compiler switches; each part
-# merges what "$OUT/json/" holds so far.
+# benchmarks, `... 2` the other benchmarks, `... 3` the A/B runs of compiler switches, `... 4` the
+# FlashAttention backward, 2:4-sparse, TF32 and int8 benchmarks; each part merges what "$OUT/json/"
+# holds so far.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-bench-out}"
@@ -13,7 +14,7 @@ work="$OUT/json"
 mkdir -p "$work"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-build-isolation --no-deps -e . > "$OUT/install.log" 2>&1 || tail -20 "$OUT/install.log"
-if [ "$PART" != 2 ]; then
+if [ "$PART" = 1 ] || [ "$PART" = all ]; then
 timeout 260 python3 -m pytest -q -rf tests/backend/cuda > "$OUT/cuda_tests.log" 2>&1
 tail -3 "$OUT/cuda_tests.log"
 {
@@ -38,7 +39,7 @@ tail -3 "$OUT/cuda_tests.log"
     --out "$work/attention.json"
 } > "$OUT/bench1.log" 2>&1
 fi
-if [ "$PART" != 1 ]; then
+if [ "$PART" = 2 ] || [ "$PART" = all ]; then
 {
   # decode attention (GQA, split-KV in two kernels of one function) against torch SDPA
   python3 bench/decode.py --timeout 150 --out "$work/decode.json"
@@ -60,7 +61,7 @@ if [ "$PART" != 1 ]; then
   python3 -m tilelang_x doctor
 } > "$OUT/bench2.log" 2>&1
 fi
-if [ "$PART" != 1 ] && [ "$PART" != 2 ]; then
+if [ "$PART" = 3 ] || [ "$PART" = all ]; then
 {
   # A/B of compiler switches, each variant timed round-robin in one process (bench/variants.py)
   python3 bench/variants.py attention --dims 128,64 --timeout 150 --out "$work/variants_attention.json" \
@@ -68,6 +69,17 @@ if [ "$PART" != 1 ] && [ "$PART" != 2 ]; then
   python3 bench/variants.py gemm --shapes 4096x4096x4096,8192x8192x8192 --timeout 150 \
     --out "$work/variants_gemm.json" --variants '{"default": {}, "not_persistent": {"tlx.persistent": false}, "lane_stores": {"tlx.tma_store": false}, "default_again": {}}'
 } > "$OUT/bench3.log" 2>&1
+fi
+if [ "$PART" = 4 ] || [ "$PART" = all ]; then
+{
+  # FlashAttention backward (preprocess, main kernel with atomic dQ, postprocess) against SDPA's backward
+  python3 bench/attention_bwd.py --timeout 200 --out "$work/attention_bwd.json"
+  # 2:4-sparse T.gemm_sp against dense cuBLAS and cuSPARSELt
+  python3 bench/gemm_sp.py --timeout 200 --out "$work/gemm_sp.json"
+  # float32 at TF32 precision against cuBLAS TF32, and int8 against torch._int_mm (B stored N x K)
+  python3 bench/gemm.py --dtypes float32,int8 --trans-b --shapes 4096x4096x4096,8192x8192x8192 --timeout 150 \
+    --out "$work/gemm_tf32_int8.json"
+} > "$OUT/bench4.log" 2>&1
 fi
 python3 - "$work" "$OUT/all.json" <<'PY'
 import json, pathlib, sys

@@ -20,7 +20,7 @@ from .errors import OutOfBoundsError, TileLangSyntaxError
 from .source import SourceLoc, caller_loc
 
 #: Scopes every backend understands. Plugins may add their own (e.g. Ascend ``ub``, ``l0a``).
-CORE_SCOPES = ("global", "shared", "fragment", "local", "var")
+CORE_SCOPES = ("global", "shared", "fragment", "local", "var", "barrier")
 _extra_scopes: set[str] = set()
 
 

@@ -69,6 +69,11 @@ class SpinWaitError(TileLangError):
     blocks one after another, so no other block can change what the loop waits for."""
 
 
+class DeadlockError(TileLangError):
+    """The interpreter found every warpgroup of a block waiting (at a ``T.barrier_wait`` or for the
+    others at a statement they run together), so none can go on: on a GPU the kernel would hang."""
+
+
 class DeviceAssertError(TileLangError):
     """A ``T.device_assert`` condition was false while the kernel ran (interpreter)."""
 

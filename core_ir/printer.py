@@ -10,7 +10,26 @@ from typing import Any
 
 from . import expr as E
 from .buffer import Buffer, Region
-from .stmt import Alloc, Annotate, Assert, For, If, Jump, Kernel, PrimFunc, Print, Seq, Stmt, Store, Sync, While
+from .stmt import (
+    Alloc,
+    Annotate,
+    Assert,
+    BarrierArrive,
+    BarrierInit,
+    BarrierWait,
+    For,
+    If,
+    Jump,
+    Kernel,
+    PrimFunc,
+    Print,
+    Seq,
+    Stmt,
+    Store,
+    Sync,
+    WarpSpecialize,
+    While,
+)
 
 _PREC = {
     "or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
@@ -198,6 +217,15 @@ class _Printer:
             self.emit(depth, f"T.device_assert({self.expr(s.cond)}, msg={s.msg!r})")
         elif isinstance(s, Annotate):
             self.emit(depth, f"T.annotate({s.kind!r}, {self.value(s.data)})")
+        elif isinstance(s, WarpSpecialize):
+            self.emit(depth, f"with {s.call}:")
+            self.stmt(s.body, depth + 1)
+        elif isinstance(s, BarrierInit):
+            self.emit(depth, f"T.barrier_init({self.buf(s.buffer)}, {list(s.counts)})")
+        elif isinstance(s, BarrierArrive):
+            self.emit(depth, f"T.barrier_arrive({self.buf(s.buffer)}[{self.expr(s.index)}])")
+        elif isinstance(s, BarrierWait):
+            self.emit(depth, f"T.barrier_wait({self.buf(s.buffer)}[{self.expr(s.index)}], {self.expr(s.parity)})")
         else:
             self.tile_op(s, depth)
 

@@ -201,6 +201,58 @@ class Annotate(Stmt):
     loc: SourceLoc | None = field(default=None, compare=False)
 
 
+@dataclass(**_NODE)
+class WarpSpecialize(Stmt):
+    """``with T.ws(*ids):`` a region run only by the warpgroups ``ids`` (warpgroup ``g`` is threads
+    ``128 g .. 128 g + 127`` of the block); tile ops inside it are spread over those threads. Never
+    nested, never inside ``T.Parallel`` (the frontend and ``verify_ws`` check)."""
+
+    ids: tuple[int, ...]
+    body: Stmt
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def call(self) -> str:
+        """How the kernel spells it."""
+        return ws_call(self.ids)
+
+
+def ws_call(ids: tuple[int, ...]) -> str:
+    """How a kernel spells the region of warpgroups ``ids``: ``T.ws(0, 1)``."""
+    return f"T.ws({', '.join(str(g) for g in ids)})"
+
+
+@dataclass(**_NODE)
+class BarrierInit(Stmt):
+    """Follows the ``Alloc`` of a ``barrier``-scope buffer (``T.alloc_barrier``): barrier ``k`` of
+    ``buffer`` completes a phase once ``counts[k]`` threads have arrived."""
+
+    buffer: Buffer
+    counts: tuple[int, ...]
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
+class BarrierArrive(Stmt):
+    """``T.barrier_arrive(bar[index])``: every thread that runs it arrives once at the barrier."""
+
+    buffer: Buffer
+    index: Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
+class BarrierWait(Stmt):
+    """``T.barrier_wait(bar[index], parity)``: the threads that run it wait until the barrier's
+    phase of parity ``parity`` (0 or 1) has completed; a barrier starts in phase 0, so a wait for
+    parity 1 on a fresh barrier returns at once."""
+
+    buffer: Buffer
+    index: Expr
+    parity: Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
 #: ``PrimFunc.attrs`` keys: the indices of the parameters that are ``T.alloc_global`` workspaces
 #: (always the last ones; the runtime allocates them on every call, a caller neither passes nor gets
 #: them) and of the ``T.ptr`` parameters (a caller passes memory for the tensor ``T.make_tensor``

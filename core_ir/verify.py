@@ -41,6 +41,7 @@ from .stmt import (
 )
 from .tileops import CumSum, Gemm, Reduce, TileOp, squeeze
 from .verify_simt import verify_simt
+from .verify_ws import verify_ws
 
 __all__ = ["verify", "NO_JUMP_LOOPS"]
 
@@ -58,6 +59,7 @@ def verify(func: PrimFunc) -> None:
     """Raise ``VerificationError`` (with the source location) if ``func`` is ill formed."""
     _Verifier(func).run()
     verify_simt(func)
+    verify_ws(func)
 
 
 class _Verifier:

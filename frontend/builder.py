@@ -121,6 +121,9 @@ class Builder:
         # T.annotate_pass_configs / T.annotate_compile_flags (frontend.compile_annotations)
         self.pass_configs: dict[str, Any] = {}
         self.compile_flags: list[str] = []
+        # the warpgroups of the T.ws region being traced, and T.create_list_of_mbarrier's barriers
+        self.warp_region: tuple[int, ...] | None = None
+        self.mbarrier_list: Buffer | None = None
 
     # ---- frames -----------------------------------------------------------------------------
     def emit(self, stmt: Stmt) -> None:

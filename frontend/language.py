@@ -171,6 +171,17 @@ from .surface import (
     vectorized,
 )
 from .view import reshape, view
+from .warp_specialize import (
+    WarpSpecialize,
+    alloc_barrier,
+    barrier_arrive,
+    barrier_wait,
+    create_list_of_mbarrier,
+    get_mbarrier,
+    mbarrier_arrive,
+    mbarrier_wait_parity,
+    ws,
+)
 from .workspace import alloc_global
 
 Kernel = _KernelFrame
@@ -258,6 +269,9 @@ __all__ = [
     "get_warp_idx_sync", "get_warp_group_idx", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "tvm_warp_shuffle",
     "warp_reduce_sum", "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor", "any_sync",
     "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect",
+    # warp specialization and mbarriers
+    "ws", "WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive",
+    "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",

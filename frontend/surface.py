@@ -115,6 +115,9 @@ _SCOPE_SPELLINGS = {
 
 
 def _scope(scope: str, default: str, what: str) -> str:
+    if scope in ("barrier", "shared.barrier"):
+        raise TileLangSyntaxError(f"{what}: barriers are not allocated as buffers", loc=caller_loc(),
+                                  hint="use T.alloc_barrier(arrive_count)")
     found = _SCOPE_SPELLINGS.get(scope)
     if found is not None:
         return found

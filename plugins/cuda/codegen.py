@@ -47,6 +47,7 @@ from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
 from .rasterize import block_remap
 from .rng import rng_call
 from .warp import thread_index, warp_header, warp_op
+from .warp_specialize import MANUAL, uses_ws_header, ws_header
 
 CTYPES: dict[str, str] = {
     "float16": "tlx_half", "bfloat16": "tlx_bf16", "float32": "float", "float64": "double",
@@ -188,7 +189,9 @@ class _Gen:
         if self.smem_total:
             self.emit(1, "extern __shared__ __align__(1024) unsigned char tlx_smem[];")
             self.emit(1, "const tlx_u32 tlx_smem_base = tlx_smem_addr(tlx_smem);")
-        if len(kernel.threads) == 1:
+        if self.ctx.data.get(MANUAL) and kernel.num_threads > self.threads:  # one warpgroup (warp_specialize.py)
+            self.emit(1, f"const int tx = threadIdx.x & {self.threads - 1};")
+        elif len(kernel.threads) == 1:
             self.emit(1, "const int tx = threadIdx.x;")
         else:
             self.emit(1, "const int tx = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);")
@@ -207,6 +210,8 @@ class _Gen:
                                not self.cooperative and waits_for_previous(kernel.body, arch or "sm_80"))
         if uses_grid_header(kernel.body):
             self.ctx.data.setdefault("cuda.extra_headers", []).append(grid_header())
+        if uses_ws_header(kernel.body):
+            self.ctx.data.setdefault("cuda.extra_headers", []).append(ws_header())
         body = "\n".join(self.lines)
         extra = "".join(self.ctx.data.get("cuda.extra_headers", ()))  # Hopper: tlx_hopper.h, wgmma wrappers
         imported = "".join(f"{code.rstrip()}\n" for code in func.attr(IMPORTS, ()))  # T.import_source

@@ -42,6 +42,7 @@ from .layout_exchange import MAX_EXCHANGES, NestConflict, exchange_through_share
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
 from .perf_options import pass_configs
 from .target import CAPABILITIES
+from .warp_specialize import ws_threads
 
 log = logging.getLogger("tilelang_x.cuda.layout")
 _FP8_TENSOR_CORES = ("; float8 runs on tensor cores on sm_89 and later (mma.sync; on sm_90a wgmma when both tiles "
@@ -114,6 +115,9 @@ class _State:
         self.origin: dict[Buffer, str] = {}
         self.loops: dict[int, tuple[Fragment, For]] = {}
         self.gemm: dict[int, GemmPlan] = {}
+        # shared tiles annotated with a make_swizzled_layout: a request for a bank-conflict-free
+        # placement, which the wgmma rule's swizzled panels satisfy too (``yield_request``)
+        self.requested: set[Buffer] = set()
 
     # ---- setting layouts ------------------------------------------------------------------
     def set(self, buf: Buffer, lay: Any, origin: str, loc: Any) -> bool:
@@ -137,6 +141,14 @@ class _State:
             hint="use the same warp policy (e.g. policy=T.GemmWarpPolicy.FullRow) for gemms that share "
             "rows, or copy into a separate fragment",
         )
+
+    def yield_request(self, buf: Buffer) -> bool:
+        """Whether ``buf`` has no layout or one only a ``make_swizzled_layout`` request gave it; the
+        request's layout is then dropped, so that a rule needing another swizzle may set its own."""
+        if buf in self.requested:
+            self.requested.discard(buf)
+            del self.layouts[buf], self.origin[buf]
+        return buf not in self.layouts
 
     def viewed(self, buf: Buffer) -> bool:
         """Whether ``buf``'s memory is also accessed through another shape or dtype (``T.view``):
@@ -382,7 +394,7 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
     check_kernel_options(kernel)
     views = views_of(kernel.body)
     check_fragment_views(views)
-    st = _State(kernel.num_threads, views, fp32_gemm_precision(pass_configs(ctx)) == "tf32",
+    st = _State(ws_threads(kernel, ctx), views, fp32_gemm_precision(pass_configs(ctx)) == "tf32",
                 bool(CAPABILITIES.get(getattr(ctx.target, "arch", None) or "", {}).get("fp8_mma")))
     gemm_rule = ctx.data.get("cuda.gemm_rule")  # the Hopper path's wgmma rule (wgmma_rule.py)
     for buf, lay in ctx.data.get("cuda.preset_layouts", {}).items():  # TMA destinations
@@ -501,6 +513,12 @@ def _annotated(st: _State, buf: Buffer, lay: Any, loc: Any) -> None:
             f"{what}: {type(lay).__name__} {lay!r} is not a layout", loc=loc,
             hint=f"pass a layout object, e.g. tilelang.layout.make_swizzled_layout({buf.name}), or drop the "
             "annotation and let the backend choose")
+    if buf.scope == "global" and not isinstance(lay, core_layout.Fragment):
+        # TileLang's FlashAttention backward places its float32 dQ for the atomics this way (in the
+        # main kernel and the one reading it back); a layout never changes results, and global
+        # tensors stay row-major here
+        log.debug("%s at %s: global tensors stay row-major on CUDA; the layout is not used", what, where(loc))
+        return
     if isinstance(lay, core_layout.Fragment) and buf.scope == "local":
         return  # every thread holds the whole of a local buffer: a thread map has nothing to place
     if isinstance(lay, core_layout.Fragment) and buf.scope == "fragment":
@@ -528,6 +546,8 @@ def _annotated(st: _State, buf: Buffer, lay: Any, loc: Any) -> None:
                           f"{list(shape)} {buf.dtype} tile", loc=loc,
                           hint=f"use {_SHARED_LAYOUTS_TEXT}, or drop the annotation")
     st.set(buf, found, f"T.annotate_layout at {where(loc)}", loc)
+    if swizzle_request(lay, shape, buf.dtype.bytes):
+        st.requested.add(buf)
 
 
 def shared_layout_of(lay: Any, shape: tuple[int, ...], elem_bytes: int) -> SharedLayout | None:
@@ -548,6 +568,18 @@ def shared_layout_of(lay: Any, shape: tuple[int, ...], elem_bytes: int) -> Share
         got = _offsets(core_layout.Layout(shape, cand.offset(lay.vars), vars=lay.vars), shape, flat=True)
         if got is not None and (got == want).all():
             return cand
+    return SharedLayout(shape, elem_bytes, choose_swizzle(shape, elem_bytes)) \
+        if swizzle_request(lay, shape, elem_bytes, want) else None
+
+
+def swizzle_request(lay: Any, shape: tuple[int, ...], elem_bytes: int, want: Any = None) -> bool:
+    """Whether ``lay`` places a ``shape`` tile as one of ``make_swizzled_layout``'s swizzles
+    (``want``: its offsets, when already enumerated)."""
+    from ...core_ir import layout as core_layout
+
+    want = _offsets(lay, shape) if want is None else want
+    if want is None:
+        return False
     for swizzle_bytes in (128, 64, 32):
         try:
             ref = core_layout.make_swizzled_layout(shape, elem_bytes * 8, swizzle_bytes)
@@ -555,8 +587,8 @@ def shared_layout_of(lay: Any, shape: tuple[int, ...], elem_bytes: int) -> Share
             continue
         got = _offsets(ref, shape)
         if got is not None and (got == want).all():
-            return SharedLayout(shape, elem_bytes, choose_swizzle(shape, elem_bytes))
-    return None
+            return True
+    return False
 
 
 def _offsets(lay: Any, shape: tuple[int, ...], flat: bool = False) -> Any:

@@ -11,6 +11,7 @@ from .pipelining import pipeline_stage
 from .rasterize import plan_stage
 from .sync import sync_stage
 from .unswitch_mask import unswitch_stage
+from .warp_specialize import manual_setup, unless_manual
 
 
 def stages(target: Any) -> list[tuple[str, Any]]:
@@ -19,10 +20,11 @@ def stages(target: Any) -> list[tuple[str, Any]]:
 
         return hopper_stages()
     return [
+        ("manual_ws", manual_setup),
         ("fragment_fallback", fragment_fallback_stage),
-        ("rasterize", plan_stage),
-        ("unswitch_masks", unswitch_stage),
-        ("pipeline", pipeline_stage),
+        ("rasterize", unless_manual(plan_stage)),
+        ("unswitch_masks", unless_manual(unswitch_stage)),
+        ("pipeline", unless_manual(pipeline_stage)),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),
         ("sync_insertion", sync_stage),

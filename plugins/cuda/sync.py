@@ -16,11 +16,14 @@ from typing import Any
 
 from ...core_ir.buffer import Buffer
 from ...core_ir.expr import AtomicLoad, Load
-from ...core_ir.stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, While
+from ...core_ir.stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, WarpSpecialize, While
 from ...core_ir.visit import walk
 from .lir import AtomicStore, Barrier, Block, PtrTo, SmemAddr
+from .warp_specialize import SETS, region_barriers
 
-State = tuple[frozenset[int], frozenset[int]]  # (written, read) shared buffers since the last barrier
+# (written, read) shared buffers since the last barrier; in a kernel with T.ws regions, those a
+# region of warpgroups ids accessed are (ids, buffer) pairs (see `_Sync.region`)
+State = tuple[frozenset[Any], frozenset[Any]]
 EMPTY: State = (frozenset(), frozenset())
 
 
@@ -57,8 +60,9 @@ def _merge(a: State, *more: State) -> State:
 
 
 class _Sync:
-    def __init__(self, private: frozenset[int]) -> None:
+    def __init__(self, private: frozenset[int], sets: dict[tuple[int, ...], int] | None = None) -> None:
         self.private = private
+        self.sets = sets or {}  # a manual kernel's named barriers of several warpgroups (see `region`)
         # per enclosing loop, innermost last: the states at its `continue`s and at its `break`s
         self.jumps: list[tuple[list[State], list[State]]] = []
 
@@ -82,6 +86,8 @@ class _Sync:
             continues, breaks = self.jumps[-1]
             (breaks if s.kind == "break" else continues).append(st)
             return s, EMPTY  # nothing after it in its block runs
+        if isinstance(s, WarpSpecialize):
+            return self.region(s, st)
         if isinstance(s, (For, While)):
             return self.loop(s, st)
         if isinstance(s, If):
@@ -96,7 +102,7 @@ class _Sync:
         from one iteration to the next are found by walking the body twice. A ``continue`` carries
         its state to the next iteration, a ``break`` to the loop's exit."""
         w, r, _ = accesses(s.body, self.private)
-        hoisted = _conflict(st, w, r)
+        hoisted = _conflict(_untagged(st), w, r)  # not for T.ws regions' accesses: see `region`
         if hoisted:
             st = EMPTY
         _, end, continues, _ = self.body(s.body, st)
@@ -114,6 +120,24 @@ class _Sync:
             continues, breaks = self.jumps.pop()
         return out, end, continues, breaks
 
+    def region(self, s: WarpSpecialize, st: State) -> tuple[Stmt, State]:
+        """A ``T.ws`` region (warp_specialize.py): a barrier of the block before it only for a
+        hazard with what the block did outside the regions (regions run side by side, ordered by
+        the kernel's mbarriers: a block barrier between two would hang them); inside it, barriers
+        for hazards with the region's own earlier accesses, made its warpgroups' named barrier.
+        Its accesses stay in the state tagged ``(ids, buffer)``."""
+        ids = s.ids
+        w, r, _ = accesses(s.body, self.private)
+        pre: tuple[Stmt, ...] = ()
+        if _conflict(_untagged(st), w, r):
+            pre, st = (Barrier(),), EMPTY
+        own: State = (frozenset(k[1] for k in st[0] if isinstance(k, tuple) and k[0] == ids),
+                      frozenset(k[1] for k in st[1] if isinstance(k, tuple) and k[0] == ids))
+        body, _ = self.stmt(s.body, own)
+        out = region_barriers(WarpSpecialize(ids, body, s.loc), self.sets)
+        tagged = frozenset((ids, k) for k in w), frozenset((ids, k) for k in r)
+        return (Seq((*pre, out), s.loc) if pre else out), _merge(st, tagged)  # type: ignore[arg-type]
+
     def leaf(self, s: Stmt, st: State) -> tuple[Stmt, State]:
         w, r, has_barrier = accesses(s, self.private)
         written, read = st
@@ -127,14 +151,20 @@ class _Sync:
         return out, (written | frozenset(w), read | frozenset(r))
 
 
+def _untagged(st: State) -> State:
+    """The accesses of ``st`` made outside the T.ws regions."""
+    written, read = (frozenset(k for k in keys if not isinstance(k, tuple)) for keys in st)
+    return written, read
+
+
 def _conflict(st: State, w: set[int], r: set[int]) -> bool:
-    written, read = st
+    written, read = (frozenset(k[1] if isinstance(k, tuple) else k for k in keys) for keys in st)  # see `region`
     return bool((r & written) or (w & (written | read)))
 
 
 def sync_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc = ctx.data.get("cuda.lower")
-    body, _ = _Sync(frozenset(getattr(lc, "warp_private", ()))).stmt(func.body, EMPTY)
+    body, _ = _Sync(frozenset(getattr(lc, "warp_private", ())), ctx.data.get(SETS)).stmt(func.body, EMPTY)
     return dataclasses.replace(func, body=body)
 
 

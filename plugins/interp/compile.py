@@ -49,6 +49,7 @@ from tilelang_x.core_ir.stmt import (
 )
 from tilelang_x.core_ir.tileops import Atomic, Copy, CumSum, Fill, Gemm, GemmSp, Reduce, TileOp
 from tilelang_x.core_ir.uniformity import Uniformity, written_regions
+from tilelang_x.core_ir.verify_ws import uses_barriers
 from tilelang_x.core_ir.visit import buffers_used, views_of, walk
 
 from . import numerics
@@ -58,6 +59,7 @@ from .lanes import lane_varying_loop, out_of_bounds, vec_store
 from .lower import Executor, LowerContext
 from .runtime import FRAME, MASK, UNBOUND, Program, is_vec
 from .views import view_binder
+from .warp_regions import Regions
 
 
 class Par(NamedTuple):
@@ -111,6 +113,7 @@ class Compiler(ExprCompiler):
         self.uni: Uniformity | None = None  # of a kernel that runs one lane per thread (see ``threads``)
         self.thread_par: Par | None = None  # the lanes of such a kernel, for its per-thread buffers
         self.divergence = 0  # divergent ``if`` / loops around the statement being compiled
+        self.regions: Regions | None = None  # of a kernel with T.ws regions or barriers (``warp_regions``)
 
     def written_params(self) -> set[int]:
         """Indices of the buffer parameters the kernel may write (through a view too)."""
@@ -134,6 +137,13 @@ class Compiler(ExprCompiler):
     # ---- statements -----------------------------------------------------------------------------
     def stmt(self, s: Stmt, par: Par | None = None) -> Fn | None:
         """Compile statement ``s``; ``par`` describes the vectorized parallel nest around it."""
+        regions = self.regions
+        if regions is None or par is not None:
+            return self._stmt(s, par)
+        fn = regions.stmt(s)
+        return regions.wrap(s, self._stmt(s, par) if fn is None else fn)
+
+    def _stmt(self, s: Stmt, par: Par | None) -> Fn | None:
         if isinstance(s, Seq):
             fns = [f for f in (self.stmt(c, par) for c in s.stmts) if f is not None]
             if not fns:
@@ -457,7 +467,11 @@ class Compiler(ExprCompiler):
         types = [numerics.storage_dtype(v.dtype).type for v in s.block_vars]
         uni = Uniformity(s.body)
         bind_threads = self._threads(s, uni) if uni.simt else None
-        body = self.stmt(s.body)
+        regions = self.regions = Regions(self, s) if uses_barriers(s.body) else None
+        try:
+            body = self.stmt(s.body)
+        finally:
+            self.regions = None
         if body is not None and any(isinstance(n, Sync) and n.scope == "grid" for n in walk(s.body)):
             return self._grid_kernel(fgrid, slots, types, bind_threads, body, s.loc)
 
@@ -474,7 +488,10 @@ class Compiler(ExprCompiler):
                     env[k] = t(b)
                 frame.block = block
                 frame.first_block = not any(block)
-                body(env)
+                if regions is not None:
+                    regions.run_block(env, block, body)
+                else:
+                    body(env)
             frame.first_block = True
 
         return kernel

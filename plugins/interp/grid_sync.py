@@ -14,12 +14,12 @@ different numbers of barriers (a deadlock on a GPU): ``TileLangError`` at the ba
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...core_ir.errors import BackendNotImplementedError, TileLangError
 from ...core_ir.source import SourceLoc
+from .turns import TakingTurns, run_side_by_side
 
 __all__ = ["MAX_GRID_BLOCKS", "Turns", "run_blocks"]
 
@@ -29,36 +29,20 @@ MAX_GRID_BLOCKS = 1024
 _READY, _WAITING, _DONE = "ready", "waiting", "done"
 
 
-class _Aborted(Exception):
-    """Ends a block's thread once another block failed (the failure is what the launch raises)."""
-
-
-class Turns:
+class Turns(TakingTurns):
     """Whose turn it is among the ``n`` blocks of one launch (see the module docstring)."""
 
     def __init__(self, n: int) -> None:
-        self.cond = threading.Condition()
-        self.turn = 0
+        super().__init__()
         self.state = [_READY] * n
         self.finished_in_phase = 0
-        self.error: BaseException | None = None
-
-    def _wait_turn(self, i: int) -> None:
-        self.cond.wait_for(lambda: self.turn == i or self.error is not None)
-        if self.error is not None:
-            raise _Aborted
-
-    def start(self, i: int) -> None:
-        """Block ``i`` waits for its first turn."""
-        with self.cond:
-            self._wait_turn(i)
 
     def arrive(self, i: int, loc: SourceLoc | None) -> None:
         """Block ``i`` reached a ``T.sync_grid()``: the next block runs; ``i`` resumes in the next phase."""
         with self.cond:
             self.state[i] = _WAITING
             self._pass(i, loc)
-            self._wait_turn(i)
+            self.wait_turn(i)
 
     def finish(self, i: int) -> None:
         """Block ``i`` ended."""
@@ -66,13 +50,6 @@ class Turns:
             self.state[i] = _DONE
             self.finished_in_phase += 1
             self._pass(i, None)
-
-    def fail(self, error: BaseException) -> None:
-        """A block raised ``error``: every other block stops."""
-        with self.cond:
-            if self.error is None:
-                self.error = error
-            self.cond.notify_all()
 
     def _pass(self, i: int, loc: SourceLoc | None) -> None:
         n = len(self.state)
@@ -105,22 +82,10 @@ def run_blocks(dims: Sequence[int], start: Callable[[tuple[int, ...], Turns, int
             hint="use fewer, larger blocks (each may loop over several tiles), or run it on a GPU")
     turns = Turns(len(blocks))
 
-    def run(i: int, block: tuple[int, ...]) -> None:
-        try:
-            fn = start(block, turns, i)
-            turns.start(i)
-            fn()
-            turns.finish(i)
-        except _Aborted:
-            pass
-        except BaseException as e:  # noqa: BLE001 - handed to the launching thread
-            turns.fail(e)
+    def run(i: int) -> None:
+        fn = start(blocks[i], turns, i)
+        turns.start(i)
+        fn()
+        turns.finish(i)
 
-    threads = [threading.Thread(target=run, args=(i, b), name=f"tilelang-x block {b}", daemon=True)
-               for i, b in enumerate(blocks)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if turns.error is not None:
-        raise turns.error
+    run_side_by_side(len(blocks), run, turns, lambda i: f"block {blocks[i]}")

@@ -38,13 +38,42 @@ def online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores
         acc_o[i, j] *= scores_scale[i]
 
 
+@T.macro
+def attend_query_block(Q, K, V, Q_shared, K_shared, V_shared, state, bx, by, bz, seq_len, is_causal, scale,
+                       num_stages):
+    """FlashAttention's main loop for query block ``bx`` of head ``by``, batch ``bz`` (BHSD
+    tensors): Q into ``Q_shared``, then every key block it sees through the online softmax, into
+    ``state`` (``softmax_state``: the output rows unnormalized, the row sums and maxima)."""
+    acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = state
+    block_M, block_N = acc_s.shape
+    T.copy(Q[bz, by, bx * block_M:(bx + 1) * block_M, :], Q_shared)
+    T.fill(acc_o, 0)
+    T.fill(logsum, 0)
+    T.fill(scores_max, -T.infinity(acc_s.dtype))
+
+    loop_range = (
+        T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
+        if is_causal else T.ceildiv(seq_len, block_N)
+    )
+    for k in T.Pipelined(loop_range, num_stages=num_stages):
+        T.copy(K[bz, by, k * block_N:(k + 1) * block_N, :], K_shared)
+        if is_causal:
+            for i, j in T.Parallel(block_M, block_N):
+                acc_s[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j, 0, -T.infinity(acc_s.dtype))
+        else:
+            T.clear(acc_s)
+        T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+        online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum, scale)
+        T.copy(V[bz, by, k * block_N:(k + 1) * block_N, :], V_shared)
+        T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+
+
 @tilelang.jit(out_idx=[3])
 def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1, threads=128,
                     cluster=None):
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
     shape = [batch, heads, seq_len, dim]
     dtype = T.float16
-    accum_dtype = T.float32
 
     @T.prim_func
     def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
@@ -54,30 +83,10 @@ def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=6
             K_shared = T.alloc_shared([block_N, dim], dtype)
             V_shared = T.alloc_shared([block_N, dim], dtype)
             O_shared = T.alloc_shared([block_M, dim], dtype)
-            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = \
-                softmax_state(block_M, block_N, dim)
-
-            T.copy(Q[bz, by, bx * block_M:(bx + 1) * block_M, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-
-            loop_range = (
-                T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
-                if is_causal else T.ceildiv(seq_len, block_N)
-            )
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
-                T.copy(K[bz, by, k * block_N:(k + 1) * block_N, :], K_shared)
-                if is_causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j, 0, -T.infinity(acc_s.dtype))
-                else:
-                    T.clear(acc_s)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                online_softmax(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
-                               scale)
-                T.copy(V[bz, by, k * block_N:(k + 1) * block_N, :], V_shared)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            state = softmax_state(block_M, block_N, dim)
+            acc_o, logsum = state[2], state[7]
+            attend_query_block(Q, K, V, Q_shared, K_shared, V_shared, state, bx, by, bz, seq_len, is_causal, scale,
+                               num_stages)
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]
             T.copy(acc_o, O_shared)

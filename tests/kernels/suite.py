@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from . import (
     attention,
+    attention_bwd,
     control_flow,
     conv,
     dequant,
@@ -23,6 +24,7 @@ from . import (
     scalar_intrinsics,
     simt,
     views,
+    warp_specialize,
     workspace,
 )
 
@@ -485,6 +487,24 @@ def _attention(causal: bool) -> Callable:
 
 
 
+def _attention_bwd(dim: int, causal: bool, tile_atomic: bool = True) -> Callable:
+    """Our forward (with its log-sum-exp) and backward: O, dQ, dK and dV, flattened one after the
+    other, against torch autograd through float32 attention."""
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        shape = (1, 2, 128, dim)
+        q, k, v, do = (_randn(*shape, dtype=torch.float16, device=device, seed=30 + i) for i in range(4))
+        o, lse = attention_bwd.flash_attention_lse(*shape, is_causal=causal)(q, k, v)
+        grads = attention_bwd.attention_backward(q, k, v, o, lse, do, causal, tile_atomic=tile_atomic)
+        qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+        of = F.scaled_dot_product_attention(qf, kf, vf, is_causal=causal)
+        of.backward(do.float())
+        ref = (of, qf.grad, kf.grad, vf.grad)
+        return torch.cat([x.flatten() for x in (o, *grads)]), torch.cat([x.detach().flatten() for x in ref]).half()
+
+    return run
+
+
 def _ints(*shape: int, dtype: torch.dtype, device: str, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(-128, 128, shape, generator=g, dtype=dtype).to(device)
@@ -753,6 +773,30 @@ def _random_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return dropout.random_bits(300)(), ref.to(device)
 
 
+def _ws_gemm(kernel: Callable, M: int, N: int, K: int, **options: int) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(M, K, dtype=torch.float16, device=device, seed=40)
+        b = _randn(K, N, dtype=torch.float16, device=device, seed=41)
+        return kernel(M, N, K, **options)(a, b), (a.float() @ b.float()).half()
+
+    return run
+
+
+def _ws_scale_rows(producers: int) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        x = _randn(128, 64, dtype=torch.float32, device=device, seed=42)
+        kernel = warp_specialize.scale_rows_producer_consumer(128, 64, producers=producers)
+        return kernel(x), torch.cat([x * 2 + 1, x.sum(1, keepdim=True)], 1)
+
+    return run
+
+
+def _ws_column_sums(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(64, 128, dtype=torch.float32, device=device, seed=43)
+    sums, row = warp_specialize.column_sums_beside_regions(64, 128)(x)
+    return torch.cat([sums, row]), torch.cat([x.sum(0), x[0] * 2])
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -840,6 +884,10 @@ CASES: list[Case] = [
     Case("conv2d_im2col_stride_dilation", _conv2d(2, 2, 2)),
     Case("flash_attention", _attention(False)),
     Case("flash_attention_causal", _attention(True)),
+    Case("flash_attention_bwd", _attention_bwd(64, False)),
+    Case("flash_attention_bwd_causal", _attention_bwd(64, True)),
+    Case("flash_attention_bwd_element_atomics", _attention_bwd(64, False, tile_atomic=False)),
+    Case("flash_attention_bwd_d128_causal", _attention_bwd(128, True)),
     Case("gemm_split_k_alloc_global_two_kernels", _split_k_workspace),
     Case("gemm_pointers_make_tensor", _pointer_gemm, atol=1e-3, rtol=1e-3),
     Case("gqa_decode_split_kv_two_kernels", _gqa_decode),
@@ -876,4 +924,14 @@ CASES: list[Case] = [
     Case("reducer_column_sums_pipelined", _column_sums_pipelined, atol=1e-2, rtol=1e-3),
     Case("reducer_row_col_max", _row_col_max, atol=0, rtol=0),
     Case("reducer_histogram_sum_min_bits", _histogram_bits, atol=0, rtol=0),
+    Case("ws_gemm_producer_consumer", _ws_gemm(warp_specialize.gemm_producer_consumer, 256, 256, 128)),
+    Case("ws_gemm_two_stage_barriers", _ws_gemm(warp_specialize.gemm_two_stage, 200, 136, 160, block_M=128,
+                                                block_N=64, block_K=32)),
+    Case("ws_gemm_tilelang_mbarrier_list", _ws_gemm(warp_specialize.gemm_regions_in_loop, 128, 256, 256,
+                                                    block_K=64)),
+    Case("ws_gemm_tilelang_softpipe", _ws_gemm(warp_specialize.gemm_producer_consumer, 256, 128, 192, block_K=64,
+                                               regions_in_loop=True)),
+    Case("ws_scale_rows_producer_consumer", _ws_scale_rows(1), atol=1e-4, rtol=1e-4),
+    Case("ws_block_statements_beside_regions", _ws_column_sums, atol=1e-4, rtol=1e-4),
+    Case("ws_region_of_two_warpgroups", _ws_scale_rows(2), atol=1e-4, rtol=1e-4),
 ]

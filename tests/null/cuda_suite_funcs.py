@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from tests.kernels import (
     attention,
+    attention_bwd,
     control_flow,
     conv,
     dequant,
@@ -20,6 +21,7 @@ from tests.kernels import (
     scalar_intrinsics,
     simt,
     views,
+    warp_specialize,
     workspace,
 )
 from tilelang_x.core_ir import dtypes
@@ -112,6 +114,14 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "flash_attention_causal": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True),
         "blocksparse_attention": lambda: attention.blocksparse_attention.get_ir(1, 2, 256, 64),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),
+        "flash_attention_lse": lambda: attention_bwd.flash_attention_lse.get_ir(1, 2, 256, 64, False),
+        "flash_attention_lse_causal": lambda: attention_bwd.flash_attention_lse.get_ir(1, 2, 256, 128, True),
+        "flash_bwd_preprocess": lambda: attention_bwd.flash_bwd_preprocess.get_ir(1, 2, 256, 64),
+        "flash_bwd_postprocess": lambda: attention_bwd.flash_bwd_postprocess.get_ir(1, 2, 256, 64),
+        "flash_bwd": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, False),
+        "flash_bwd_causal": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, True),
+        "flash_bwd_element_atomics": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, False, tile_atomic=False),
+        "flash_bwd_d128_causal": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 128, True),
         "view_reshape_global": lambda: views.flat_affine.get_ir(37, 24),
         "view_reshape_shared_pairs": lambda: views.swap_pairs.get_ir(40, 32),
         "view_int8_as_uint32_dequant": lambda: views.dequant_int8_words.get_ir(40, 64),
@@ -134,4 +144,14 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "gemm_split_k_alloc_global_partials": lambda: kernel_parts(workspace.matmul_split_k.get_ir(128, 192, 512))[0],
         "gemm_split_k_alloc_global_sum": lambda: kernel_parts(workspace.matmul_split_k.get_ir(128, 192, 512))[1],
         "gemm_pointers_make_tensor": lambda: workspace.matmul_pointers.get_ir(128, 64, 96),
+        "ws_gemm_producer_consumer": lambda: warp_specialize.gemm_producer_consumer.get_ir(256, 256, 128),
+        "ws_gemm_two_stage_barriers": lambda: warp_specialize.gemm_two_stage.get_ir(200, 136, 160, block_N=64),
+        "ws_gemm_tilelang_mbarrier_list": lambda: warp_specialize.gemm_regions_in_loop.get_ir(128, 256, 256,
+                                                                                              block_K=64),
+        "ws_gemm_tilelang_softpipe": lambda: warp_specialize.gemm_producer_consumer.get_ir(
+            256, 128, 192, block_K=64, regions_in_loop=True),
+        "ws_block_statements_beside_regions": lambda: warp_specialize.column_sums_beside_regions.get_ir(64, 128),
+        "ws_region_of_two_warpgroups": lambda: warp_specialize.scale_rows_producer_consumer.get_ir(128, 64,
+                                                                                                  producers=2),
+        "ws_scale_rows_producer_consumer": lambda: warp_specialize.scale_rows_producer_consumer.get_ir(128, 64),
     }

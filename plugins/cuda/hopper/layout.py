@@ -77,12 +77,13 @@ def panel_layout(shape: tuple[int, ...], elem_bytes: int) -> PanelLayout | None:
 
 def linear_layout(shape: tuple[int, ...], elem_bytes: int) -> PanelLayout | None:
     """The unswizzled row-major layout one TMA box fills, for a tile that ``panel_layout`` does
-    not take because its rows are not a multiple of 8 (a row of scales): never a wgmma operand,
-    whose tiles have whole 8-row swizzle atoms. ``None`` when a box cannot hold a row (not a
-    multiple of 16 bytes, or more than 256 elements), or when the tile is not a multiple of 128
-    bytes (its stages would not all start where TMA can write: ``TMA_ALIGN``)."""
-    rows, cols = shape[-2:] if len(shape) >= 2 else (0, 0)
-    if not rows or rows % 8 == 0 or (cols * elem_bytes) % 16 or cols > 256 or (rows * cols * elem_bytes) % TMA_ALIGN:
+    not take: rows not a multiple of 8 (a row of scales), or rows too narrow for a swizzle span
+    (``T.gemm_sp``'s metadata, 16 bytes a row); never a wgmma operand, whose tiles are swizzled
+    panels. ``None`` when a box cannot hold a row (not a multiple of 16 bytes, or more than 256
+    elements), or when the tile is not a multiple of 128 bytes (its stages would not all start
+    where TMA can write: ``TMA_ALIGN``). A 1-d tile is one row."""
+    rows, cols = shape[-2:] if len(shape) >= 2 else (1, shape[0]) if shape else (0, 0)
+    if not rows or (cols * elem_bytes) % 16 or cols > 256 or (rows * cols * elem_bytes) % TMA_ALIGN:
         return None
     return PanelLayout(tuple(shape), elem_bytes, "none", cols)
 

@@ -124,7 +124,7 @@ def _axes_free_of(exprs: list[E.Expr], kernel: Kernel, axes: list[int]) -> list[
 
 
 def _slice(p: TmaCopy, group: Group, specs: dict[tuple, TmaSpec]) -> McSlice | None:
-    rows = p.layout.shape[-2]
+    rows = p.rows
     if rows % group.size or (rows // group.size) % 8:
         log.debug("T.copy at line %s: %d rows do not split into %d slices of whole 8-row swizzle atoms: no multicast",
                   getattr(p.op.loc, "line", "?"), rows, group.size)

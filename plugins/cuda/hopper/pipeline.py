@@ -70,7 +70,7 @@ from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
 from .guard import Guard, plan_guard
-from .layout import TMA_ALIGN, tma_layout
+from .layout import TMA_ALIGN
 from .multicast import Multicast, plan_multicast
 from .persistent import DEFAULT_SMS, STREAM_K_MAX_ITERS, plan_persistent
 from .pingpong import CONSUMER_LOOP
@@ -146,8 +146,8 @@ class _Ctx:
             b = p.op.dst.buffer
             m = Buffer(b.name, (stages,) + tuple(b.shape), b.dtype, "shared", b.loc)
             self.multi[b] = m
-            self.preset[m] = lay = tma_layout((stages,) + p.layout.shape, b.dtype.bytes)
-            if lay is not None and lay.swizzle == "none":
+            self.preset[m] = lay = dataclasses.replace(p.layout, shape=(stages,) + p.layout.shape)
+            if lay.swizzle == "none":
                 self.smem_align[m] = TMA_ALIGN
 
 

@@ -17,6 +17,7 @@ from ..lower import lower_stage
 from ..rasterize import plan_stage
 from ..sync import sync_stage
 from ..unswitch_mask import unswitch_stage
+from ..warp_specialize import manual_setup, unless_manual
 from .config import hopper_config, log
 from .direct_store import direct_store_stage
 from .finalize import hopper_finalize_stage
@@ -54,12 +55,13 @@ def _setup(func: Any, ctx: Any) -> Any:
 
 def hopper_stages() -> list[tuple[str, Any]]:
     return [
+        ("manual_ws", manual_setup),
         ("hopper_setup", _setup),
         ("fragment_fallback", fragment_fallback_stage),
-        ("rasterize", plan_stage),
-        ("unswitch_masks", unswitch_stage),
-        ("direct_store", direct_store_stage),
-        ("pipeline", hopper_pipeline_stage),
+        ("rasterize", unless_manual(plan_stage)),
+        ("unswitch_masks", unless_manual(unswitch_stage)),
+        ("direct_store", unless_manual(direct_store_stage)),
+        ("pipeline", unless_manual(hopper_pipeline_stage)),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),
         ("sync_insertion", sync_stage),

@@ -3,7 +3,8 @@
 
 A copy qualifies when its global tensor is a kernel argument with dense rows whose byte stride is
 a multiple of 16, its tile spans two dims of the tensor (the last one contiguous) and lands in a
-2-d shared tile that has a panel layout (hopper/layout.py): one load per panel of W columns, box
+2-d shared tile that has a panel layout (hopper/layout.py), or is one row landing in a 1-d tile
+(unswizzled): one load per panel of W columns, box
 (W, 1, .., R, .., 1) innermost first. Out-of-range rows and columns are zero-filled by the copy
 engine. The map itself is built on the host at launch from the tensor (runtime_tma.py).
 """
@@ -57,6 +58,11 @@ class TmaCopy:
     layout: PanelLayout
     spec: TmaSpec
 
+    @property
+    def rows(self) -> int:
+        """Rows of the shared tile (a 1-d tile is one row)."""
+        return self.layout.shape[-2] if len(self.layout.shape) > 1 else 1
+
     def issue(self, dst_stage: E.Expr | None, dst_buf: Buffer, bar: E.Expr,
               mc: McSlice | None = None) -> list[Evaluate]:
         """One TMA load per panel into ``dst_buf`` (stage ``dst_stage`` when multi-buffered); with
@@ -66,7 +72,7 @@ class TmaCopy:
         w = lay.panel
         out = []
         for p in range(lay.shape[-1] // w):
-            idx: tuple[E.Expr, ...] = (E.const(0), E.const(p * w))
+            idx: tuple[E.Expr, ...] = (E.const(0),) * (len(lay.shape) - 1) + (E.const(p * w),)
             if dst_stage is not None:
                 idx = (dst_stage,) + idx
             dst: E.Expr = SmemAddr(dst_buf, idx, "async")
@@ -134,15 +140,16 @@ def plan_tma(op: Copy, params: tuple[Any, ...], specs: dict[tuple, TmaSpec]) -> 
         return None
     found = tma_tensor(src, params, one_row=True)
     shape = db.static_shape()
-    if found is None or shape is None or len(shape) != 2 or not dst.is_full():
+    if found is None or shape is None or len(shape) not in (1, 2) or not dst.is_full():
         return None
     arg, dims = found
-    if tuple(E.as_int(src.extents[d]) for d in dims) != shape:
+    tile = shape if len(shape) == 2 else (1, *shape)  # a 1-d tile (a row of lse) is one row
+    if tuple(E.as_int(src.extents[d]) for d in dims) != tile:
         return None
     lay = tma_layout(shape, sb.dtype.bytes)
-    if lay is None or shape[0] > 256:
+    if lay is None or tile[0] > 256:
         return None
-    spec = tensor_map(specs, src, arg, dims, lay.panel, shape[0], lay.tma_swizzle)
+    spec = tensor_map(specs, src, arg, dims, lay.panel, tile[0], lay.tma_swizzle)
     return TmaCopy(op, dims[0], lay, spec)
 
 

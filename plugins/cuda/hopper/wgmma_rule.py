@@ -2,7 +2,8 @@
 fp8, int8/uint8 (int32 accumulator) and float32 at TF32 precision with both operands K-major in
 shared memory), its plan is
 ``GemmPlan("wgmma", m, n, k, wgm, wgn)`` (wgm × wgn warpgroups), the accumulator (and a register
-A) get the wgmma fragments and the shared operands the panel layout; otherwise the sm_80 rule
+A) get the wgmma fragments and the shared operands the panel layout (also for a tile annotated with
+``make_swizzled_layout``, a request for some bank-conflict-free swizzle); otherwise the sm_80 rule
 runs. Installed by ``passes.py`` as ``ctx.data["cuda.gemm_rule"]``."""
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def choose_warpgroups(m: int, n: int, nwg: int, policy: str, b_panel: int) -> tu
 
 def operand_panels(st: Any, regions: tuple[Region, ...]) -> dict[Buffer, PanelLayout] | None:
     """The panel layouts of the shared tiles among ``regions``; ``None`` when one cannot have its
-    panel layout (viewed, not a whole tile, no panel form, or another layout already)."""
+    panel layout (viewed, not a whole tile, no panel form, or another layout already than one a
+    ``make_swizzled_layout`` request gave it)."""
     lays: dict[Buffer, PanelLayout] = {}
     for r in regions:
         if r.buffer.scope != "shared":
@@ -76,10 +78,19 @@ def operand_panels(st: Any, regions: tuple[Region, ...]) -> dict[Buffer, PanelLa
             return None
         shape = r.buffer.static_shape()
         lay = panel_layout(tuple(shape), r.buffer.dtype.bytes) if shape else None
-        if lay is None or not full_tile(r) or not _compatible(st.layouts.get(r.buffer), lay):
+        if lay is None or not full_tile(r) or not (r.buffer in st.requested or
+                                                   _compatible(st.layouts.get(r.buffer), lay)):
             return None
         lays[r.buffer] = lay
     return lays
+
+
+def set_panels(st: Any, lays: dict[Buffer, PanelLayout], origin: str, loc: Any) -> None:
+    """Give the shared operands their panel layouts (``operand_panels``); a ``make_swizzled_layout``
+    annotation yields, the panels being bank-conflict free too."""
+    for buf, lay in lays.items():
+        st.yield_request(buf)
+        st.set(buf, lay, origin, loc)
 
 
 def warpgroup_plan(st: Any, m: int, n: int, policy: str, b_panel: int, c: Buffer,
@@ -129,6 +140,5 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
     st.set(c, want_c, f"{origin} (accumulator)", op.loc)
     if want_a is not None:
         st.set(a, want_a, f"{origin} (A operand)", op.loc)
-    for buf, lay in lays.items():
-        st.set(buf, lay, origin, op.loc)
+    set_panels(st, lays, origin, op.loc)
     return True

@@ -25,7 +25,7 @@ from ..lower.gemm import _unroll
 from ..lower.gemm_sp import add_header, meta_word, sparse_header
 from ..lower.gemm_wgmma import _call, _desc
 from .header import _AB
-from .wgmma_rule import operand_panels, warpgroup_plan
+from .wgmma_rule import operand_panels, set_panels, warpgroup_plan
 
 
 def wgmma_sp_rule(st: Any, op: GemmSp) -> bool:
@@ -47,8 +47,7 @@ def wgmma_sp_rule(st: Any, op: GemmSp) -> bool:
     wg, want_c = planned
     st.gemm[id(op)] = GemmPlan("wgmma_sp", m, n, k, *wg)
     st.set(c, want_c, f"{origin} (accumulator)", op.loc)
-    for buf, lay in lays.items():
-        st.set(buf, lay, origin, op.loc)
+    set_panels(st, lays, origin, op.loc)
     return True
 
 

@@ -93,6 +93,14 @@ TLX_DEV tlx_u32 tlx_cvt_b2(float lo, float hi) {
 }
 TLX_DEV void tlx_st2(tlx_half* p, float a, float b) { *(tlx_u32*)p = tlx_cvt_h2(a, b); }
 TLX_DEV void tlx_st2(tlx_bf16* p, float a, float b) { *(tlx_u32*)p = tlx_cvt_b2(a, b); }
+// Vector float32 atomic adds (sm_90+, red.global.add.v2/.v4.f32): a fragment's adjacent columns
+// added into global memory with one reduction each run (T.atomic_add of a region, lower/atomic.py).
+TLX_DEV void tlx_red_add2(float* p, float a, float b) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(p), "f"(a), "f"(b) : "memory");
+}
+TLX_DEV void tlx_red_add4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
 TLX_DEV void tlx_st2(float* p, float a, float b) {
   tlx_v8 v = {__float_as_uint(a), __float_as_uint(b)}; *(tlx_v8*)p = v;
 }

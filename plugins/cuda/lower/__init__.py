@@ -76,8 +76,12 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc.fold_clear, lc.prefetch_fragments, lc.hoist_fragments = (
         opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
     lc.vector_epilogue, lc.reciprocal_division = opts.vector_epilogue, opts.reciprocal_division
+    lc.vector_red = opts.vector_epilogue and getattr(ctx.target, "arch", None) in ("sm_90", "sm_90a")
     lc.defer_store_drain = "cuda.persistent" in ctx.data and opts.defer_store_drain
-    lc.staged_epilogue, lc.smem_spare = _staged_setup(func, ctx, opts.vector_epilogue and opts.staged_epilogue)
+    if lc.manual:  # T.ws regions (warp_specialize.py): shared tiles change under another warpgroup's hands
+        lc.prefetch_fragments = lc.hoist_fragments = False
+    lc.staged_epilogue, lc.smem_spare = _staged_setup(
+        func, ctx, opts.vector_epilogue and opts.staged_epilogue and not lc.manual)
     if lc.staged_epilogue and opts.tma_store:
         _tma_store_setup(func, ctx, lc)
     ctx.data["cuda.lower"] = lc

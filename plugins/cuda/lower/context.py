@@ -15,6 +15,7 @@ from ..analysis import block_ranges
 from ..layout import Fragment
 from ..layout_inference import find_kernel
 from ..lir import THREAD
+from ..warp_specialize import MANUAL
 
 
 @dataclass
@@ -34,6 +35,8 @@ class LowerCtx:
     prefetch_fragments: bool = False
     hoist_fragments: bool = False
     vector_epilogue: bool = False
+    #: float32 region atomics as red.global.add.v2/v4 (sm_90+, with the vector epilogue)
+    vector_red: bool = False
     reciprocal_division: bool = False
     #: the staged (stmatrix + 16-byte store) epilogue (lower/staged_epilogue.py); sm_90a only
     staged_epilogue: bool = False
@@ -55,6 +58,10 @@ class LowerCtx:
     warp_private: set[int] = field(default_factory=set)
     #: workspaces ``shared_workspace`` hands out again, by (name, dtype)
     reusable: dict[tuple[str, dtypes.DType], list[Buffer]] = field(default_factory=dict)
+    #: a kernel with T.ws regions or explicit barriers (warp_specialize.py): its warpgroups (0
+    #: otherwise; its tile ops run on one); the shared arrays of its T.alloc_barrier buffers
+    manual: int = 0
+    barriers: dict[Buffer, Buffer] = field(default_factory=dict)
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:
@@ -63,6 +70,7 @@ class LowerCtx:
         lc = LowerCtx(ctx.data["cuda.threads"], ctx.data["cuda.layouts"], ctx.data["cuda.loops"],
                       ctx.data["cuda.gemm"])
         lc.ranges[THREAD] = (0, lc.threads - 1)
+        lc.manual = ctx.data.get(MANUAL, 0)
         lc.ranges.update(block_ranges(kernel))
         pers = ctx.data.get("cuda.persistent")
         if pers is not None:  # the blocks' count at launch (hopper/persistent.py)
@@ -97,7 +105,7 @@ class LowerCtx:
         write (cross-warp reductions): they can share one, so the first one made of ``name`` and
         ``dtype`` that holds ``size`` elements is reused (FullCol attention's two row reductions in
         one 2 KB buffer, not two)."""
-        for b in self.reusable.get((name, dtype), ()):
+        for b in () if self.manual else self.reusable.get((name, dtype), ()):  # regions run side by side
             if E.as_int(b.shape[0]) >= size:
                 return b
         buf = self.workspace(name, size, dtype)

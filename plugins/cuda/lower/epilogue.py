@@ -82,7 +82,9 @@ def _register_run(op: Copy, lay: Fragment, w: int, lc: Any) -> list[tuple[int, i
     return terms
 
 
-def lower_vector_store(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
+def lower_vector_store(op: Copy, lay: Fragment, w: int, lc: Any, fn: str = "tlx_st") -> Stmt:
+    """The copy as one ``fn<w>`` call per run of ``w`` columns a thread holds (``tlx_st<w>``: a
+    vector store; ``tlx_red_add<w>``: a vector atomic add, lower/atomic.py)."""
     dst = op.dst
     groups = lay.num_local // w
     g = E.Var(lc.fresh("vg"))
@@ -91,7 +93,7 @@ def lower_vector_store(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
     ranges = dict(lc.ranges)
     ranges[g] = (0, max(groups - 1, 0))
     values = _vector_values(op, lay, v, w, lc)
-    body: Stmt = Evaluate(Intrin(f"tlx_st{w}", (PtrTo(dst.buffer, idx, "w"), *values)), op.loc)
+    body: Stmt = Evaluate(Intrin(f"{fn}{w}", (PtrTo(dst.buffer, idx, "w"), *values)), op.loc)
     cond: E.Expr | None = None
     for i, dim in zip(idx, dst.buffer.shape):  # the group's first column decides for all w (see above)
         if not prove_lt(i, dim, ranges):

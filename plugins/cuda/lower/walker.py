@@ -18,6 +18,7 @@ from ..grid_sync import lower_sync
 from ..launch_bounds import MIN_BLOCKS
 from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
 from ..nests import element_atomic
+from ..warp_specialize import leader_only, lower_ws
 from .atomic_load import uniform_atomic_loads
 from .parallel import lower_nest
 
@@ -39,6 +40,7 @@ class _Walker:
         self.dispatch = dispatch
         self.uni: Uniformity | None = None  # of the kernel, when it uses thread queries or warp ops
         self.div = 0  # divergent `if` / loops around the statement being lowered
+        self.region: tuple[int, ...] | None = None  # the T.ws region being lowered (warp_specialize.py)
 
     def per_thread_load(self, ld: E.AtomicLoad) -> bool:
         """Whether each thread makes atomic load ``ld`` itself (see ``uniform_atomic_loads``)."""
@@ -48,6 +50,34 @@ class _Walker:
         lc = self.lc
         if isinstance(s, Seq):
             return Seq(tuple(self.stmt(c) for c in s.stmts), s.loc)
+        if lc.manual:
+            out = lower_ws(s, lc, self.lower_region)
+            if out is not None:
+                return out
+            if self.shared_by_warpgroups() and (isinstance(s, Print) or _block_write(s)):
+                return Seq((leader_only(self.lower(s), s.loc, self.first_warpgroup()), Barrier(s.loc)), s.loc)
+        return self.lower(s)
+
+    def lower_region(self, ids: tuple[int, ...], body: Stmt) -> Stmt:
+        self.region = ids
+        try:
+            return self.stmt(body)
+        finally:
+            self.region = None
+
+    def shared_by_warpgroups(self) -> bool:
+        """Whether the statement being lowered in a manual kernel is one several warpgroups execute
+        together (outside the regions, or in a region of several): their first runs it for all, and
+        a barrier of all of them follows (the interpreter's meeting: none goes on before it is done)."""
+        if self.lc.manual < 2:  # one warpgroup: it is the block
+            return False
+        return self.region is None or len(self.region) > 1
+
+    def first_warpgroup(self) -> int:
+        return 0 if self.region is None else self.region[0]
+
+    def lower(self, s: Stmt) -> Stmt:
+        lc = self.lc
         if not isinstance(s, Kernel) and not (isinstance(s, For) and s.kind == "parallel"):
             uniform = uniform_atomic_loads(s, lc, self.stmt, self.fix, self.per_thread_load)
             if uniform is not None:
@@ -95,7 +125,10 @@ class _Walker:
                 # a statement of the whole block: one thread stores, and the barrier lets the block
                 # see it (every thread storing would race with a read-modify-write such as
                 # `S[0] = S[0] + 1`, or with another thread's later read)
-                return Seq((by_thread_0(out, s.loc), Barrier(s.loc)), s.loc)
+                one = by_thread_0(out, s.loc)
+                if lc.manual and self.shared_by_warpgroups():
+                    one = leader_only(one, s.loc, self.first_warpgroup())
+                return Seq((one, Barrier(s.loc)), s.loc)
             return out
         if isinstance(s, AtomicStore):
             return by_thread_0(self.fix(s), s.loc)
@@ -317,3 +350,13 @@ def _shared_write(n: Stmt) -> bool:
     if isinstance(n, Store):
         return n.buffer.scope in ("global", "shared")
     return any(r.buffer.scope in ("global", "shared") for r in written_regions(n))  # type: ignore[arg-type]
+
+
+def _block_write(s: Stmt) -> bool:
+    """Whether ``s``, a tile op or ``T.Parallel`` loop, writes memory beyond the thread's own
+    (what warpgroup 0 does for the block in a kernel with T.ws regions)."""
+    if not isinstance(s, TileOp) and not (isinstance(s, For) and s.kind == "parallel"):
+        return False
+    return any(isinstance(n, Store) and n.buffer.scope in ("global", "shared", "fragment")
+               or isinstance(n, TileOp) and any(r.buffer.scope in ("global", "shared", "fragment")
+                                                for r in written_regions(n)) for n in walk(s))

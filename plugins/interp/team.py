@@ -1,0 +1,138 @@
+"""Running the warpgroups of one block side by side: ``T.ws`` regions and mbarriers.
+
+In a kernel with ``T.ws`` regions (or explicit barriers) each warpgroup of a block is a *member*
+of the block's ``Team``: a Python thread with its own copy of the slots (a forked ``Frame``, so its
+own loop variables and ``var`` / ``local`` buffers, as registers are per thread), sharing the
+block's shared and fragment arrays. Exactly one member runs at a time; it keeps running until it
+must wait, then the next member that can go on runs, in warpgroup order after it. So runs are
+deterministic, and the interpreter's tile ops stay atomic.
+
+A member waits at
+- a ``T.barrier_wait`` whose phase has not completed (``MBarriers``);
+- a *meeting*: a statement the region's warpgroups (all warpgroups outside regions) execute
+  together (a tile op, a ``T.Parallel`` loop, an allocation, a store to shared memory, a
+  ``T.sync_threads()``). The last member to arrive runs it once, for all of them; the others go on
+  after it. This is the block barrier a GPU needs around such statements anyway.
+
+When every member that has not ended waits, none can go on (on a GPU the block would hang):
+``DeadlockError`` naming what each one waits at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...core_ir.errors import DeadlockError
+from ...core_ir.source import SourceLoc
+from .turns import TakingTurns, run_side_by_side
+
+__all__ = ["MBarriers", "Team", "run_team"]
+
+_RUN, _WAIT, _DONE = "run", "wait", "done"
+
+
+class MBarriers:
+    """The mbarriers of one ``T.alloc_barrier``: per barrier, the arrivals a phase needs, those
+    still missing from the current phase, and the current phase's parity."""
+
+    def __init__(self, counts: Sequence[int]) -> None:
+        self.counts = list(counts)
+        self.missing = list(counts)
+        self.phase = [0] * len(counts)
+
+    def arrive(self, k: int, threads: int) -> None:
+        """``threads`` threads arrive at barrier ``k``, one after another: each ``counts[k]``-th
+        arrival completes a phase."""
+        done = self.counts[k] - self.missing[k] + threads
+        self.phase[k] ^= (done // self.counts[k]) & 1
+        self.missing[k] = self.counts[k] - done % self.counts[k]
+
+    def completed(self, k: int, parity: int) -> bool:
+        """Whether the phase of parity ``parity`` of barrier ``k`` has completed (the last phase
+        of that parity: the current one has the other parity)."""
+        return self.phase[k] != parity
+
+
+class Team(TakingTurns):
+    """The members (warpgroups) of one block; see the module docstring."""
+
+    def __init__(self, n: int, block: tuple[int, ...]) -> None:
+        super().__init__()
+        self.block = block
+        self.state = [_RUN] * n
+        self.waits: list[tuple[Callable[[], bool], SourceLoc | None, str] | None] = [None] * n
+        self.envs: list[list[Any]] = []
+        self.meetings: dict[int, list[Any]] = {}  # statement -> [members arrived, times it ran]
+
+    def wait_until(self, i: int, ready: Callable[[], bool], loc: SourceLoc | None, what: str) -> None:
+        """Member ``i`` goes on once ``ready()``; meanwhile the others run."""
+        if ready():
+            return
+        with self.cond:
+            self.state[i] = _WAIT
+            self.waits[i] = (ready, loc, what)
+            self._pass(i)
+            self.wait_turn(i)
+
+    def meet(self, i: int, key: int, members: tuple[int, ...], run: Callable[[], None], loc: SourceLoc | None,
+             what: str) -> None:
+        """Member ``i`` reached the statement ``key`` that ``members`` execute together: the last of
+        them to arrive calls ``run()``."""
+        if len(members) == 1:
+            run()
+            return
+        m = self.meetings.setdefault(key, [set(), 0])
+        m[0].add(i)
+        if len(m[0]) == len(members):
+            m[0] = set()
+            m[1] += 1
+            run()
+            return
+        seen = m[1]
+        others = ", ".join(str(j) for j in members if j not in m[0])
+        self.wait_until(i, lambda: m[1] != seen, loc, f"{what}, which warpgroup(s) {others} must reach too")
+
+    def finish(self, i: int) -> None:
+        with self.cond:
+            self.state[i] = _DONE
+            self._pass(i)
+
+    def _pass(self, i: int) -> None:
+        """Give the turn to the next member after ``i`` that can run."""
+        n = len(self.state)
+        for step in range(1, n + 1):
+            j = (i + step) % n
+            wait = self.waits[j]
+            if self.state[j] == _RUN or self.state[j] == _WAIT and wait is not None and wait[0]():
+                self.state[j], self.waits[j] = _RUN, None
+                self.turn = j
+                self.cond.notify_all()
+                return
+        waiting = [(j, w) for j, w in enumerate(self.waits) if self.state[j] == _WAIT and w is not None]
+        if waiting:
+            block = ", ".join(str(b) for b in self.block)
+            lines = "; ".join(f"warpgroup {j} at {w[2]} ({w[1]})" for j, w in waiting)
+            self.error = DeadlockError(
+                f"deadlock in block ({block}): every warpgroup that has not ended waits, so none can go on "
+                f"(on a GPU the kernel would hang): {lines}", loc=waiting[0][1][1],
+                hint="check the arrive counts (threads that arrive per phase) and the parities: a wait for "
+                "parity p returns once the barrier's phase of parity p has completed; a fresh barrier is in "
+                "phase 0, so waiting for parity 1 returns at once")
+        self.turn = n
+        self.cond.notify_all()
+
+
+def run_team(n: int, block: tuple[int, ...], fork: Callable[[Team, int], list[Any]],
+             body: Callable[[list[Any]], None]) -> None:
+    """Run ``body`` once per member of a block's team of ``n``; ``fork(team, i)`` makes member
+    ``i``'s environment."""
+    team = Team(n, block)
+    team.envs = [fork(team, i) for i in range(n)]
+
+    def run(i: int) -> None:
+        team.start(i)
+        body(team.envs[i])
+        team.finish(i)
+
+    run_side_by_side(n, run, team, lambda i: f"warpgroup {i} of block {block}")
