@@ -91,7 +91,7 @@ def test_a_layout_of_a_global_tensor_is_accepted_and_not_used(caplog: pytest.Log
 
 @pytest.mark.parametrize("arch, tile_atomic, want", [
     ("sm_90a", True, "REDG.E.ADD.F32x2."),  # the accumulator's column pairs: one vector reduction each
-    ("sm_90a", False, "REDG.E.ADD.F32."),  # an atomic per element, as written
+    ("sm_90a", False, "REDG.E.ADD.F32x2."),  # the same nest of element atomics is the same additions
     ("sm_80", True, "RED.E.ADD.F32."),  # no vector reductions before sm_90
 ])
 def test_dq_tile_atomic_adds_column_pairs_on_sm90(arch: str, tile_atomic: bool, want: str) -> None:

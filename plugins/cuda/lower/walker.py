@@ -19,6 +19,7 @@ from ..launch_bounds import MIN_BLOCKS
 from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
 from ..nests import element_atomic
 from ..warp_specialize import leader_only, lower_ws
+from .atomic import tile_atomic, vector_red
 from .atomic_load import uniform_atomic_loads
 from .parallel import lower_nest
 
@@ -94,6 +95,10 @@ class _Walker:
             return s
         if isinstance(s, For):
             if s.kind == "parallel":
+                tile = tile_atomic(s) if lc.vector_red else None
+                vector = vector_red(tile, lc) if tile is not None else None
+                if vector is not None:
+                    return vector
                 entry = lc.loops.get(id(s))
                 return lower_nest(device_prints(s), entry[0] if entry else None, lc)
             ext = E.as_int(s.extent)
