@@ -287,6 +287,12 @@ dtype = as_dtype  # TileLang's T.dtype(...): a dtype from any spelling (also a p
 
 _LAYOUT_NAMES = ("Layout", "Fragment")
 
+#: TVM-level names of TileLang examples with no counterpart here, and what to write instead
+_INSTEAD = dict.fromkeys(
+    ("attr", "comm_reducer", "tvm_thread_allreduce"),
+    "reduce across threads with T.warp_reduce_sum (the lanes of a warp), or T.reduce_sum over a fragment",
+)
+
 
 def __getattr__(name: str) -> object:
     if name.startswith("__"):
@@ -303,7 +309,7 @@ def __getattr__(name: str) -> object:
     from ..core_ir.source import caller_loc
 
     close = difflib.get_close_matches(name, __all__, n=3)
-    hint = f"did you mean {', '.join('T.' + c for c in close)}?" if close else (
+    hint = _INSTEAD.get(name) or (f"did you mean {', '.join('T.' + c for c in close)}?" if close else (
         "see tilelang_x.language.__all__ for what is available"
-    )
+    ))
     raise NotSupportedError(f"T.{name} is not supported by tilelang-x", loc=caller_loc(), hint=hint)

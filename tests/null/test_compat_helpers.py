@@ -8,7 +8,7 @@ import torch
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
-from tilelang_x.core_ir.errors import TileLangTypeError
+from tilelang_x.core_ir.errors import NotSupportedError, TileLangTypeError
 
 
 @pytest.mark.parametrize(("a", "b", "want"), [(0, 4, 0), (1, 4, 1), (8, 4, 2), (9, 4, 3), (8192, 8192, 1)])
@@ -27,3 +27,10 @@ def test_dtype_from_any_spelling_and_back_to_torch() -> None:
     assert T.dtype("float8_e4m3").as_torch() is torch.float8_e4m3fn and T.float32.as_torch() is torch.float32
     with pytest.raises(TileLangTypeError):
         T.dtype("float7")
+
+
+@pytest.mark.parametrize("name", ["tvm_thread_allreduce", "comm_reducer", "attr"])
+def test_tvm_cross_thread_reduction_names_point_to_the_warp_and_tile_reductions(name: str) -> None:
+    with pytest.raises(NotSupportedError, match=f"T.{name} is not supported") as info:
+        getattr(T, name)
+    assert "T.warp_reduce_sum" in info.value.hint and "T.reduce_sum" in info.value.hint
