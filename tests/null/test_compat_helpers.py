@@ -34,3 +34,33 @@ def test_tvm_cross_thread_reduction_names_point_to_the_warp_and_tile_reductions(
     with pytest.raises(NotSupportedError, match=f"T.{name} is not supported") as info:
         getattr(T, name)
     assert "T.warp_reduce_sum" in info.value.hint and "T.reduce_sum" in info.value.hint
+
+
+def test_module_level_helpers_tilelang_examples_import() -> None:
+    from tilelang_x.carver.arch import driver
+
+    assert tilelang.DataType("float16").bits == 16
+    if torch.cuda.is_available():
+        assert driver.get_num_sms() == torch.cuda.get_device_properties(0).multi_processor_count
+    else:
+        with pytest.raises(tilelang.TileLangError, match="needs a CUDA device"):
+            driver.get_num_sms()
+    with pytest.raises(NotSupportedError, match=r"tilelang.intrinsics.TensorCoreIntrinEmitter is not supported"):
+        _ = tilelang.intrinsics.TensorCoreIntrinEmitter
+
+
+def test_mma_swizzle_layout_annotates_a_shared_operand() -> None:
+    from tests.null.cuda_helpers import cuda_source
+
+    @T.prim_func
+    def copy_through(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 64), T.float16)
+            T.annotate_layout({A_s: tilelang.intrinsics.make_mma_swizzle_layout(A_s)})
+            T.copy(A, A_s)
+            T.copy(A_s, B)
+
+    a = torch.randn(64, 64, dtype=torch.float16)
+    assert torch.equal(tilelang.compile(copy_through, out_idx=[-1], target="interp")(a), a)
+    _, ctx = cuda_source(copy_through, "sm_80")
+    assert next(v for k, v in ctx.data["cuda.layouts"].items() if k.name == "A_s").swizzle == "sw128"

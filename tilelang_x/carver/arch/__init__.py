@@ -1,0 +1,1 @@
+"""``tilelang.carver.arch``: the device queries of ``driver``."""
