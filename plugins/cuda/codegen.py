@@ -137,6 +137,9 @@ class _Gen:
         self.smem: dict[Buffer, int] = {}
         self.ranges: dict[E.Var, tuple[int, int]] = {THREAD: (0, self.threads - 1)}
         self.dims: list[E.Var] = []
+        #: integer scalar parameters the grid reads (varlen attention's ``max_seqlen_q``): launch
+        #: dims after ``dims``, not kernel parameters of their own
+        self.grid_scalars: list[E.Var] = []
         self.vars_scalar: set[int] = set()
         self.written: set[int] = set()
         self.align: dict[int, int] = {}  # id(global buffer) -> bytes its base address must be aligned to
@@ -201,7 +204,8 @@ class _Gen:
         self.stmt(kernel.body, 1)
         self.emit(0, "}")
         grid_static, grid_src = self._grid(kernel)
-        self.meta = KernelMeta(kname, tuple(specs), block, self.smem_total, tuple(v.name for v in self.dims),  # type: ignore[arg-type]
+        dims = tuple(v.name for v in (*self.dims, *self.grid_scalars))
+        self.meta = KernelMeta(kname, tuple(specs), block, self.smem_total, dims,  # type: ignore[arg-type]
                                grid_static, grid_src, arch or "sm_80",
                                tuple((s.arg, s.dtype, s.box, s.swizzle) for s in self.ctx.data.get("cuda.tmaps", ())),
                                cluster, kernel.loc, getattr(self.ctx.data.get("cuda.persistent"), "total", None),
@@ -369,10 +373,12 @@ class _Gen:
         if isinstance(e, E.Const):
             return repr(int(e.value)) if e.dtype.is_int else repr(e.value)
         if isinstance(e, E.Var):
-            if not any(e is d for d in self.dims):
-                raise BackendNotImplementedError(
-                    f"the grid depends on `{e.name}`, which is not a dimension of a tensor argument",
-                    loc=self.func.loc)
+            if not any(e is d for d in self.dims) and not any(e is s for s in self.grid_scalars):
+                if not (e.dtype.is_int and any(e is p for p in self.func.params)):
+                    raise BackendNotImplementedError(
+                        f"the grid depends on `{e.name}`, which is neither a dimension of a tensor argument nor "
+                        "an integer parameter", loc=self.func.loc)
+                self.grid_scalars.append(e)  # its value reaches the launcher with the dims (args.bind)
             return "{" + e.name + "}"
         if isinstance(e, E.BinOp):
             a, b = self.py(e.a), self.py(e.b)

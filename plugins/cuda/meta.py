@@ -5,8 +5,8 @@ turns it into a launcher ``launcher(args, dims)``:
 
 - ``args``: one value per parameter of the ``PrimFunc``, in order (tensors and Python scalars),
   exactly what the kernel object passes;
-- ``dims``: the dynamic shape variables, either a sequence of ints ordered as ``meta.dims`` or a
-  mapping ``name -> int``.
+- ``dims``: the dynamic shape variables (then the integer scalar parameters the grid reads), either
+  a sequence of ints ordered as ``meta.dims`` or a mapping ``name -> int``.
 
 The kernel's C signature is ``meta.params`` in order. Each ``ParamSpec`` says where its value
 comes from:

@@ -53,3 +53,18 @@ def smooth(N, steps, block=128):
                 Y[bx * block + i] = Work[steps % 2, bx * block + i]
 
     return main
+
+
+@tilelang.jit
+def scale_first_rows(N, block=64):
+    """``Y[:n] = 2 * X[:n]`` for ``n`` passed at the call, over ``ceildiv(n, block)`` blocks: the grid
+    reads an integer parameter (as varlen attention's ``max_seqlen_q`` does)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((N,), T.float32), n: T.int32, Y: T.Tensor((N,), T.float32)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    Y[bx * block + i] = X[bx * block + i] * 2.0
+
+    return main

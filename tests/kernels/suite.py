@@ -311,6 +311,17 @@ def _grid_normalize(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return grid.normalize(64, 48)(x, partial), x / x.sum()
 
 
+def _grid_from_scalar(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(500, dtype=torch.float32, device=device, seed=33)
+    y = torch.zeros(500, dtype=torch.float32, device=device)
+    kernel = grid.scale_first_rows(500)
+    kernel(x, 300, y)
+    kernel(x, 130, y)  # a second grid from the same compiled kernel
+    ref = torch.zeros_like(x)
+    ref[:300] = x[:300] * 2
+    return y, ref
+
+
 def _grid_smooth(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(512, dtype=torch.float32, device=device, seed=32)
     work = torch.zeros(2, 512, dtype=torch.float32, device=device)
@@ -865,6 +876,7 @@ CASES: list[Case] = [
     Case("split_row_sum_pdl", _split_row_sum_pdl, atol=1e-4, rtol=1e-4),
     Case("grid_sync_normalize", _grid_normalize, atol=1e-6, rtol=1e-4),
     Case("grid_sync_smooth_in_a_loop", _grid_smooth, atol=1e-5, rtol=1e-4),
+    Case("grid_from_integer_argument", _grid_from_scalar, atol=0, rtol=0),
     Case("atomic_addx2_fp16", _packed_atomic_sum(2, torch.float16)),
     Case("atomic_addx4_fp32", _packed_atomic_sum(4, torch.float32), atol=1e-4, rtol=1e-4),
     Case("block_sparse_row_sum_continue_break", _block_sparse_row_sum, atol=1e-4, rtol=1e-4),

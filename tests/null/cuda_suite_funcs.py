@@ -80,6 +80,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "reducer_histogram_sum_min_bits": lambda: reducers.histogram_bits.get_ir(300, 7),
         "grid_sync_normalize": lambda: grid.normalize.get_ir(64, 48),
         "grid_sync_smooth_in_a_loop": lambda: grid.smooth.get_ir(512, 5),
+        "grid_from_integer_argument": lambda: grid.scale_first_rows.get_ir(500),
         "split_row_sum_pdl_second_kernel": lambda: kernel_parts(reductions.split_row_sum.get_ir(96, 256, pdl=True))[1],
         "softmax_rows": lambda: reductions.softmax.get_ir(64, 256),
         "rms_norm": lambda: reductions.rms_norm.get_ir(64, 512),
