@@ -340,7 +340,10 @@ class _Ctx:
                 a, b = self.sp(e.a), self.sp(e.b)
                 if b.is_const() and 0 <= b.const < 64:
                     p = 1 << b.const
-                    return a.scale(p) if op == "<<" else self.floordiv(a, _const_poly(dt, p))
+                    if op == ">>":
+                        return self.floordiv(a, _const_poly(dt, p))
+                    if _within(_iscale(self.pbounds(a), p), dt):  # a multiplication only without overflow:
+                        return a.scale(p)  # (x << 28) >> 28 sign-extends a nibble, it is not x
                 return self.atom(BinOp(op, self.render(a), self.render(b), dt))
             if op in ("&", "|", "^"):
                 return self.bitop(op, self.sp(e.a), self.sp(e.b))
@@ -895,7 +898,11 @@ class _Ctx:
                 hi = None if a[1] is None or b[1] is None else pick(a[1], b[1])
             return lo, hi
         if op in ("<<", ">>") and b[0] is not None and b[0] == b[1] and 0 <= b[0] < 64:
-            return _iscale(a, 1 << b[0]) if op == "<<" else _ifloordiv(a, 1 << b[0])
+            if op == ">>":
+                return _ifloordiv(a, 1 << b[0])
+            scaled = _iscale(a, 1 << b[0])
+            if _within(scaled, e.dtype):
+                return scaled
         a_nn = a[0] is not None and a[0] >= 0
         b_nn = b[0] is not None and b[0] >= 0
         if op == "&":
@@ -1041,6 +1048,12 @@ def simplify(e: Any, bounds: Bounds | None = None) -> Expr:
             return out
         e = out
     return e
+
+
+def _within(iv: Interval, dt: Any) -> bool:
+    """Whether the known interval ``iv`` lies inside ``dt``'s range (no wraparound)."""
+    lo, hi = dtype_range(dt)
+    return iv[0] is not None and iv[1] is not None and lo <= iv[0] and iv[1] <= hi  # type: ignore[operator]
 
 
 def bounds_of(e: Any, bounds: Bounds | None = None) -> Interval:

@@ -44,6 +44,26 @@ def dequant_int4_fp16(M, N, block_M=32):
 
 
 @tilelang.jit(out_idx=[-1])
+def dequant_signed_int4(M, N, block_M=32):
+    """``W[i, j] = q * S[i]`` for two's-complement int4 ``q`` packed two per int8, unpacked with
+    ``tilelang.quantize._tir_packed_int_to_int_convert`` as TileLang's dequantization examples do
+    (a shift left then right by 28 bits: the sign extension the simplifier must not fold away)."""
+    from tilelang_x.quantize import _tir_packed_int_to_int_convert
+
+    decode = _tir_packed_int_to_int_convert("int", 8)
+
+    @T.prim_func
+    def main(P: T.Tensor((M, N // 2), T.int8), S: T.Tensor((M,), T.float16), W: T.Tensor((M, N), T.float16)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            for i, j in T.Parallel(block_M, N):
+                row = bx * block_M + i
+                if row < M:
+                    W[row, j] = decode(4, P[row, j // 2], j % 2, dtype=T.float16) * S[row]
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
 def bit_casts(n):
     """Four reinterpretations per element: ``-x`` by flipping float32's sign bit as uint32, bfloat16
     and float8_e4m3 values from their bits, and the float16 bits of ``x`` as an int16."""

@@ -567,6 +567,16 @@ def _unpack_int4(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return scalar_intrinsics.unpack_int4(48, 64)(p.to(device)), ref.to(device)
 
 
+def _dequant_signed_int4(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(32)
+    p = torch.randint(-128, 128, (80, 64), generator=g, dtype=torch.int8)
+    s = (torch.rand(80, generator=g) + 0.5).half()
+    low = ((p.int() & 0xF) ^ 8) - 8  # the low nibble as a signed 4-bit value
+    high = p.int() >> 4
+    ref = torch.stack([low, high], dim=-1).reshape(80, 128).half() * s[:, None]
+    return scalar_intrinsics.dequant_signed_int4(80, 128)(p.to(device), s.to(device)), ref.to(device)
+
+
 def _dequant_int4(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(31)
     p = torch.randint(0, 256, (80, 64), generator=g, dtype=torch.uint8)
@@ -918,6 +928,7 @@ CASES: list[Case] = [
     Case("view_reshape_global_gemm", _matmul_flat_a),
     Case("unpack_int4_bit_ops", _unpack_int4, atol=0, rtol=0),
     Case("dequant_int4_fp16_reinterpret", _dequant_int4, atol=0, rtol=0),
+    Case("dequant_signed_int4_quantize_helper", _dequant_signed_int4, atol=0, rtol=0),
     Case("bit_casts_reinterpret", _bit_casts, atol=0, rtol=0),
     Case("bit_counts_limits_nearbyint", _bit_counts, atol=0, rtol=0),
     # CUDA's __expf & co. are within a few ulp here (__sinf / __cosf / __logf: 2^-21.4 absolute)

@@ -132,6 +132,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "view_reshape_global_gemm": mm(128, 128, 96, block_M=64, block_N=64, num_stages=2, flat_A=True),
         "unpack_int4_bit_ops": lambda: scalar_intrinsics.unpack_int4.get_ir(48, 64),
         "dequant_int4_fp16_reinterpret": lambda: scalar_intrinsics.dequant_int4_fp16.get_ir(80, 128),
+        "dequant_signed_int4_quantize_helper": lambda: scalar_intrinsics.dequant_signed_int4.get_ir(80, 128),
         "bit_casts_reinterpret": lambda: scalar_intrinsics.bit_casts.get_ir(200),
         "bit_counts_limits_nearbyint": lambda: scalar_intrinsics.bit_counts.get_ir(150),
         "fast_math_intrinsics": lambda: scalar_intrinsics.fast_math.get_ir(300),

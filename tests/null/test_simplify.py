@@ -471,3 +471,14 @@ def test_constant_folding_agrees_between_the_builder_and_the_simplifier(op: str,
         assert isinstance(e, BinOp) and isinstance(s, BinOp)
     else:
         assert isinstance(e, Const) and e.value == want and isinstance(s, Const) and s.value == want
+
+
+def test_a_left_shift_that_may_wrap_is_not_a_multiplication() -> None:
+    """``(v << 28) >> 28`` sign-extends the low nibble of an int32: it is ``v`` only when ``v << 28``
+    cannot leave int32's range."""
+    v = Var("v")
+    wraps = binary(">>", binary("<<", v, 28), 28)
+    assert simplify(wraps) is not v and str(simplify(wraps)) != "v"
+    assert bounds_of(binary("<<", v, 28), {v: (0, 15)}) == (None, None)  # 15 << 28 wraps
+    assert bounds_of(binary("<<", v, 28), {v: (0, 7)}) == (0, 7 << 28)
+    assert str(simplify(wraps, {v: (0, 7)})) == "v"
