@@ -41,7 +41,7 @@ from .layout import (
 from .layout_exchange import MAX_EXCHANGES, NestConflict, exchange_through_shared
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
 from .perf_options import pass_configs
-from .target import CAPABILITIES
+from .target import has_capability
 from .warp_specialize import ws_threads
 
 log = logging.getLogger("tilelang_x.cuda.layout")
@@ -49,8 +49,9 @@ _FP8_TENSOR_CORES = ("; float8 runs on tensor cores on sm_89 and later (mma.sync
                      "are K-major in shared memory: B as [N, K] with transpose_B=True) with K a multiple of 32")
 
 
-_INT8 = (dtypes.int8, dtypes.uint8)
-_FP8 = (dtypes.float8_e4m3, dtypes.float8_e5m2)
+#: the 8-bit operand dtypes the tensor cores take (the mma and wgmma rules)
+INT8_TYPES = (dtypes.int8, dtypes.uint8)
+FP8_TYPES = (dtypes.float8_e4m3, dtypes.float8_e5m2)
 
 
 @dataclass(frozen=True)
@@ -165,8 +166,8 @@ class _State:
         if c.scope != "fragment":
             raise LayoutError(f"T.gemm accumulator `{c.name}` must be a fragment on CUDA (got {c.scope})", loc=op.loc)
         tf32 = self.tf32 and a.dtype == b.dtype == c.dtype == dtypes.float32
-        byte_ops = (a.dtype in _INT8 and b.dtype in _INT8 and c.dtype == dtypes.int32 or  # m16n8k32
-                    self.fp8_mma and a.dtype in _FP8 and b.dtype in _FP8 and c.dtype == dtypes.float32)
+        byte_ops = (a.dtype in INT8_TYPES and b.dtype in INT8_TYPES and c.dtype == dtypes.int32 or  # m16n8k32
+                    self.fp8_mma and a.dtype in FP8_TYPES and b.dtype in FP8_TYPES and c.dtype == dtypes.float32)
         mma_types = tf32 or byte_ops or a.dtype == b.dtype and a.dtype in (dtypes.float16, dtypes.bfloat16) and \
             c.dtype == dtypes.float32
         warps = self.threads // 32
@@ -395,7 +396,7 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
     views = views_of(kernel.body)
     check_fragment_views(views)
     st = _State(ws_threads(kernel, ctx), views, fp32_gemm_precision(pass_configs(ctx)) == "tf32",
-                bool(CAPABILITIES.get(getattr(ctx.target, "arch", None) or "", {}).get("fp8_mma")))
+                has_capability(ctx.target, "fp8_mma"))
     gemm_rule = ctx.data.get("cuda.gemm_rule")  # the Hopper path's wgmma rule (wgmma_rule.py)
     for buf, lay in ctx.data.get("cuda.preset_layouts", {}).items():  # TMA destinations
         st.set(buf, lay, "its TMA copy", buf.loc)

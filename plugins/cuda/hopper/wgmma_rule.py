@@ -16,13 +16,11 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.tileops import Gemm
 from ..layout import Fragment, local_map
-from ..layout_inference import GemmPlan, where
+from ..layout_inference import FP8_TYPES, INT8_TYPES, GemmPlan, where
 from .layout import PanelLayout, panel_layout, wgmma_a_fragment, wgmma_c_fragment
 
 log = logging.getLogger("tilelang_x.cuda.layout")
 _HALF = (dtypes.float16, dtypes.bfloat16)
-_FP8 = (dtypes.float8_e4m3, dtypes.float8_e5m2)
-_INT8 = (dtypes.int8, dtypes.uint8)
 
 
 def full_tile(r: Region) -> bool:
@@ -109,13 +107,13 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
     (nothing changed) when it does not fit."""
     m, n, k = (E.as_int(x) for x in op.mnk())
     a, b, c = op.A.buffer, op.B.buffer, op.C.buffer
-    int8 = a.dtype in _INT8
+    int8 = a.dtype in INT8_TYPES
     if m is None or n is None or k is None or c.scope != "fragment" or c.dtype != (dtypes.int32 if int8 else
                                                                                     dtypes.float32):
         return False
     if a.dtype != b.dtype or b.scope != "shared" or a.scope not in ("shared", "fragment"):
         return False
-    fp8 = a.dtype in _FP8
+    fp8 = a.dtype in FP8_TYPES
     tf32 = st.tf32 and a.dtype == dtypes.float32
     if a.dtype not in _HALF and not fp8 and not tf32 and not int8:
         return False

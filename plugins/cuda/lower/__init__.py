@@ -69,6 +69,7 @@ def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
 
 def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     from ..perf_options import perf_options
+    from ..target import has_capability
     from .walker import lower_body
 
     lc = LowerCtx.from_stage(func, ctx)
@@ -76,7 +77,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc.fold_clear, lc.prefetch_fragments, lc.hoist_fragments = (
         opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
     lc.vector_epilogue, lc.reciprocal_division = opts.vector_epilogue, opts.reciprocal_division
-    lc.vector_red = opts.vector_epilogue and getattr(ctx.target, "arch", None) in ("sm_90", "sm_90a")
+    lc.vector_red = opts.vector_epilogue and has_capability(ctx.target, "vector_red")
     lc.defer_store_drain = "cuda.persistent" in ctx.data and opts.defer_store_drain
     if lc.manual:  # T.ws regions (warp_specialize.py): shared tiles change under another warpgroup's hands
         lc.prefetch_fragments = lc.hoist_fragments = False
