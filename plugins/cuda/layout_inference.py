@@ -58,7 +58,9 @@ FP8_TYPES = (dtypes.float8_e4m3, dtypes.float8_e5m2)
 class GemmPlan:
     """How a T.gemm runs: ``kind`` ``mma`` (m16n8k16 over wm×wn warps; m16n8k8 with ``tf32``,
     m16n8k32 for 8-bit integers and floats),
-    ``wgmma`` or ``fma``. ``tf32``: float32 operands rounded to TF32 (``core_ir/gemm_precision.py``)."""
+    ``wgmma`` or ``fma``. ``tf32``: float32 operands rounded to TF32 (``core_ir/gemm_precision.py``).
+    ``swap``: wgmma computes Cᵀ = Bᵀ·Aᵀ, Bᵀ gathered into registers (``hopper/wgmma_rule.py``);
+    ``m``, ``n``, ``wm``, ``wn`` are then the wgmma's (C's N, M and the warpgroups along them)."""
 
     kind: str
     m: int
@@ -67,6 +69,7 @@ class GemmPlan:
     wm: int = 1
     wn: int = 1
     tf32: bool = False
+    swap: bool = False
 
 
 def where(loc: Any) -> str:

@@ -8,9 +8,10 @@ __all__ = ["blocksparse_matmul", "matmul", "matmul_dynamic_m", "matmul_persisten
 @tilelang.jit(out_idx=[-1])
 def matmul(M, N, K, block_M=128, block_N=128, block_K=32, in_dtype=T.float16, out_dtype=T.float16,
            accum_dtype=T.float32, trans_B=False, relu=False, num_stages=3, threads=128, cluster=None, swizzle=None,
-           flat_A=False, fp32_gemm=None):
+           flat_A=False, fp32_gemm=None, swap_operands=None):
     """``C = A @ B``; with ``flat_A``, ``A`` is passed flat (``M * K`` elements) and reshaped in the kernel;
-    ``fp32_gemm``: the precision of float32 operands (pass config ``tlx.fp32_gemm``)."""
+    ``fp32_gemm``: the precision of float32 operands (pass config ``tlx.fp32_gemm``); ``swap_operands``:
+    pass config ``tlx.swap_operands``."""
     A_shape = (M * K,) if flat_A else (M, K)
     B_shape = (N, K) if trans_B else (K, N)
     B_shared_shape = (block_N, block_K) if trans_B else (block_K, block_N)
@@ -20,6 +21,8 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, in_dtype=T.float16, ou
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, cluster_dims=cluster) as (bx, by):
             if fp32_gemm is not None:
                 T.annotate_pass_configs({"tlx.fp32_gemm": fp32_gemm})
+            if swap_operands is not None:
+                T.annotate_pass_configs({"tlx.swap_operands": swap_operands})
             A_rows = T.reshape(A, (M, K)) if flat_A else A
             if swizzle is not None:
                 T.use_swizzle(*swizzle)

@@ -829,18 +829,29 @@ CASES: list[Case] = [
     Case("gemm_fp8_e4m3_transpose_B", _gemm(128, 256, 256, dtype=torch.float8_e4m3fn, out=torch.float16, trans_B=True,
                                              block_M=128, block_N=128, block_K=64, threads=256), atol=5e-2),
     Case("gemm_fp8_e4m3", _gemm(128, 256, 256, dtype=torch.float8_e4m3fn, out=torch.float16, block_M=128,
-                                block_N=128, block_K=64, threads=256), atol=5e-2),  # B [K, N]: mma.sync (sm_89+)
+                                block_N=128, block_K=64, threads=256), atol=5e-2),  # B [K, N]: swapped wgmma
+    Case("gemm_fp8_e4m3_swapped_two_m64_blocks", _gemm(128, 512, 256, dtype=torch.float8_e4m3fn, out=torch.float16,
+                                                       block_M=128, block_N=256, block_K=128, threads=256),
+         atol=5e-2),
     Case("gemm_relu_epilogue", _gemm(128, 128, 256, relu=True, block_M=64, block_N=64)),
-    # float32: TF32 tensor cores by default (mma.sync m16n8k8 with B stored K x N; wgmma on sm_90a with
-    # both operands K-major), float32 products with tlx.fp32_gemm = "ieee"; tolerances far below TF32's
-    # 2^-11, so a missing or wrong rounding fails
+    # float32: TF32 tensor cores by default (mma.sync m16n8k8; wgmma on sm_90a, as C^T = B^T A^T with B^T
+    # gathered into registers when B is stored K x N), float32 products with tlx.fp32_gemm = "ieee";
+    # tolerances far below TF32's 2^-11, so a missing or wrong rounding fails (wgmma truncates the operands
+    # it reads from shared memory: those cases take TF32 inputs)
     Case("gemm_fp32_tf32", _gemm(192, 256, 128, dtype=torch.float32, out=torch.float32, block_M=64, block_N=64,
-                                 block_K=32, num_stages=2), atol=2e-4, rtol=1e-4),
+                                 block_K=32, num_stages=2, swap_operands=False), atol=2e-4, rtol=1e-4),
+    Case("gemm_fp32_tf32_swapped", _gemm(192, 256, 128, dtype=torch.float32, out=torch.float32, tf32_inputs=True,
+                                         block_M=64, block_N=64, block_K=32, num_stages=2), atol=2e-4, rtol=1e-4),
+    Case("gemm_fp32_tf32_swapped_two_warpgroups", _gemm(256, 512, 256, dtype=torch.float32, out=torch.float32,
+                                                        tf32_inputs=True, block_M=128, block_N=256, block_K=32,
+                                                        num_stages=3, threads=256), atol=2e-4, rtol=1e-4),
     Case("gemm_fp32_tf32_transpose_B", _gemm(256, 256, 256, dtype=torch.float32, out=torch.float32, trans_B=True,
                                              tf32_inputs=True, block_M=128, block_N=128, block_K=32,
                                              threads=256), atol=2e-4, rtol=1e-4),
     # int8: mma.sync m16n8k32 (B stored K x N: gathered byte by byte), IGMMA on sm_90a with B [N, K]
     Case("gemm_int8", _gemm_int8(192, 128, 256, block_M=64, block_N=64, block_K=64, num_stages=2), atol=0, rtol=0),
+    Case("gemm_int8_swapped_two_warpgroups", _gemm_int8(256, 512, 256, block_M=128, block_N=256, block_K=64,
+                                                        num_stages=3, threads=256), atol=0, rtol=0),
     Case("gemm_int8_transpose_B", _gemm_int8(256, 256, 256, trans_B=True, block_M=128, block_N=128, block_K=64,
                                              threads=256), atol=0, rtol=0),
     Case("gemm_fp32_ieee", _gemm(128, 128, 64, dtype=torch.float32, out=torch.float32, fp32_gemm="ieee",

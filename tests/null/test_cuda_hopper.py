@@ -66,10 +66,10 @@ def test_float8_gemm_takes_wgmma_when_both_tiles_are_k_major(trans_b: bool, capl
     with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
         source, _ = _source(func)
     assert ("tlx_wgmma_ss_e4m3_n128" in source) == trans_b
-    # B stored [K, N]: mma.sync (B gathered byte by byte), and the debug log says what would change that
-    assert ("tlx_mma_e4m3e4m3(" in source) == (not trans_b)
-    assert ("float8_e4m3 runs on mma.sync" in caplog.text) == (not trans_b)
-    assert ("transpose_B=True" in caplog.text) == (not trans_b)
+    # B stored [K, N]: C^T = B^T A^T, B^T gathered byte by byte into registers, and the debug log says so
+    assert ("tlx_wgmma_rs_e4m3_n128" in source) == (not trans_b)
+    assert "tlx_mma_e4m3e4m3(" not in source
+    assert ("runs on wgmma as C^T = B^T A^T" in caplog.text) == (not trans_b)
 
 
 def test_float8_gemm_before_sm89_says_where_it_runs_on_tensor_cores(caplog: pytest.LogCaptureFixture) -> None:

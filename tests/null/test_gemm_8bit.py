@@ -1,6 +1,7 @@
 """8-bit T.gemm operands on tensor cores, checked in the SASS: integers (int32 accumulators) by
 mma.sync m16n8k32 (IMMA) on sm_80 for every signedness pair, wgmma (IGMMA) on sm_90a when both tiles
-are K-major; float8 by mma.sync m16n8k32 (QMMA) from sm_89 when wgmma cannot take them. The results
+are K-major, and as C^T = B^T A^T with B^T in registers when B is stored [K, N]; float8 by mma.sync
+m16n8k32 (QMMA) on sm_89 when B is stored [K, N]. The results
 are checked against torch by the suite cases ``gemm_int8*`` (exactly) and ``gemm_fp8_e4m3*``."""
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ def _int8(trans_b: bool):
 @pytest.mark.parametrize("arch, trans_b, present, absent", [
     ("sm_80", False, ("IMMA.16832.S8.S8", "LDSM"), ()),  # B [K, N]: A by ldmatrix, B gathered byte by byte
     ("sm_80", True, ("IMMA.16832.S8.S8", "LDSM"), ()),
-    ("sm_90a", False, ("IMMA.16832.S8.S8", "UTMALDG"), ()),  # wgmma's 8-bit operands must both be K-major
+    # B [K, N]: wgmma reads 8-bit tiles K-major only, so it computes C^T = B^T A^T with B^T in registers
+    ("sm_90a", False, ("IGMMA.64x128x32.S8.S8", "UTMALDG"), ("IMMA.16832.S8.S8",)),
     ("sm_90a", True, ("IGMMA.64x128x32.S8.S8", "UTMALDG"), ("IMMA.16832.S8.S8",)),
+    ("sm_90a-noswap", False, ("IMMA.16832.S8.S8", "UTMALDG"), ("IGMMA.64x128x32.S8.S8",)),
 ])
 def test_int8_gemm_runs_on_tensor_cores(arch: str, trans_b: bool, present: tuple[str, ...],
                                         absent: tuple[str, ...]) -> None:
-    ops = sass_ops(_int8(trans_b), _PATTERN, arch)
+    configs = {"tlx.swap_operands": False} if arch.endswith("-noswap") else None
+    ops = sass_ops(_int8(trans_b), _PATTERN, arch.removesuffix("-noswap"), configs=configs)
     assert all(ops.get(p) for p in present) and not any(ops.get(a) for a in absent), ops
 
 
@@ -52,7 +56,7 @@ def test_mixed_signedness_takes_the_matching_mma() -> None:
 
 def test_k_by_n_int8_gemm_says_how_to_reach_wgmma(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
-        cuda_source(_int8(False), "sm_90a")
+        cuda_source(_int8(False), "sm_90a", {"tlx.swap_operands": False})
     assert "int8 runs on mma.sync" in caplog.text and "transpose_B=True" in caplog.text
 
 

@@ -54,12 +54,15 @@ _PATTERN = r"\b(HGMMA\.\w+\.F32\.TF32|HMMA\.1688\.F32\.TF32|UTMALDG|LDSM|FFMA)"
 @pytest.mark.parametrize("arch, trans_b, present, absent", [
     ("sm_80", False, ("HMMA.1688.F32.TF32", "LDSM"), ("UTMALDG",)),  # B [K, N]: A by ldmatrix, B one by one
     ("sm_80", True, ("HMMA.1688.F32.TF32", "LDSM"), ()),
-    ("sm_90a", False, ("HMMA.1688.F32.TF32", "UTMALDG"), ()),  # wgmma's TF32 operands must both be K-major
+    # B [K, N]: wgmma reads TF32 tiles K-major only, so it computes C^T = B^T A^T with B^T in registers
+    ("sm_90a", False, ("HGMMA.64x128x8.F32.TF32", "UTMALDG"), ("HMMA.1688.F32.TF32", "LDSM")),
     ("sm_90a", True, ("HGMMA.64x128x8.F32.TF32", "UTMALDG"), ("HMMA.1688.F32.TF32", "LDSM")),
+    ("sm_90a-noswap", False, ("HMMA.1688.F32.TF32", "UTMALDG"), ("HGMMA.64x128x8.F32.TF32",)),
 ])
 def test_fp32_gemm_runs_on_tf32_tensor_cores(arch: str, trans_b: bool, present: tuple[str, ...],
                                              absent: tuple[str, ...]) -> None:
-    ops = sass_ops(_fp32(trans_b), _PATTERN, arch)
+    configs = {"tlx.swap_operands": False} if arch.endswith("-noswap") else None
+    ops = sass_ops(_fp32(trans_b), _PATTERN, arch.removesuffix("-noswap"), configs=configs)
     assert all(ops.get(p) for p in present) and not any(ops.get(a) for a in absent), ops
 
 
@@ -69,7 +72,11 @@ def test_ieee_precision_keeps_float32_products(arch: str) -> None:
     assert ops.get("FFMA") and not any(k.startswith(("HMMA", "HGMMA")) for k in ops), ops
 
 
-def test_k_by_n_tf32_gemm_says_how_to_reach_wgmma(caplog: pytest.LogCaptureFixture) -> None:
+def test_k_by_n_tf32_gemm_says_how_it_reaches_wgmma(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
         cuda_source(_fp32(False), "sm_90a")
+    assert "float32 with B stored [K, N] runs on wgmma as C^T = B^T A^T" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
+        cuda_source(_fp32(False), "sm_90a", {"tlx.swap_operands": False})
     assert "float32 runs on mma.sync; wgmma reads TF32" in caplog.text and "transpose_B=True" in caplog.text

@@ -55,6 +55,9 @@ class HopperConfig:
     #: pass_configs={"tlx.stream_k": True}; unset: a tail of at most half the SMs, in parts,
     #: when persistent.auto_stream_k says it pays; False: never
     stream_k: bool | None = None
+    #: a float32 (TF32) or 8-bit T.gemm with B stored K × N runs on wgmma as Cᵀ = Bᵀ·Aᵀ, Bᵀ
+    #: gathered into registers (wgmma_rule.py); pass_configs={"tlx.swap_operands": False}: mma.sync
+    swap_operands: bool = True
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -78,7 +81,8 @@ def hopper_config(ctx: Any) -> HopperConfig:
     return HopperConfig(wgmma, tma, ws, overlap, _tri(configs, "tlx.ws_compute_loops"),
                         _tri(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
                         _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)),
-                        bool(configs.get("tlx.prologue_loads", True)), _tri(configs, "tlx.stream_k"))
+                        bool(configs.get("tlx.prologue_loads", True)), _tri(configs, "tlx.stream_k"),
+                        bool(configs.get("tlx.swap_operands", True)))
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

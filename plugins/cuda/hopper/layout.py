@@ -9,6 +9,8 @@ Leading dims (a pipeline's stage index) stack whole tiles.
 ``wgmma_c_fragment`` / ``wgmma_a_fragment``: the accumulator and register-A layouts of
 m64nNk16 (A6): thread t of warpgroup, warp w = t/32, g = lane/4, q = lane%4; register v holds
 row 16w + g + 8·((v>>1)&1), col 8·(v>>2) + 2q + (v&1).
+
+``swapped_c_fragment``: the accumulator of C = A·B computed as Cᵀ = Bᵀ·Aᵀ (``swapped_row``).
 """
 
 from __future__ import annotations
@@ -116,3 +118,21 @@ def wgmma_a_fragment(m: int, k: int, wgm: int, wgn: int, origin: str = "") -> Fr
     cols = (Digit(ki, "L", 8), Digit(2, "L", 4), Digit(4, "T", 1), Digit(2, "L", 1))
     rep = (Digit(wgn, "T", 128),) if wgn > 1 else ()
     return Fragment((_strip(rows), _strip(cols)), rep, 128 * wgm * wgn, origin)
+
+
+def swapped_row(w: E.Expr, g: E.Expr, h: E.Expr | int) -> E.Expr:
+    """The C column (of 64) that row 16w + g + 8h of a swapped gemm's wgmma computes. The rows are
+    permuted so that a thread's two rows (h = 0, 1) are adjacent columns (8-byte stores of C), and
+    so that a gather of the A operand (Bᵀ, read from a 128-byte-swizzled N-major tile, k = q and
+    q + 4) hits 32 banks per half warp: bits h, g%2, g/4, w%2, g/2%2, w/2 of the column."""
+    return 32 * (w // 2) + 16 * ((g // 2) % 2) + 8 * (w % 2) + 4 * (g // 4) + 2 * (g % 2) + h
+
+
+def swapped_c_fragment(m: int, n: int, wgm: int, wgn: int, origin: str = "") -> Fragment:
+    """Accumulator of an M×N tile computed as Cᵀ = Bᵀ·Aᵀ: the wgmma's D is N×M (rows permuted by
+    ``swapped_row``) over wgm×wgn warpgroups, wgm along N; slot = ni·(mm/2) + mj·4 + h·2 + e."""
+    ni, mm = n // (64 * wgm), m // wgn
+    d_rows = (Digit(wgm, "T", 128 * wgn), Digit(ni, "L", mm // 2), Digit(2, "T", 64), Digit(2, "T", 8),
+              Digit(2, "T", 32), Digit(2, "T", 16), Digit(2, "T", 4), Digit(2, "L", 2))
+    d_cols = (Digit(wgn, "T", 128), Digit(mm // 8, "L", 4), Digit(4, "T", 1), Digit(2, "L", 1))
+    return Fragment((_strip(d_cols), _strip(d_rows)), (), 128 * wgm * wgn, origin)

@@ -5,6 +5,7 @@ Hopper feature falls back to the sm_80 form when a pass config turns it off (hop
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from ....core_ir.stmt import PrimFunc
@@ -48,8 +49,9 @@ def _setup(func: Any, ctx: Any) -> Any:
     kernel = find_kernel(func.body)
     if kernel is not None:
         check_cluster(kernel, ctx.target.arch)  # on the user's grid, before the persistent form changes it
-    if hopper_config(ctx).wgmma:
-        ctx.data["cuda.gemm_rule"] = wgmma_rule
+    cfg = hopper_config(ctx)
+    if cfg.wgmma:
+        ctx.data["cuda.gemm_rule"] = wgmma_rule if cfg.swap_operands else functools.partial(wgmma_rule, swap=False)
     return func
 
 

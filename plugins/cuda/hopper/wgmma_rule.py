@@ -4,7 +4,10 @@ shared memory), its plan is
 ``GemmPlan("wgmma", m, n, k, wgm, wgn)`` (wgm × wgn warpgroups), the accumulator (and a register
 A) get the wgmma fragments and the shared operands the panel layout (also for a tile annotated with
 ``make_swizzled_layout``, a request for some bank-conflict-free swizzle); otherwise the sm_80 rule
-runs. Installed by ``passes.py`` as ``ctx.data["cuda.gemm_rule"]``."""
+runs. Those dtypes with B stored K × N (``transpose_B=False``), which wgmma cannot read from shared
+memory, run swapped: Cᵀ = Bᵀ·Aᵀ, the A tile (K-major) the shared operand and Bᵀ gathered into
+registers (``GemmPlan.swap``; ``swapped_c_fragment``; pass config ``tlx.swap_operands``).
+Installed by ``hopper/stages.py`` as ``ctx.data["cuda.gemm_rule"]``."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from ....core_ir.buffer import Buffer, Region
 from ....core_ir.tileops import Gemm
 from ..layout import Fragment, local_map
 from ..layout_inference import FP8_TYPES, INT8_TYPES, GemmPlan, where
-from .layout import PanelLayout, panel_layout, wgmma_a_fragment, wgmma_c_fragment
+from .layout import PanelLayout, panel_layout, swapped_c_fragment, wgmma_a_fragment, wgmma_c_fragment
 
 log = logging.getLogger("tilelang_x.cuda.layout")
 _HALF = (dtypes.float16, dtypes.bfloat16)
@@ -102,9 +105,37 @@ def warpgroup_plan(st: Any, m: int, n: int, policy: str, b_panel: int, c: Buffer
     return None if not _compatible(st.layouts.get(c), want_c) else (wg, want_c)
 
 
-def wgmma_rule(st: Any, op: Gemm) -> bool:
+def _swapped_rule(st: Any, op: Gemm, m: int, n: int, k: int, tf32: bool) -> bool:
+    """Plan a gemm with A [M, K] and B [K, N] in shared memory whose dtype wgmma reads K-major only
+    as Cᵀ = Bᵀ·Aᵀ: the wgmma's M is C's N, its shared operand the A tile (K-major as a B operand),
+    its register operand Bᵀ, which the threads gather from the B tile."""
+    c = op.C.buffer
+    if k % (8 if tf32 else 32) or st.threads % 128:
+        return False
+    lays = operand_panels(st, (op.A, op.B))
+    if lays is None:
+        return False
+    policy = {"FullRow": "FullCol", "FullCol": "FullRow"}.get(op.policy, op.policy)
+    wg = choose_warpgroups(n, m, st.threads // 128, policy, 0)
+    if wg is None:
+        return False
+    origin = f"T.gemm at {where(op.loc)} (wgmma, swapped operands)"
+    want_c = swapped_c_fragment(m, n, *wg, origin)
+    if not _compatible(st.layouts.get(c), want_c):
+        return False
+    log.debug("T.gemm at %s: %s with B stored [K, N] runs on wgmma as C^T = B^T A^T, each thread gathering its "
+              "B^T registers from shared memory (B [N, K] with transpose_B=True reads both tiles by descriptor)",
+              where(op.loc), op.A.buffer.dtype.name)
+    st.gemm[id(op)] = GemmPlan("wgmma", n, m, k, *wg, tf32=tf32, swap=True)
+    st.set(c, want_c, f"{origin} (accumulator)", op.loc)
+    set_panels(st, lays, origin, op.loc)
+    return True
+
+
+def wgmma_rule(st: Any, op: Gemm, swap: bool = True) -> bool:
     """Plan ``op`` for wgmma and set its layouts in the layout-inference state ``st``; ``False``
-    (nothing changed) when it does not fit."""
+    (nothing changed) when it does not fit. ``swap``: B [K, N] tiles of the K-major-only dtypes
+    run as Cᵀ = Bᵀ·Aᵀ (``_swapped_rule``)."""
     m, n, k = (E.as_int(x) for x in op.mnk())
     a, b, c = op.A.buffer, op.B.buffer, op.C.buffer
     int8 = a.dtype in INT8_TYPES
@@ -118,6 +149,8 @@ def wgmma_rule(st: Any, op: Gemm) -> bool:
     if a.dtype not in _HALF and not fp8 and not tf32 and not int8:
         return False
     if (fp8 or tf32 or int8) and (op.trans_A or not op.trans_B or a.scope != "shared"):
+        if swap and a.scope == "shared" and not op.trans_A and _swapped_rule(st, op, m, n, k, tf32):
+            return True
         log.debug("T.gemm at %s: %s runs on mma.sync; wgmma reads %s tiles K-major only (A [M, K] in shared "
                   "memory, B [N, K] with transpose_B=True)", where(op.loc), a.dtype.name, "TF32" if tf32 else "8-bit")
         return False  # fp8, tf32 and integer wgmma read both operands K-major only

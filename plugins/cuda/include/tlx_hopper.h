@@ -86,6 +86,12 @@ TLX_DEV void tlx_wgmma_arrive() { asm volatile("wgmma.fence.sync.aligned;" ::: "
 TLX_DEV void tlx_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 TLX_DEV void tlx_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 #define TLX_WGMMA_WAIT(n) asm volatile("wgmma.wait_group.sync.aligned " #n ";" ::: "memory")
+// Two adjacent float32 (8-byte aligned) as TF32 registers: a swapped wgmma's gathered B^T rows.
+TLX_DEV void tlx_ld_tf32x2(tlx_u32* r, const float* p) {
+  const float2 v = *reinterpret_cast<const float2*>(p);
+  r[0] = tlx_tf32(v.x);
+  r[1] = tlx_tf32(v.y);
+}
 // Keeps the compiler from moving accumulator reads/writes across the asynchronous wgmma.
 TLX_DEV void tlx_fence_regs(float* d, int n) {
 #pragma unroll

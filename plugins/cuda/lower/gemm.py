@@ -123,9 +123,9 @@ def load_a(t: MmaTile, lc: Any, af: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
         if t.tf32:
             load = Seq((load, _round_tf32(dst, 4)))
     elif t.kstep != 16:  # A stored K x M: a_r holds row g + 8 (r % 2), k (kstep / 2) (r // 2) + e of the atom
-        load = _gather(t, af, off, mi * 4, lambda r, e: region_index(
+        load = gather_operand(af, off, mi * 4, lambda r, e: region_index(
             op.A, (kk * t.kstep + (r // 2) * (t.kstep // 2) + e, t.row0 + mi * 16 + lane // 4 + (r % 2) * 8)),
-            op.A.buffer, 4)
+            op.A.buffer, 4, t.per_reg)
     else:
         grp = lane // 8
         k = kk * 16 + (grp // 2) * 8 + lane % 8
@@ -143,8 +143,8 @@ def load_b(t: MmaTile, lc: Any, bf: Buffer, kk: E.Expr, off: E.Expr | int = 0) -
     b_loads: list[Stmt] = []
     pairs = t.ni_n // 2
     if t.kstep != 16 and not op.trans_B:  # B stored K x N: b_r holds k (kstep / 2) r + e, n g of the atom
-        return _unroll(nj, t.ni_n, _gather(t, bf, off, nj * 2, lambda r, e: region_index(
-            op.B, (kk * t.kstep + r * (t.kstep // 2) + e, t.col0 + nj * 8 + lane // 4)), op.B.buffer, 2))
+        return _unroll(nj, t.ni_n, gather_operand(bf, off, nj * 2, lambda r, e: region_index(
+            op.B, (kk * t.kstep + r * (t.kstep // 2) + e, t.col0 + nj * 8 + lane // 4)), op.B.buffer, 2, t.per_reg))
     if pairs:
         dst = PtrTo(bf, (_at(off, nj * 4),), "w")
         if not op.trans_B:
@@ -178,21 +178,22 @@ def _round_tf32(regs: PtrTo, n: int) -> Stmt:
     return Evaluate(Intrin("tlx_tf32_regs", (regs, E.const(n))))
 
 
-def _gather(t: MmaTile, frag: Buffer, off: E.Expr | int, first: E.Expr, index: Any, src: Buffer, n: int) -> Stmt:
+def gather_operand(frag: Buffer, off: E.Expr | int, first: E.Expr, index: Any, src: Buffer, n: int,
+                   per_reg: int) -> Stmt:
     """Registers ``frag[off + first + r]`` (r < n) of an operand ldmatrix cannot load (M or N
     contiguous), element by element: register r holds the elements at ``index(r, e)``, ``e`` =
-    the lane's first (``lane % 4 * per_reg``) and the next ones of its k-run; a TF32 one rounded,
-    8-bit ones packed with the lowest k in the lowest byte."""
+    the lane's first (``lane % 4 * per_reg``) and the next ones of its k-run; a float32 one
+    rounded to TF32, 8-bit ones (``per_reg`` 4) packed with the lowest k in the lowest byte."""
     tg = (THREAD % 32) % 4
-    base = tg * t.per_reg if t.per_reg > 1 else tg
+    base = tg * per_reg if per_reg > 1 else tg
     out = []
     for r in range(n):
-        at = [index(r, base + e if e else base) for e in range(t.per_reg)]
+        at = [index(r, base + e if e else base) for e in range(per_reg)]
         if src.dtype.is_float and src.dtype.bits == 8:  # a float8 load converts to float: read the bytes
             value = Intrin("tlx_lds_b4", tuple(SmemAddr(src, i) for i in at), U32)
         else:
             loads = tuple(E.Load(src, i) for i in at)
-            value = Intrin("tlx_tf32", loads, U32) if t.tf32 else Intrin("tlx_pack_b4", loads, U32)
+            value = Intrin("tlx_tf32", loads, U32) if per_reg == 1 else Intrin("tlx_pack_b4", loads, U32)
         out.append(Store(frag, (_at(off, first + r),), value))
     return Seq(tuple(out))
 

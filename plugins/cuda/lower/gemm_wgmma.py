@@ -5,7 +5,12 @@ unless it is a register fragment) read from shared memory through descriptors of
 layout (hopper/layout.py). Sequence: fence the accumulators, ``wgmma.fence``, all k steps,
 commit, wait for 0 groups, fence the accumulators again (so no access moves across). With
 ``wg_wait = n > 0`` (set by the warp-specialized pipeline on a gemm-only loop) it waits for all but
-n groups and the loop's end drains the rest."""
+n groups and the loop's end drains the rest.
+
+A swapped plan (``GemmPlan.swap``: TF32 or 8-bit operands with B stored K × N) computes Cᵀ = Bᵀ·Aᵀ:
+the A tile is the shared (K-major) operand, and each thread gathers its registers of Bᵀ from the B
+tile (``gather_operand``, rows permuted by ``swapped_row``) before the group's first wgmma, after
+the previous group is done reading the registers they overwrite."""
 
 from __future__ import annotations
 
@@ -17,9 +22,11 @@ from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, Seq, Stmt
 from ....core_ir.tileops import Gemm
 from ..hopper.header import wgmma_name
-from ..hopper.layout import DESC_MODE, PanelLayout
+from ..hopper.layout import DESC_MODE, PanelLayout, swapped_row
 from ..layout_inference import GemmPlan
 from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
+from ..nests import region_index
+from .gemm import gather_operand
 
 
 def _call(fn: str, *args: E.Expr, dtype: Any = dtypes.int32) -> Intrin:
@@ -41,10 +48,34 @@ def _desc(r: Region, lay: PanelLayout, k_major: bool, mn0: E.Expr, k0: int) -> I
     return _call("tlx_wgmma_desc", base, off, lbo, 8 * w * eb, DESC_MODE[lay.span], dtype=dtypes.uint64)
 
 
+def _gather_bt(op: Gemm, af: Buffer, m0: E.Expr, mi_n: int, ki_n: int, kstep: int) -> list[Stmt]:
+    """The registers of Bᵀ (rows: N, the wgmma's M) for every m64 block and k-step of a swapped
+    gemm, gathered from the B tile [K, N]; register r of a step holds row 16w + g + 8 (r % 2) and
+    k (kstep / 2) (r // 2) + the lane's run, as an A operand in registers does (backends.md A6)."""
+    lane = THREAD % 32
+    warp, g = (THREAD // 32) % 4, lane // 4
+    per_reg = 4 if op.B.buffer.dtype.bits == 8 else 1
+    out: list[Stmt] = []
+    for mi in range(mi_n):
+        rows = [m0 + (mi * 64 + swapped_row(warp, g, h) if mi else swapped_row(warp, g, h)) for h in (0, 1)]
+        for kk in range(ki_n):
+            first = (mi * ki_n + kk) * 4
+            if per_reg == 1:  # rows h = 0, 1 are adjacent float32 of one 16-byte chunk: one 8-byte load
+                for r in (0, 2):
+                    src = PtrTo(op.B.buffer, region_index(op.B, (kk * kstep + r * 2 + lane % 4, rows[0])), "r")
+                    out.append(Evaluate(_call("tlx_ld_tf32x2", PtrTo(af, (E.const(first + r),), "w"), src)))
+                continue
+
+            def at(r: int, e: E.Expr, k0: int = kk * kstep, rows: list[E.Expr] = rows) -> Any:
+                return region_index(op.B, (k0 + (r // 2) * (kstep // 2) + e, rows[r % 2]))
+            out.append(gather_operand(af, 0, E.const(first), at, op.B.buffer, 4, per_reg))
+    return out
+
+
 def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
     plan: GemmPlan = lc.gemm[id(op)]
     wgm, wgn = plan.wm, plan.wn
-    a, b = op.A.buffer, op.B.buffer
+    a = op.A.buffer
     kstep = 32 if a.dtype.bits == 8 else 8 if plan.tf32 else 16
     mi_n, nn, ki_n = plan.m // (64 * wgm), plan.n // wgn, plan.k // kstep
     c_loc = lc.local_of(op.C.buffer)
@@ -52,12 +83,20 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
     wg = THREAD // 128
     m0 = (wg // wgn) * (plan.m // wgm) if wgm > 1 else E.const(0)
     n0 = (wg % wgn) * nn if wgn > 1 else E.const(0)
-    regs_a = a.scope == "fragment"
-    fn = wgmma_name(nn, a.dtype.name, regs_a, int(op.trans_A), int(not op.trans_B))
-    lay_b: PanelLayout = lc.layouts[b]
+    regs_a = a.scope == "fragment" or plan.swap
+    shared_b = op.A if plan.swap else op.B
+    b_k_major = plan.swap or op.trans_B
+    fn = wgmma_name(nn, a.dtype.name, regs_a, 0 if plan.swap else int(op.trans_A), int(not b_k_major))
+    lay_b: PanelLayout = lc.layouts[shared_b.buffer]
     out: list[Stmt] = []
     af: Buffer | None = None
-    if regs_a:
+    if plan.swap:
+        af = Buffer(lc.fresh("a_regs"), (mi_n * ki_n * 4,), U32, "local")
+        out.append(Alloc(af))
+        if op.wg_wait != 0:  # the group in flight still reads the registers the gather overwrites
+            out.append(Evaluate(_call("TLX_WGMMA_WAIT", 0)))
+        out += _gather_bt(op, af, m0, mi_n, ki_n, kstep)
+    elif regs_a:
         a_loc = lc.local_of(a)
         af = Buffer(lc.fresh("a_regs"), (mi_n * ki_n * 4,), U32, "local")
         out.append(Alloc(af))
@@ -72,7 +111,7 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
     out.append(Evaluate(_call("tlx_wgmma_arrive")))
     for kk in range(ki_n):
         k0 = kk * kstep
-        desc_b = _desc(op.B, lay_b, op.trans_B, n0, k0)
+        desc_b = _desc(shared_b, lay_b, b_k_major, n0, k0)
         scale = 0 if op.clear_accum and kk == 0 else 1
         for mi in range(mi_n):
             d = PtrTo(c_loc, (E.const(mi * nn // 2),), "rw")
