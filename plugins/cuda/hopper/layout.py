@@ -120,19 +120,29 @@ def wgmma_a_fragment(m: int, k: int, wgm: int, wgn: int, origin: str = "") -> Fr
     return Fragment((_strip(rows), _strip(cols)), rep, 128 * wgm * wgn, origin)
 
 
-def swapped_row(w: E.Expr, g: E.Expr, h: E.Expr | int) -> E.Expr:
-    """The C column (of 64) that row 16w + g + 8h of a swapped gemm's wgmma computes. The rows are
-    permuted so that a thread's two rows (h = 0, 1) are adjacent columns (8-byte stores of C), and
-    so that a gather of the A operand (Bᵀ, read from a 128-byte-swizzled N-major tile, k = q and
-    q + 4) hits 32 banks per half warp: bits h, g%2, g/4, w%2, g/2%2, w/2 of the column."""
-    return 32 * (w // 2) + 16 * ((g // 2) % 2) + 8 * (w % 2) + 4 * (g // 4) + 2 * (g % 2) + h
+
+def swapped_row(w: E.Expr, g: E.Expr, mi: int, h: int, mi_n: int) -> E.Expr:
+    """The C column (within a warpgroup's 64·mi_n) that row 16w + g + 8h of m64 block ``mi`` of a
+    swapped gemm's wgmma computes. The rows are permuted so that a thread's own columns are adjacent
+    (h: bit 0; with an even ``mi_n``, mi % 2: bit 1): its gather of Bᵀ reads them with one 8- or
+    16-byte load per k (4 bytes for 8-bit types), and the epilogue stores them together. The other
+    bits are chosen so that the loads of a quarter warp (a half warp, without pairs) hit 8 different
+    16-byte chunks of a 128-byte swizzled row (k = q and q + 4): g % 2 is bit 4."""
+    if mi_n % 2:
+        return mi * 64 + 32 * (w // 2) + 16 * (g % 2) + 8 * (w % 2) + 4 * (g // 4) + 2 * ((g // 2) % 2) + h
+    return (mi // 2) * 128 + 32 * w + 16 * (g % 2) + 4 * (g // 2) + 2 * (mi % 2) + h
 
 
 def swapped_c_fragment(m: int, n: int, wgm: int, wgn: int, origin: str = "") -> Fragment:
     """Accumulator of an M×N tile computed as Cᵀ = Bᵀ·Aᵀ: the wgmma's D is N×M (rows permuted by
-    ``swapped_row``) over wgm×wgn warpgroups, wgm along N; slot = ni·(mm/2) + mj·4 + h·2 + e."""
-    ni, mm = n // (64 * wgm), m // wgn
-    d_rows = (Digit(wgm, "T", 128 * wgn), Digit(ni, "L", mm // 2), Digit(2, "T", 64), Digit(2, "T", 8),
-              Digit(2, "T", 32), Digit(2, "T", 16), Digit(2, "T", 4), Digit(2, "L", 2))
+    ``swapped_row``) over wgm×wgn warpgroups, wgm along N; slot = mi·(mm/2) + mj·4 + h·2 + e."""
+    mi_n, mm = n // (64 * wgm), m // wgn
+    if mi_n % 2:
+        low = (Digit(mi_n, "L", mm // 2), Digit(2, "T", 64), Digit(2, "T", 4), Digit(2, "T", 32), Digit(2, "T", 16),
+               Digit(2, "T", 8), Digit(2, "L", 2))
+    else:
+        low = (Digit(mi_n // 2, "L", mm), Digit(4, "T", 32), Digit(2, "T", 4), Digit(4, "T", 8),
+               Digit(2, "L", mm // 2), Digit(2, "L", 2))
+    d_rows = (Digit(wgm, "T", 128 * wgn), *low)
     d_cols = (Digit(wgn, "T", 128), Digit(mm // 8, "L", 4), Digit(4, "T", 1), Digit(2, "L", 1))
     return Fragment((_strip(d_cols), _strip(d_rows)), (), 128 * wgm * wgn, origin)

@@ -86,11 +86,35 @@ TLX_DEV void tlx_wgmma_arrive() { asm volatile("wgmma.fence.sync.aligned;" ::: "
 TLX_DEV void tlx_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 TLX_DEV void tlx_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 #define TLX_WGMMA_WAIT(n) asm volatile("wgmma.wait_group.sync.aligned " #n ";" ::: "memory")
-// Two adjacent float32 (8-byte aligned) as TF32 registers: a swapped wgmma's gathered B^T rows.
-TLX_DEV void tlx_ld_tf32x2(tlx_u32* r, const float* p) {
+// The B^T registers of a swapped wgmma (lower/gemm_wgmma.py) from the N-major B tile: the columns
+// n, n+1 (lo) and n+2, n+3 (hi) a thread gathers, of one row k (TF32, rounded) or of rows k .. k+3
+// (p0 .. p3; 8-bit, row k in the lowest byte, transposed by byte permutes).
+TLX_DEV void tlx_ld_tf32x2(tlx_u32* lo, const float* p) {
   const float2 v = *reinterpret_cast<const float2*>(p);
-  r[0] = tlx_tf32(v.x);
-  r[1] = tlx_tf32(v.y);
+  lo[0] = tlx_tf32(v.x);
+  lo[1] = tlx_tf32(v.y);
+}
+TLX_DEV void tlx_ld_tf32x4(tlx_u32* lo, tlx_u32* hi, const float* p) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  lo[0] = tlx_tf32(v.x);
+  lo[1] = tlx_tf32(v.y);
+  hi[0] = tlx_tf32(v.z);
+  hi[1] = tlx_tf32(v.w);
+}
+TLX_DEV void tlx_ld_b2x4t(tlx_u32* lo, const void* p0, const void* p1, const void* p2, const void* p3) {
+  const tlx_u32 t0 = __byte_perm(*(const unsigned short*)p0, *(const unsigned short*)p1, 0x5140);
+  const tlx_u32 t2 = __byte_perm(*(const unsigned short*)p2, *(const unsigned short*)p3, 0x5140);
+  lo[0] = __byte_perm(t0, t2, 0x5410);
+  lo[1] = __byte_perm(t0, t2, 0x7632);
+}
+TLX_DEV void tlx_ld_b4x4t(tlx_u32* lo, tlx_u32* hi, const void* p0, const void* p1, const void* p2, const void* p3) {
+  const tlx_u32 w0 = *(const tlx_u32*)p0, w1 = *(const tlx_u32*)p1, w2 = *(const tlx_u32*)p2, w3 = *(const tlx_u32*)p3;
+  const tlx_u32 t0 = __byte_perm(w0, w1, 0x5140), t1 = __byte_perm(w0, w1, 0x7362);
+  const tlx_u32 t2 = __byte_perm(w2, w3, 0x5140), t3 = __byte_perm(w2, w3, 0x7362);
+  lo[0] = __byte_perm(t0, t2, 0x5410);
+  lo[1] = __byte_perm(t0, t2, 0x7632);
+  hi[0] = __byte_perm(t1, t3, 0x5410);
+  hi[1] = __byte_perm(t1, t3, 0x7632);
 }
 // Keeps the compiler from moving accumulator reads/writes across the asynchronous wgmma.
 TLX_DEV void tlx_fence_regs(float* d, int n) {

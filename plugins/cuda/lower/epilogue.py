@@ -21,6 +21,7 @@ on)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ....core_ir import dtypes
@@ -28,7 +29,7 @@ from ....core_ir import expr as E
 from ....core_ir.stmt import For, If, Stmt
 from ....core_ir.tileops import Copy
 from ..analysis import divisor, prove_lt
-from ..layout import Fragment, local_map, slot_expr
+from ..layout import Digit, Fragment, local_map, slot_expr
 from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo
 from ..nests import region_index, squeezed
 
@@ -53,6 +54,7 @@ def vector_store_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
     lay = entry[0] if entry is not None and entry[0] is not None else lc.layouts.get(src.buffer)
     if not isinstance(lay, Fragment) or len(lay.dims) != len(s_ext) or not lay.dims[-1]:
         return None
+    lay = _adjacent_slots_first(lay)
     inner = lay.dims[-1][-1]
     if inner.kind != "L" or inner.stride != 1:
         return None
@@ -68,6 +70,34 @@ def vector_store_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
             continue
         return lay, w
     return None
+
+
+def _adjacent_slots_first(lay: Fragment) -> Fragment:
+    """``lay`` with its register slots renumbered (a loop layout of the copy is free to number them)
+    so that the local digits ending its last dim, the adjacent columns a thread holds, take the
+    lowest slots as one digit: a swapped gemm's accumulator holds four adjacent columns in slots 0,
+    2, 64 and 66 (``hopper/layout.swapped_c_fragment``). ``lay`` itself when the innermost digit is
+    a thread digit or already of slot stride 1."""
+    last = lay.dims[-1]
+    run = 0
+    while run < len(last) and last[-1 - run].kind == "L":
+        run += 1
+    if not run or last[-1].stride == 1:
+        return lay
+    tail = last[-run:]
+    width = math.prod(d.extent for d in tail)
+    others = sorted(((i, j) for i, dim in enumerate(lay.dims) for j, d in enumerate(dim)
+                     if d.kind == "L" and not (i == len(lay.dims) - 1 and j >= len(last) - run)),
+                    key=lambda ij: lay.dims[ij[0]][ij[1]].stride)
+    stride = {}
+    place = width
+    for i, j in others:
+        stride[i, j] = place
+        place *= lay.dims[i][j].extent
+    dims = [tuple(Digit(d.extent, "L", stride[i, j]) if (i, j) in stride else d for j, d in enumerate(dim))
+            for i, dim in enumerate(lay.dims)]
+    dims[-1] = dims[-1][:len(last) - run] + (Digit(width, "L", 1),)
+    return Fragment(tuple(dims), lay.rep, lay.threads, lay.origin)
 
 
 def _register_run(op: Copy, lay: Fragment, w: int, lc: Any) -> list[tuple[int, int, int, int]] | None:

@@ -9,8 +9,9 @@ n groups and the loop's end drains the rest.
 
 A swapped plan (``GemmPlan.swap``: TF32 or 8-bit operands with B stored K × N) computes Cᵀ = Bᵀ·Aᵀ:
 the A tile is the shared (K-major) operand, and each thread gathers its registers of Bᵀ from the B
-tile (``gather_operand``, rows permuted by ``swapped_row``) before the group's first wgmma, after
-the previous group is done reading the registers they overwrite."""
+tile (``_gather_bt``, rows permuted by ``swapped_row``). Each k-step is its own wgmma group, its
+registers gathered while the previous one runs; with groups in flight across calls (``wg_wait``),
+k-step kk first waits for the previous call's group kk, the last to read those registers."""
 
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from ..hopper.layout import DESC_MODE, PanelLayout, swapped_row
 from ..layout_inference import GemmPlan
 from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import region_index
-from .gemm import gather_operand
 
 
 def _call(fn: str, *args: E.Expr, dtype: Any = dtypes.int32) -> Intrin:
@@ -48,27 +48,30 @@ def _desc(r: Region, lay: PanelLayout, k_major: bool, mn0: E.Expr, k0: int) -> I
     return _call("tlx_wgmma_desc", base, off, lbo, 8 * w * eb, DESC_MODE[lay.span], dtype=dtypes.uint64)
 
 
-def _gather_bt(op: Gemm, af: Buffer, m0: E.Expr, mi_n: int, ki_n: int, kstep: int) -> list[Stmt]:
-    """The registers of Bᵀ (rows: N, the wgmma's M) for every m64 block and k-step of a swapped
-    gemm, gathered from the B tile [K, N]; register r of a step holds row 16w + g + 8 (r % 2) and
-    k (kstep / 2) (r // 2) + the lane's run, as an A operand in registers does (backends.md A6)."""
+def _gather_bt(op: Gemm, af: Buffer, m0: E.Expr, mi_n: int, ki_n: int, kk: int, kstep: int) -> list[Stmt]:
+    """The registers of Bᵀ (rows: N, the wgmma's M) of k-step ``kk`` for every m64 block of a swapped
+    gemm, from the B tile [K, N]: register r of block mi holds row 16w + g + 8 (r % 2) (C's column
+    ``swapped_row``), k (kstep / 2) (r // 2) + the lane's run, as a register A operand does
+    (backends.md A6). A thread's columns are adjacent: one 8-byte load per k (16-byte for two m64
+    blocks) for TF32; 2 (4) bytes of each of 4 rows, transposed, for 8-bit types."""
     lane = THREAD % 32
     warp, g = (THREAD // 32) % 4, lane // 4
-    per_reg = 4 if op.B.buffer.dtype.bits == 8 else 1
+    eight_bit = op.B.buffer.dtype.bits == 8
+    run = 4 if eight_bit else 1  # k values a register holds
+    paired = mi_n % 2 == 0
     out: list[Stmt] = []
-    for mi in range(mi_n):
-        rows = [m0 + (mi * 64 + swapped_row(warp, g, h) if mi else swapped_row(warp, g, h)) for h in (0, 1)]
-        for kk in range(ki_n):
-            first = (mi * ki_n + kk) * 4
-            if per_reg == 1:  # rows h = 0, 1 are adjacent float32 of one 16-byte chunk: one 8-byte load
-                for r in (0, 2):
-                    src = PtrTo(op.B.buffer, region_index(op.B, (kk * kstep + r * 2 + lane % 4, rows[0])), "r")
-                    out.append(Evaluate(_call("tlx_ld_tf32x2", PtrTo(af, (E.const(first + r),), "w"), src)))
-                continue
-
-            def at(r: int, e: E.Expr, k0: int = kk * kstep, rows: list[E.Expr] = rows) -> Any:
-                return region_index(op.B, (k0 + (r // 2) * (kstep // 2) + e, rows[r % 2]))
-            out.append(gather_operand(af, 0, E.const(first), at, op.B.buffer, 4, per_reg))
+    for mi in range(0, mi_n, 2 if paired else 1):
+        n = m0 + swapped_row(warp, g, mi, 0, mi_n)
+        for half in (0, 1):
+            k = kk * kstep + half * (kstep // 2) + (lane % 4) * run
+            lo = PtrTo(af, (E.const((mi * ki_n + kk) * 4 + half * 2),), "w")
+            hi = PtrTo(af, (E.const(((mi + 1) * ki_n + kk) * 4 + half * 2),), "w")
+            rows = [PtrTo(op.B.buffer, region_index(op.B, (k + j if j else k, n)), "r") for j in range(run)]
+            if eight_bit:
+                call = _call("tlx_ld_b4x4t", lo, hi, *rows) if paired else _call("tlx_ld_b2x4t", lo, *rows)
+            else:
+                call = _call("tlx_ld_tf32x4", lo, hi, *rows) if paired else _call("tlx_ld_tf32x2", lo, *rows)
+            out.append(Evaluate(call))
     return out
 
 
@@ -90,16 +93,11 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
     lay_b: PanelLayout = lc.layouts[shared_b.buffer]
     out: list[Stmt] = []
     af: Buffer | None = None
-    if plan.swap:
+    if regs_a:
         af = Buffer(lc.fresh("a_regs"), (mi_n * ki_n * 4,), U32, "local")
         out.append(Alloc(af))
-        if op.wg_wait != 0:  # the group in flight still reads the registers the gather overwrites
-            out.append(Evaluate(_call("TLX_WGMMA_WAIT", 0)))
-        out += _gather_bt(op, af, m0, mi_n, ki_n, kstep)
-    elif regs_a:
+    if regs_a and not plan.swap:
         a_loc = lc.local_of(a)
-        af = Buffer(lc.fresh("a_regs"), (mi_n * ki_n * 4,), U32, "local")
-        out.append(Alloc(af))
         pack = "tlx_afrag_h" if a.dtype == dtypes.float16 else "tlx_afrag_b"
         for mi in range(mi_n):
             for kk in range(ki_n):
@@ -108,8 +106,14 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
                 out.append(Evaluate(_call(pack, regs, halves)))
     acc = PtrTo(c_loc, (E.const(0),), "rw")
     out.append(Evaluate(_call("tlx_fence_regs", acc, total)))
-    out.append(Evaluate(_call("tlx_wgmma_arrive")))
     for kk in range(ki_n):
+        if plan.swap:  # each k-step its own group, so that the next one's gather overlaps it
+            assert af is not None
+            if op.wg_wait != 0:  # k-step kk's group of the previous call still reads the registers
+                out.append(Evaluate(_call("TLX_WGMMA_WAIT", ki_n - 1)))
+            out += _gather_bt(op, af, m0, mi_n, ki_n, kk, kstep)
+        if plan.swap or kk == 0:
+            out.append(Evaluate(_call("tlx_wgmma_arrive")))
         k0 = kk * kstep
         desc_b = _desc(shared_b, lay_b, b_k_major, n0, k0)
         scale = 0 if op.clear_accum and kk == 0 else 1
@@ -122,12 +126,13 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
             else:
                 a_arg = _desc(op.A, lc.layouts[a], not op.trans_A, row0, k0)
             out.append(Evaluate(_call(fn, d, a_arg, desc_b, scale), op.loc))
-    out.append(Evaluate(_call("tlx_wgmma_commit")))
+        if plan.swap or kk == ki_n - 1:
+            out.append(Evaluate(_call("tlx_wgmma_commit")))
     if op.wg_wait == 0:
         out.append(Evaluate(_call("tlx_wgmma_wait0")))
         out.append(Evaluate(_call("tlx_fence_regs", acc, total)))
     else:  # groups stay in flight: a later ``tlx_wgmma_drain`` waits and fences (hopper_finalize.py)
-        if op.wg_wait > 0:
+        if op.wg_wait > 0 and not plan.swap:  # swapped: the waits above keep one call's groups in flight
             out.append(Evaluate(_call("TLX_WGMMA_WAIT", op.wg_wait)))
         lc.__dict__.setdefault("wgmma_inflight", []).append((acc, total))
     return Seq(tuple(out))
