@@ -87,19 +87,20 @@ TLX_DEV void tlx_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;
 TLX_DEV void tlx_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 #define TLX_WGMMA_WAIT(n) asm volatile("wgmma.wait_group.sync.aligned " #n ";" ::: "memory")
 // The B^T registers of a swapped wgmma (lower/gemm_wgmma.py) from the N-major B tile: the columns
-// n, n+1 (lo) and n+2, n+3 (hi) a thread gathers, of one row k (TF32, rounded) or of rows k .. k+3
-// (p0 .. p3; 8-bit, row k in the lowest byte, transposed by byte permutes).
-TLX_DEV void tlx_ld_tf32x2(tlx_u32* lo, const float* p) {
-  const float2 v = *reinterpret_cast<const float2*>(p);
-  lo[0] = tlx_tf32(v.x);
-  lo[1] = tlx_tf32(v.y);
+// n, n+1 (lo) and n+2, n+3 (hi) a thread gathers, of one row k (float32 bits: wgmma truncates them
+// to TF32, as it does reading shared memory) or of rows k .. k+3 (p0 .. p3; 8-bit, row k in the
+// lowest byte, transposed by byte permutes).
+TLX_DEV void tlx_ld_b32x2(tlx_u32* lo, const float* p) {
+  const uint2 v = *reinterpret_cast<const uint2*>(p);
+  lo[0] = v.x;
+  lo[1] = v.y;
 }
-TLX_DEV void tlx_ld_tf32x4(tlx_u32* lo, tlx_u32* hi, const float* p) {
-  const float4 v = *reinterpret_cast<const float4*>(p);
-  lo[0] = tlx_tf32(v.x);
-  lo[1] = tlx_tf32(v.y);
-  hi[0] = tlx_tf32(v.z);
-  hi[1] = tlx_tf32(v.w);
+TLX_DEV void tlx_ld_b32x4(tlx_u32* lo, tlx_u32* hi, const float* p) {
+  const uint4 v = *reinterpret_cast<const uint4*>(p);
+  lo[0] = v.x;
+  lo[1] = v.y;
+  hi[0] = v.z;
+  hi[1] = v.w;
 }
 TLX_DEV void tlx_ld_b2x4t(tlx_u32* lo, const void* p0, const void* p1, const void* p2, const void* p3) {
   const tlx_u32 t0 = __byte_perm(*(const unsigned short*)p0, *(const unsigned short*)p1, 0x5140);

@@ -9,9 +9,9 @@ n groups and the loop's end drains the rest.
 
 A swapped plan (``GemmPlan.swap``: TF32 or 8-bit operands with B stored K × N) computes Cᵀ = Bᵀ·Aᵀ:
 the A tile is the shared (K-major) operand, and each thread gathers its registers of Bᵀ from the B
-tile (``_gather_bt``, rows permuted by ``swapped_row``). Each k-step is its own wgmma group, its
-registers gathered while the previous one runs; with groups in flight across calls (``wg_wait``),
-k-step kk first waits for the previous call's group kk, the last to read those registers."""
+tile (``_gather_bt``, rows permuted by ``swapped_row``). The k-steps form two wgmma groups, the
+second's registers gathered while the first runs; with groups in flight across calls (``wg_wait``),
+a group first waits for the same group of the previous call, the last to read those registers."""
 
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ def _gather_bt(op: Gemm, af: Buffer, m0: E.Expr, mi_n: int, ki_n: int, kk: int, 
     gemm, from the B tile [K, N]: register r of block mi holds row 16w + g + 8 (r % 2) (C's column
     ``swapped_row``), k (kstep / 2) (r // 2) + the lane's run, as a register A operand does
     (backends.md A6). A thread's columns are adjacent: one 8-byte load per k (16-byte for two m64
-    blocks) for TF32; 2 (4) bytes of each of 4 rows, transposed, for 8-bit types."""
+    blocks) for TF32 (not rounded: wgmma truncates, as it does the A tile); 2 (4) bytes of each of 4
+    rows, transposed, for 8-bit types."""
     lane = THREAD % 32
     warp, g = (THREAD // 32) % 4, lane // 4
     eight_bit = op.B.buffer.dtype.bits == 8
@@ -70,7 +71,7 @@ def _gather_bt(op: Gemm, af: Buffer, m0: E.Expr, mi_n: int, ki_n: int, kk: int, 
             if eight_bit:
                 call = _call("tlx_ld_b4x4t", lo, hi, *rows) if paired else _call("tlx_ld_b2x4t", lo, *rows)
             else:
-                call = _call("tlx_ld_tf32x4", lo, hi, *rows) if paired else _call("tlx_ld_tf32x2", lo, *rows)
+                call = _call("tlx_ld_b32x4", lo, hi, *rows) if paired else _call("tlx_ld_b32x2", lo, *rows)
             out.append(Evaluate(call))
     return out
 
@@ -106,13 +107,18 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
                 out.append(Evaluate(_call(pack, regs, halves)))
     acc = PtrTo(c_loc, (E.const(0),), "rw")
     out.append(Evaluate(_call("tlx_fence_regs", acc, total)))
+    # swapped: two groups of k-steps (one per k-step when their count is odd); the second's gather
+    # overlaps the first's wgmma. H200, TF32 4096³ / 8192³ (2026-11-30, bench/gemm.py, ratio to
+    # cuBLAS): two groups 1.035 / 0.954, one per k-step (4) 0.963 / 0.870, one 0.972 / 0.924.
+    per_group = ki_n // 2 if plan.swap and ki_n % 2 == 0 else 1 if plan.swap else ki_n
     for kk in range(ki_n):
-        if plan.swap:  # each k-step its own group, so that the next one's gather overlaps it
+        if plan.swap and kk % per_group == 0:
             assert af is not None
-            if op.wg_wait != 0:  # k-step kk's group of the previous call still reads the registers
-                out.append(Evaluate(_call("TLX_WGMMA_WAIT", ki_n - 1)))
-            out += _gather_bt(op, af, m0, mi_n, ki_n, kk, kstep)
-        if plan.swap or kk == 0:
+            if op.wg_wait != 0:  # this group of the previous call is the last to read these registers
+                out.append(Evaluate(_call("TLX_WGMMA_WAIT", ki_n // per_group - 1)))
+            for j in range(per_group):
+                out += _gather_bt(op, af, m0, mi_n, ki_n, kk + j, kstep)
+        if kk % per_group == 0:
             out.append(Evaluate(_call("tlx_wgmma_arrive")))
         k0 = kk * kstep
         desc_b = _desc(shared_b, lay_b, b_k_major, n0, k0)
@@ -126,7 +132,7 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
             else:
                 a_arg = _desc(op.A, lc.layouts[a], not op.trans_A, row0, k0)
             out.append(Evaluate(_call(fn, d, a_arg, desc_b, scale), op.loc))
-        if plan.swap or kk == ki_n - 1:
+        if kk % per_group == per_group - 1:
             out.append(Evaluate(_call("tlx_wgmma_commit")))
     if op.wg_wait == 0:
         out.append(Evaluate(_call("tlx_wgmma_wait0")))
