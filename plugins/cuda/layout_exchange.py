@@ -116,8 +116,9 @@ def broadcast_reads(func: PrimFunc, spread: set[Buffer]) -> PrimFunc | None:
     kernel = next(n for n in walk(func.body) if isinstance(n, Kernel))
     uni = Uniformity(kernel.body)
     placer = _Broadcast(reads, uni if uni.simt else None)
-    body = placer.stmt(func.body)
-    return dataclasses.replace(func, body=body) if placer.count else None
+    new = dataclasses.replace(kernel, body=placer.stmt(kernel.body))
+    return dataclasses.replace(func, body=rewrite(func.body, lambda n: new if n is kernel else None)) \
+        if placer.count else None
 
 
 def _scalar_loads(node: Any) -> list[E.Load]:
@@ -158,7 +159,7 @@ class _Broadcast:
     def stmt(self, s: Stmt) -> Stmt:
         if isinstance(s, Seq):
             return self.seq(s)
-        if isinstance(s, Kernel) or isinstance(s, For) and s.kind != "parallel" and not self.divergent(s):
+        if isinstance(s, For) and s.kind != "parallel" and not self.divergent(s):
             return dataclasses.replace(s, body=self.stmt(s.body))
         if isinstance(s, While) and not self.divergent(s):
             return dataclasses.replace(s, body=self.stmt(s.body))
