@@ -162,3 +162,27 @@ def test_a_store_outside_parallel_keeps_the_layout_error() -> None:
     with pytest.raises(LayoutError, match=r"`m\[0\]` is outside a T.Parallel loop") as info:
         cuda_source(overwrite)
     assert info.value.loc.line == _line_of("# a write of one thread's element")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_read_in_a_warp_specialized_region_keeps_the_layout_error(arch: str) -> None:
+    # the threads of other regions never reach a barrier placed in this one
+    @T.prim_func
+    def ws_read(X: T.Tensor((32, 64), T.float32), Y: T.Tensor((1,), T.float32)):
+        with T.Kernel(1, threads=256):
+            X_s = T.alloc_shared((32, 64), T.float32)
+            x = T.alloc_fragment((32, 64), T.float32)
+            sums = T.alloc_fragment((32,), T.float32)
+            ready = T.alloc_barrier([128])
+            with T.ws(0):
+                T.copy(X, X_s)
+                T.barrier_arrive(ready[0])
+            with T.ws(1):
+                T.barrier_wait(ready[0], 0)
+                T.copy(X_s, x)
+                T.reduce_sum(x, sums, dim=1)
+                Y[0] = sums[0]  # one thread's element, in a region
+
+    with pytest.raises(LayoutError, match=r"`sums\[0\]` is outside a T.Parallel loop") as info:
+        cuda_source(ws_read, arch)
+    assert info.value.loc.line == _line_of("# one thread's element, in a region")
