@@ -104,6 +104,12 @@ class Fragment:
         return cond
 
 
+def spread_over_threads(frag: Fragment) -> bool:
+    """Whether ``frag`` places its elements in different threads (then code outside ``T.Parallel``,
+    which every thread runs, cannot find an element in its own registers)."""
+    return any(d.kind == "T" for dim in frag.dims for d in dim)
+
+
 def _digit(src: E.Expr, d: Digit) -> E.Expr:
     x = src if d.stride == 1 else src // d.stride
     return x % d.extent

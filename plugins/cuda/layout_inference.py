@@ -37,12 +37,13 @@ from .layout import (
     mma_a_fragment,
     mma_c_fragment,
     reduce_dims,
+    spread_over_threads,
 )
-from .layout_exchange import MAX_EXCHANGES, NestConflict, exchange_through_shared
+from .layout_exchange import BROADCAST, NestConflict, broadcast_reads, exchange_through_shared
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
 from .perf_options import pass_configs
 from .target import has_capability
-from .warp_specialize import ws_threads
+from .warp_specialize import MANUAL, ws_threads
 
 log = logging.getLogger("tilelang_x.cuda.layout")
 _FP8_TENSOR_CORES = ("; float8 runs on tensor cores on sm_89 and later (mma.sync; on sm_90a wgmma when both tiles "
@@ -373,15 +374,25 @@ def element_nest(op: Stmt) -> For | None:
 
 
 def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
-    for count in range(MAX_EXCHANGES + 1):
+    count = 0
+    broadcast = ctx.data.get(MANUAL, 0) > 0  # threads of T.ws regions cannot all meet at a barrier
+    while True:
         try:
             st = _infer(func, ctx)
-            break
         except NestConflict as conflict:
             changed = exchange_through_shared(func, conflict, count)
             if changed is None:
                 raise
-            func = changed
+            func, count = changed, count + 1
+            continue
+        if broadcast:
+            break
+        broadcast = True
+        changed = broadcast_reads(func, {b for b, lay in st.layouts.items()
+                                         if isinstance(lay, Fragment) and spread_over_threads(lay)})
+        if changed is None:
+            break
+        func = changed
     ctx.data["cuda.layouts"] = st.layouts
     ctx.data["cuda.loops"] = st.loops
     ctx.data["cuda.gemm"] = st.gemm
@@ -406,6 +417,7 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
     nests: list[tuple[int, For]] = []
     reduces: list[Stmt] = []
     inner: set[int] = set()
+    followers: set[int] = set()  # element nests that take their fragment's layout, never choose one
     allocs: list[Buffer] = []
     for n in walk(kernel.body):
         if isinstance(n, Annotate) and n.kind == "layout":
@@ -435,6 +447,8 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
             nest = element_nest(n)
             if nest is not None:
                 nests.append((id(n), nest))
+                if isinstance(n, Copy) and dict(n.annotations).get(BROADCAST):
+                    followers.add(id(n))
         buf = getattr(n, "buffer", None)
         if type(n).__name__ == "Alloc" and isinstance(buf, Buffer):
             allocs.append(buf)
@@ -449,7 +463,7 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
                 changed |= st.reduce_rule(op, free=False)  # type: ignore[arg-type]
         progressed = False
         for key, nest in nests:
-            if key not in st.loops and st.nest_rule(key, nest, free=True):
+            if key not in st.loops and key not in followers and st.nest_rule(key, nest, free=True):
                 progressed = True
                 break
         if not progressed:
@@ -470,6 +484,9 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
             if shape is None:
                 raise LayoutError(f"shared tile `{buf.name}` needs a constant shape", loc=buf.loc)
             st.layouts[buf] = SharedLayout(shape, buf.dtype.bytes, "none")
+    for key, nest in nests:
+        if key in followers:
+            st.nest_rule(key, nest, free=False)
     check_viewed_tiles(st)
     return st
 

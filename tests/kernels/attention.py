@@ -334,3 +334,64 @@ def blocksparse_attention(batch, heads, seq_len, dim, block_M=64, block_N=64, nu
             T.copy(acc_o, Output[bz, by, bx * block_M:(bx + 1) * block_M, :])
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def combine_split_kv(batch, heads, num_split, dim, annotate=True, max_in_local=False, dtype=T.float16):
+    """The combine kernel of TileLang's flash-decoding examples, written as they write it: each
+    head's output is the sum of its ``num_split`` partial outputs weighted by their share of the
+    log-sum-exp (base 2). The maximum of the slices' LSEs is reduced into a 128-element fragment
+    (one element a thread under the annotated layout) whose element 0 every thread then reads
+    outside ``T.Parallel``; with ``max_in_local`` it is a serial loop's maximum in a ``[1]`` local
+    instead. ``annotate``: the examples' ``T.annotate_layout`` block."""
+    accum_dtype = T.float32
+
+    @T.prim_func
+    def main(glse: T.Tensor([batch, heads, num_split], accum_dtype),
+             Output_partial: T.Tensor([batch, heads, num_split, dim], dtype),
+             Output: T.Tensor([batch, heads, dim], dtype)):
+        with T.Kernel(heads, batch, threads=128) as (by, bz):
+            po_local = T.alloc_fragment([dim], dtype)
+            o_accum_local = T.alloc_fragment([dim], accum_dtype)
+            lse_local = T.alloc_fragment([num_split, 128], dtype)
+            lse_local_split = T.alloc_local([1], accum_dtype)
+            lse_logsum_local = T.alloc_local([1], accum_dtype)
+            if max_in_local:
+                lse_max_local = T.alloc_local([1], accum_dtype)
+            else:
+                lse_max_local = T.alloc_fragment([128], accum_dtype)
+            scale_local = T.alloc_local([1], accum_dtype)
+            if annotate:
+                T.annotate_layout({
+                    lse_logsum_local: T.Fragment(lse_logsum_local.shape, forward_thread_fn=lambda i: i),
+                    lse_local: T.Fragment(lse_local.shape, forward_fn=lambda i, j: (j, i)),
+                })
+                if not max_in_local:
+                    T.annotate_layout({
+                        lse_max_local: T.Fragment(lse_max_local.shape, forward_thread_fn=lambda i: i),
+                    })
+            T.clear(lse_logsum_local)
+            T.clear(o_accum_local)
+            if max_in_local:
+                lse_max_local[0] = -T.infinity(accum_dtype)
+                for k in T.serial(num_split):
+                    lse_max_local[0] = T.max(lse_max_local[0], glse[bz, by, k])
+            else:
+                for k, j in T.Parallel(num_split, 128):
+                    lse_local[k, j] = glse[bz, by, k]
+                T.reduce_max(lse_local, lse_max_local, dim=0, clear=True)
+            for k in T.Pipelined(num_split, num_stages=1):
+                lse_local_split[0] = glse[bz, by, k]
+                lse_logsum_local[0] += T.exp2(lse_local_split[0] - lse_max_local[0])
+            lse_logsum_local[0] = T.log2(lse_logsum_local[0]) + lse_max_local[0]
+            for k in T.serial(num_split):
+                for i in T.Parallel(dim):
+                    po_local[i] = Output_partial[bz, by, k, i]
+                lse_local_split[0] = glse[bz, by, k]
+                scale_local[0] = T.exp2(lse_local_split[0] - lse_logsum_local[0])
+                for i in T.Parallel(dim):
+                    o_accum_local[i] += po_local[i] * scale_local[0]
+            for i in T.Parallel(dim):
+                Output[bz, by, i] = o_accum_local[i]
+
+    return main

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -393,6 +394,20 @@ def _mla_decode(device: str, block_N: int = 64) -> tuple[torch.Tensor, torch.Ten
     ref = F.scaled_dot_product_attention(torch.cat([q, q_pe], -1).float()[:, :, None, :], keys[:, None],
                                          kv[:, :, 0].float()[:, None])[:, :, 0]
     return out, ref.half()
+
+
+def _combine_split_kv(num_split: int, annotate: bool = True, max_in_local: bool = False) -> Callable:
+    """TileLang's flash-decoding combine kernel on 2 x 3 heads of 128: the partial outputs weighted
+    by their slices' share of the log-sum-exp (base 2)."""
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        b, h, d = 2, 3, 128
+        lse = _randn(b, h, num_split, dtype=torch.float32, device=device, seed=60) * 3
+        partial = _randn(b, h, num_split, d, dtype=torch.float16, device=device, seed=61)
+        out = attention.combine_split_kv(b, h, num_split, d, annotate=annotate, max_in_local=max_in_local)(lse, partial)
+        weights = torch.softmax(lse * math.log(2), dim=-1)
+        return out, (partial.float() * weights[..., None]).sum(2).half()
+
+    return run
 
 
 def _packed_atomic_sum(lanes: int, dtype: torch.dtype) -> Callable:
@@ -929,6 +944,13 @@ CASES: list[Case] = [
     # statistics are exchanged between the two layouts through shared memory (cuda/layout_exchange.py)
     Case("mla_decode_32_key_blocks", lambda device: _mla_decode(device, block_N=32)),
     Case("paged_gqa_decode_block_table", _paged_gqa_decode),
+    # the combine kernel of TileLang's flash decoding: `lse_max_local[0]`, a fragment element one thread
+    # holds, read by every thread outside T.Parallel (cuda/layout_exchange.py: broadcast_reads)
+    Case("combine_split_kv_4_annotated_layout", _combine_split_kv(4)),
+    Case("combine_split_kv_8_annotated_layout", _combine_split_kv(8)),
+    Case("combine_split_kv_4_inferred_layout", _combine_split_kv(4, annotate=False)),
+    Case("combine_split_kv_8_inferred_layout", _combine_split_kv(8, annotate=False)),
+    Case("combine_split_kv_8_max_in_local", _combine_split_kv(8, max_in_local=True)),
     Case("blocksparse_attention_masked_pipeline", _blocksparse_attention),
     Case("view_reshape_global", _flat_affine, atol=0, rtol=0),
     Case("view_reshape_shared_pairs", _swap_pairs, atol=0, rtol=0),

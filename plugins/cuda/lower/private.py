@@ -20,6 +20,7 @@ from ....core_ir.errors import BackendNotImplementedError, LayoutError
 from ....core_ir.stmt import Alloc, For, Stmt, Store
 from ....core_ir.tileops import Copy, Fill
 from ....core_ir.visit import rewrite, walk
+from ..layout import spread_over_threads
 from ..lir import Block
 from ..nests import copy_nest, fill_nest, nest_info
 from .parallel import drop_proven
@@ -44,7 +45,7 @@ def lower_private(op: Copy | Fill, lc: Any) -> Stmt:
     if isinstance(op, Copy) and op.src.buffer.scope == "fragment":
         src = op.src.buffer
         lay = lc.frag(src)
-        if any(d.kind == "T" for dim in lay.dims for d in dim):
+        if spread_over_threads(lay):
             raise LayoutError(
                 f"T.copy from fragment `{src.name}` into local buffer `{dst.name}`: every thread holds its own copy "
                 f"of `{dst.name}` and needs the whole tile, but `{src.name}` is spread over the threads "

@@ -16,6 +16,7 @@ from ....core_ir.visit import rewrite, walk
 from ..analysis import bounds
 from ..grid_sync import lower_sync
 from ..launch_bounds import MIN_BLOCKS
+from ..layout import spread_over_threads
 from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
 from ..nests import element_atomic
 from ..warp_specialize import leader_only, lower_ws
@@ -204,7 +205,7 @@ class _Walker:
         buf = region.buffer
         if buf.scope == "fragment":
             lay = self.lc.frag(buf)
-            if any(d.kind == "T" for dim in lay.dims for d in dim):
+            if spread_over_threads(lay):
                 raise LayoutError(
                     f"T.print of fragment `{buf.name}`: it is spread over the threads ({lay.describe()}), so no "
                     "thread can print it whole on CUDA", loc=s.loc,
@@ -330,7 +331,7 @@ def implied_ranges(cond: E.Expr, ranges: dict[E.Var, tuple[int, int]]) -> dict[E
 
 def whole_slot(lc: Any, buf: Any, indices: tuple[E.Expr, ...], loc: Any) -> E.Expr:
     lay = lc.frag(buf)
-    if any(d.kind == "T" for dim in lay.dims for d in dim):
+    if spread_over_threads(lay):
         where = f"`{buf.name}[{', '.join(str(i) for i in indices)}]`"
         raise LayoutError(
             f"fragment `{buf.name}` is spread over threads ({lay.describe()}), but {where} is outside a "
