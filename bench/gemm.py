@@ -13,9 +13,9 @@ Run: ``python bench/gemm.py --out $OUT/gemm.json`` (``--quick``: 4096^3 fp16 onl
 stored N x K, as a ``torch.nn.Linear`` weight). ``--dtypes float8_e4m3fn``: B stored N x K,
 fp16 output, against ``torch._scaled_mm`` (unit scales, fast accumulation; cuBLASLt has no e5m2 x e5m2).
 ``--dtypes float32``: our default TF32 precision against cuBLAS's TF32 GEMM (``torch.matmul`` with
-``torch.backends.cuda.matmul.allow_tf32``); B stored N x K with ``--trans-b`` (wgmma on sm_90a),
-else K x N (mma.sync: wgmma reads TF32 operands K-major only). ``--dtypes int8``: int32 output,
-against ``torch._int_mm`` (cuBLASLt); B stored N x K with ``--trans-b`` (wgmma on sm_90a).
+``torch.backends.cuda.matmul.allow_tf32``); B stored N x K with ``--trans-b``, else K x N (on sm_90a
+both wgmma; K x N as C^T = B^T A^T, since wgmma reads TF32 operands K-major only). ``--dtypes
+int8``: int32 output, against ``torch._int_mm`` (cuBLASLt); B stored N x K with ``--trans-b``.
 """
 
 from __future__ import annotations
