@@ -10,8 +10,9 @@ CUDA-event timings with the L2 flushed before each call; TFLOP/s = 2*M*N*K / tim
 (``torch_ms_alone``: torch timed alone first, as the configurations are in ``configs``).
 
 Run: ``python bench/gemm.py --out $OUT/gemm.json`` (``--quick``: 4096^3 fp16 only; ``--trans-b``: B
-stored N x K, as a ``torch.nn.Linear`` weight). ``--dtypes float8_e4m3fn``: B stored N x K,
-fp16 output, against ``torch._scaled_mm`` (unit scales, fast accumulation; cuBLASLt has no e5m2 x e5m2).
+stored N x K, as a ``torch.nn.Linear`` weight). ``--dtypes float8_e4m3fn``: fp16 output, against
+``torch._scaled_mm`` (unit scales, fast accumulation; cuBLASLt has no e5m2 x e5m2), which reads B
+stored N x K only: without ``--trans-b`` (ours reads B stored K x N) it gets an untimed N x K copy.
 ``--dtypes float32``: our default TF32 precision against cuBLAS's TF32 GEMM (``torch.matmul`` with
 ``torch.backends.cuda.matmul.allow_tf32``); B stored N x K with ``--trans-b``, else K x N (on sm_90a
 both wgmma; K x N as C^T = B^T A^T, since wgmma reads TF32 operands K-major only). ``--dtypes
@@ -109,7 +110,7 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
     fp8 = tdt.itemsize == 1 and not int8
     fp32 = tdt == torch.float32
     torch.backends.cuda.matmul.allow_tf32 = fp32  # cuBLAS's TF32 GEMM against ours
-    trans_b = args.trans_b or fp8  # float8 tensor cores read both operands K-major
+    trans_b = args.trans_b
     if int8:
         a = torch.randint(-128, 128, (m, k), device="cuda", dtype=tdt)
         b = torch.randint(-128, 128, (n, k) if trans_b else (k, n), device="cuda", dtype=tdt)
@@ -118,10 +119,13 @@ def bench_shape(m: int, n: int, k: int, dtype_name: str, args: Any) -> dict[str,
         b = torch.randn(n, k, device="cuda").to(tdt) if trans_b else torch.randn(k, n, device="cuda").to(tdt)
     flops = 2.0 * m * n * k
     one = torch.ones((), device="cuda")
+    # cuBLASLt's float8 GEMM reads B only stored N x K: with ours reading B stored K x N, it gets a
+    # copy stored N x K, made once and not timed
+    b_nk = b if trans_b else b.T.contiguous()
 
     def product() -> Any:
         if fp8:  # cuBLASLt; fast accumulation is the plain fp32 wgmma accumulation our kernel does
-            return torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.float16, use_fast_accum=True)
+            return torch._scaled_mm(a, b_nk.T, scale_a=one, scale_b=one, out_dtype=torch.float16, use_fast_accum=True)
         if int8:
             return torch._int_mm(a, b.T if trans_b else b)
         return torch.matmul(a, b.T if trans_b else b)

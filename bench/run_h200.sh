@@ -23,7 +23,7 @@ tail -3 "$OUT/cuda_tests.log"
     --configs 128x256x64x3x256,128x256x64x4x256,128x256x64x4x256@1x2x1 --timeout 200 --out "$work/gemm.json"
   python3 bench/gemm.py --shapes 16x8192x8192 --timeout 60 --out "$work/gemm_decode.json"
   # float8 e4m3 (B stored N x K, fp16 out) against torch._scaled_mm
-  python3 bench/gemm.py --dtypes float8_e4m3fn --shapes 4096x4096x4096,8192x8192x8192 --timeout 90 \
+  python3 bench/gemm.py --dtypes float8_e4m3fn --trans-b --shapes 4096x4096x4096,8192x8192x8192 --timeout 90 \
     --out "$work/gemm_fp8.json"
   # B stored N x K (a torch.nn.Linear weight): the reference is torch.matmul(a, b.T)
   python3 bench/gemm.py --trans-b --shapes 4096x4096x4096,8192x8192x8192 \
@@ -79,6 +79,10 @@ if [ "$PART" = 4 ] || [ "$PART" = all ]; then
   # float32 at TF32 precision against cuBLAS TF32, and int8 against torch._int_mm (B stored N x K)
   python3 bench/gemm.py --dtypes float32,int8 --trans-b --shapes 4096x4096x4096,8192x8192x8192 --timeout 150 \
     --out "$work/gemm_tf32_int8.json"
+  # the same, and float8, with B stored K x N (sm_90a: swapped wgmma, C^T = B^T A^T; torch._scaled_mm
+  # gets an untimed N x K copy of B)
+  python3 bench/gemm.py --dtypes float32,int8,float8_e4m3fn --shapes 4096x4096x4096,8192x8192x8192 --timeout 200 \
+    --out "$work/gemm_b_k_by_n.json"
 } > "$OUT/bench4.log" 2>&1
 fi
 python3 - "$work" "$OUT/all.json" <<'PY'
