@@ -96,11 +96,13 @@ def flash_bwd_postprocess(batch, heads, seq_len, dim, blk=64):
 
 @tilelang.jit(out_idx=[7, 8])
 def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=2, threads=128,
-              tile_atomic=True):
+              tile_atomic=True, wgmma_pipelined=False):
     """dK and dV of one block of ``block_M`` keys (K and V tiles loaded once) over the query blocks
     that see it, ``block_N`` rows at a time; each query block's part of dQ is added to the float32
     ``dQ`` (zeroed by the caller) atomically: one ``T.atomic_add`` of the tile (TileLang's newer
-    examples), or with ``tile_atomic=False`` one per element in a ``T.Parallel`` loop (its older ones)."""
+    examples), or with ``tile_atomic=False`` one per element in a ``T.Parallel`` loop (its older ones).
+    ``wgmma_pipelined``: the loop as TileLang's ``example_mha_bwd_wgmma_pipelined`` writes it (both
+    first gemms issued before the softmax, ``wg_wait`` and ``T.wait_wgmma`` placing the waits)."""
     sm_scale = (1.0 / dim) ** 0.5
     scale = sm_scale * LOG2E
     shape = [batch, heads, seq_len, dim]
@@ -143,32 +145,59 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
             loop_st = T.floordiv(by * block_M, block_N) if is_causal else 0
             loop_ed = T.ceildiv(seq_len, block_N)
             for k in T.Pipelined(loop_st, loop_ed, num_stages=num_stages):
-                T.copy(Q[bz, bx, k * block_N:(k + 1) * block_N, :], q)
-                T.clear(qkT)
-                T.gemm(K_shared, q, qkT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(lse[bz, bx, k * block_N:(k + 1) * block_N], lse_shared)
-                for i, j in T.Parallel(block_M, block_N):
-                    qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
-                if is_causal:
+                if wgmma_pipelined:
+                    T.copy(Q[bz, bx, k * block_N:(k + 1) * block_N, :], q)
+                    T.clear(qkT)
+                    T.gemm(K_shared, q, qkT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
+                    T.copy(dO[bz, bx, k * block_N:(k + 1) * block_N, :], do)
+                    T.clear(dsT)
+                    T.gemm(V_shared, do, dsT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
+                    T.wait_wgmma(1)
+                    T.copy(lse[bz, bx, k * block_N:(k + 1) * block_N], lse_shared)
                     for i, j in T.Parallel(block_M, block_N):
-                        qkT[i, j] = T.if_then_else(by * block_M + i <= k * block_N + j, qkT[i, j], 0)
-                T.copy(dO[bz, bx, k * block_N:(k + 1) * block_N, :], do)
-                T.clear(dsT)
-                T.gemm(V_shared, do, dsT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(qkT, qkT_cast)
-                T.gemm(qkT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(Delta[bz, bx, k * block_N:(k + 1) * block_N], delta)
-                for i, j in T.Parallel(block_M, block_N):
-                    dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * sm_scale
-                T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(dsT_cast, dsT_shared)
-                T.clear(dq)
-                T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
-                if tile_atomic:
+                        qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
+                    if is_causal:
+                        for i, j in T.Parallel(block_M, block_N):
+                            qkT[i, j] = T.if_then_else(by * block_M + i <= k * block_N + j, qkT[i, j], 0)
+                    T.wait_wgmma(0)
+                    T.copy(qkT, qkT_cast)
+                    T.gemm(qkT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
+                    T.copy(Delta[bz, bx, k * block_N:(k + 1) * block_N], delta)
+                    for i, j in T.Parallel(block_M, block_N):
+                        dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * sm_scale
+                    T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow, wg_wait=1)
+                    T.copy(dsT_cast, dsT_shared)
+                    T.clear(dq)
+                    T.gemm(dsT_shared, K_shared, dq, transpose_A=True, wg_wait=1)
+                    T.wait_wgmma(0)
                     T.atomic_add(dQ[bz, bx, k * block_N:(k + 1) * block_N, :], dq)
                 else:
-                    for i, j in T.Parallel(block_N, dim):
-                        T.atomic_add(dQ[bz, bx, k * block_N + i, j], dq[i, j])
+                    T.copy(Q[bz, bx, k * block_N:(k + 1) * block_N, :], q)
+                    T.clear(qkT)
+                    T.gemm(K_shared, q, qkT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    T.copy(lse[bz, bx, k * block_N:(k + 1) * block_N], lse_shared)
+                    for i, j in T.Parallel(block_M, block_N):
+                        qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
+                    if is_causal:
+                        for i, j in T.Parallel(block_M, block_N):
+                            qkT[i, j] = T.if_then_else(by * block_M + i <= k * block_N + j, qkT[i, j], 0)
+                    T.copy(dO[bz, bx, k * block_N:(k + 1) * block_N, :], do)
+                    T.clear(dsT)
+                    T.gemm(V_shared, do, dsT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    T.copy(qkT, qkT_cast)
+                    T.gemm(qkT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
+                    T.copy(Delta[bz, bx, k * block_N:(k + 1) * block_N], delta)
+                    for i, j in T.Parallel(block_M, block_N):
+                        dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * sm_scale
+                    T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow)
+                    T.copy(dsT_cast, dsT_shared)
+                    T.clear(dq)
+                    T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
+                    if tile_atomic:
+                        T.atomic_add(dQ[bz, bx, k * block_N:(k + 1) * block_N, :], dq)
+                    else:
+                        for i, j in T.Parallel(block_N, dim):
+                            T.atomic_add(dQ[bz, bx, k * block_N + i, j], dq[i, j])
             T.copy(dv, dv_shared)
             T.copy(dk, dk_shared)
             T.copy(dv_shared, dV[bz, bx, by * block_M:(by + 1) * block_M, :])
@@ -179,7 +208,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
 
 def attention_backward(q: Any, k: Any, v: Any, o: Any, lse: Any, do: Any, is_causal: bool, block_M: int = 64,
                        block_N: int = 64, num_stages: int = 2, threads: int = 128,
-                       tile_atomic: bool = True) -> tuple[Any, Any, Any]:
+                       tile_atomic: bool = True, wgmma_pipelined: bool = False) -> tuple[Any, Any, Any]:
     """(dQ, dK, dV) of attention over BHSD fp16 tensors, given the forward's output ``o`` and its
     ``lse`` (``flash_attention_lse``) and the output's gradient ``do``: preprocess, main kernel,
     postprocess."""
@@ -189,6 +218,6 @@ def attention_backward(q: Any, k: Any, v: Any, o: Any, lse: Any, do: Any, is_cau
     delta = flash_bwd_preprocess(batch, heads, seq_len, dim)(o, do)
     dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
     main = flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=block_M, block_N=block_N,
-                     num_stages=num_stages, threads=threads, tile_atomic=tile_atomic)
+                     num_stages=num_stages, threads=threads, tile_atomic=tile_atomic, wgmma_pipelined=wgmma_pipelined)
     dk, dv = main(q, k, v, do, lse, delta, dq)
     return flash_bwd_postprocess(batch, heads, seq_len, dim)(dq), dk, dv

@@ -513,7 +513,8 @@ def _attention(causal: bool) -> Callable:
 
 
 
-def _attention_bwd(dim: int, causal: bool, tile_atomic: bool = True) -> Callable:
+def _attention_bwd(dim: int, causal: bool, tile_atomic: bool = True, wgmma_pipelined: bool = False,
+                   threads: int = 128) -> Callable:
     """Our forward (with its log-sum-exp) and backward: O, dQ, dK and dV, flattened one after the
     other, against torch autograd through float32 attention."""
 
@@ -521,7 +522,8 @@ def _attention_bwd(dim: int, causal: bool, tile_atomic: bool = True) -> Callable
         shape = (1, 2, 128, dim)
         q, k, v, do = (_randn(*shape, dtype=torch.float16, device=device, seed=30 + i) for i in range(4))
         o, lse = attention_bwd.flash_attention_lse(*shape, is_causal=causal)(q, k, v)
-        grads = attention_bwd.attention_backward(q, k, v, o, lse, do, causal, tile_atomic=tile_atomic)
+        grads = attention_bwd.attention_backward(q, k, v, o, lse, do, causal, tile_atomic=tile_atomic,
+                                                 wgmma_pipelined=wgmma_pipelined, threads=threads)
         qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
         of = F.scaled_dot_product_attention(qf, kf, vf, is_causal=causal)
         of.backward(do.float())
@@ -936,6 +938,10 @@ CASES: list[Case] = [
     Case("flash_attention_bwd_causal", _attention_bwd(64, True)),
     Case("flash_attention_bwd_element_atomics", _attention_bwd(64, False, tile_atomic=False)),
     Case("flash_attention_bwd_d128_causal", _attention_bwd(128, True)),
+    # TileLang's example_mha_bwd_wgmma_pipelined: wg_wait=-1 gemms and T.wait_wgmma (the compiler places
+    # the waits itself)
+    Case("flash_attention_bwd_wgmma_pipelined", _attention_bwd(64, False, wgmma_pipelined=True, threads=256)),
+    Case("flash_attention_bwd_wgmma_pipelined_causal", _attention_bwd(64, True, wgmma_pipelined=True, threads=256)),
     Case("gemm_split_k_alloc_global_two_kernels", _split_k_workspace),
     Case("gemm_pointers_make_tensor", _pointer_gemm, atol=1e-3, rtol=1e-3),
     Case("gqa_decode_split_kv_two_kernels", _gqa_decode),

@@ -126,6 +126,8 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "blocksparse_attention": lambda: attention.blocksparse_attention.get_ir(1, 2, 256, 64),
         "flash_attention_pipelined": lambda: attention.flash_attention.get_ir(1, 2, 256, 64, True, num_stages=2),
         "flash_attention_lse": lambda: attention_bwd.flash_attention_lse.get_ir(1, 2, 256, 64, False),
+        "flash_attention_bwd_wgmma_pipelined": lambda: attention_bwd.flash_bwd.get_ir(
+            1, 2, 256, 64, False, block_M=128, block_N=64, threads=256, wgmma_pipelined=True),
         "flash_attention_lse_causal": lambda: attention_bwd.flash_attention_lse.get_ir(1, 2, 256, 128, True),
         "combine_split_kv_4_annotated_layout": lambda: attention.combine_split_kv.get_ir(2, 3, 4, 128),
         "combine_split_kv_8_inferred_layout": lambda: attention.combine_split_kv.get_ir(2, 3, 8, 128, annotate=False),

@@ -824,3 +824,22 @@ def test_return_in_macro_under_symbolic_if():
                 guarded_store(A, bx)
 
     raises(TileLangSyntaxError, "macro-return", build, "`return` inside a symbolic `if`")
+
+
+def test_wait_wgmma_checks_its_count():
+    """``T.wait_wgmma(n)`` (TileLang's wait after ``wg_wait=-1`` gemms) is accepted and emits nothing, the
+    compiler placing the waits; a negative or symbolic count is a mistake, named at its line."""
+    def build(count):
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32), n: T.int32):
+            with T.Kernel(1, threads=64) as bx:
+                T.wait_wgmma(count(n))  # E:wait
+                for i in T.Parallel(64):
+                    A[i] = 1.0
+        return main
+
+    raises(TileLangSyntaxError, "wait", lambda: build(lambda n: -1), "T.wait_wgmma(-1)", "cannot be negative")
+    raises(TileLangSyntaxError, "wait", lambda: build(lambda n: n), "must be a Python int")
+    a = torch.zeros(64)
+    tilelang.compile(build(lambda n: 1), target="interp")(a, 3)
+    assert torch.equal(a, torch.ones(64))
