@@ -203,17 +203,13 @@ TLX_DEV void tlx_mma_tf32_z(float* c, const tlx_u32* a, const tlx_u32* b) {
                : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
 }
-// 8-bit integer T.gemm (int32 accumulators): m16n8k32 steps, the A/B registers holding 4 bytes of K
-// each (the byte layout of the fp16 atoms); tlx_pack_b4 packs 4 gathered bytes, the lowest K first.
-TLX_DEV tlx_u32 tlx_pack_b4(int b0, int b1, int b2, int b3) {
-  return (tlx_u32)(b0 & 0xff) | ((tlx_u32)(b1 & 0xff) << 8) | ((tlx_u32)(b2 & 0xff) << 16) | ((tlx_u32)b3 << 24);
-}
-// The same from 4 shared-memory byte addresses (float8 operands, whose loads convert to float).
-TLX_DEV tlx_u32 tlx_lds_b4(tlx_u32 a0, tlx_u32 a1, tlx_u32 a2, tlx_u32 a3) {
-  tlx_u32 b0, b1, b2, b3;
-  asm volatile("ld.shared.u8 %0, [%4];\n ld.shared.u8 %1, [%5];\n ld.shared.u8 %2, [%6];\n ld.shared.u8 %3, [%7];"
-               : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3));
-  return b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
+// 8-bit T.gemm (int8/uint8 with int32 accumulators, float8): m16n8k32 steps, the A/B registers
+// holding 4 bytes of K each (the byte layout of the fp16 atoms); tlx_ld_b4 gathers 4 bytes, the
+// lowest K first, read as bytes (a float8 element's load would convert it to float).
+TLX_DEV tlx_u32 tlx_ld_b4(const void* p0, const void* p1, const void* p2, const void* p3) {
+  const unsigned char *b0 = (const unsigned char*)p0, *b1 = (const unsigned char*)p1;
+  const unsigned char *b2 = (const unsigned char*)p2, *b3 = (const unsigned char*)p3;
+  return (tlx_u32)*b0 | ((tlx_u32)*b1 << 8) | ((tlx_u32)*b2 << 16) | ((tlx_u32)*b3 << 24);
 }
 // One m16n8k32 form: C is CT (int or float, asm constraint CC), DT the accumulator's PTX type.
 #define TLX_MMA_K32(NAME, CT, CC, DT, TA, TB, ZERO)                                                        \

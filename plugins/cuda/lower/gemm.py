@@ -189,11 +189,10 @@ def gather_operand(frag: Buffer, off: E.Expr | int, first: E.Expr, index: Any, s
     out = []
     for r in range(n):
         at = [index(r, base + e if e else base) for e in range(per_reg)]
-        if src.dtype.is_float and src.dtype.bits == 8:  # a float8 load converts to float: read the bytes
-            value = Intrin("tlx_lds_b4", tuple(SmemAddr(src, i) for i in at), U32)
+        if per_reg == 1:
+            value: E.Expr = Intrin("tlx_tf32", (E.Load(src, at[0]),), U32)
         else:
-            loads = tuple(E.Load(src, i) for i in at)
-            value = Intrin("tlx_tf32", loads, U32) if per_reg == 1 else Intrin("tlx_pack_b4", loads, U32)
+            value = Intrin("tlx_ld_b4", tuple(PtrTo(src, i, "r") for i in at), U32)
         out.append(Store(frag, (_at(off, first + r),), value))
     return Seq(tuple(out))
 
