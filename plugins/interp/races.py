@@ -15,14 +15,17 @@ for bit, conflicts with nothing: whichever block runs first, every block sees an
 value (several blocks storing one value is benign). Reads are checked against stores whatever the
 values, since the value before a store is not remembered.
 
-Each record is an ``int64`` per element, ``block << 16 | site`` (``site``: an index into the list
-of the accesses' source locations), ``-1`` for none; two slots per kind: the first block and the
-first other block, which is all a conflict check needs. Tensors the kernel never writes are not
-tracked (nothing can race on them), so reading inputs costs nothing.
+Each record is an integer per element, ``block << 12 | site`` (``site``: an index into the list
+of the accesses' source locations, the 4095th and later unnamed), ``-1`` for none, in ``int32``
+for grids of fewer than 2^19 blocks; two slots per kind: the first block and the first other
+block, which is all a conflict check needs (the second made only once some element needs it).
+Tensors the kernel never writes are not tracked (nothing can race on them), so reading inputs
+costs nothing.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,41 +40,80 @@ __all__ = ["RACE_CHECK_KEY", "RaceTracker"]
 #: The pass config that turns the check on or off for one kernel (else ``knobs.interp.race_check``).
 RACE_CHECK_KEY = "tlx.interp_race_check"
 
-_SITE_BITS = 16
+_SITE_BITS = 12
 _NO_SITE = (1 << _SITE_BITS) - 1
+#: Grids of fewer blocks keep their records in ``int32``.
+_INT32_BLOCKS = 1 << (31 - _SITE_BITS)
 _STORE, _READ, _ATOMIC = "store", "read", "atomic"
+
+
+def _at(a: np.ndarray, shape: tuple[int, ...] | None) -> np.ndarray:
+    """Records ``a`` (flat) as indexed by a ``Where``'s index: flat, or shaped like the tensor."""
+    return a if shape is None else a.reshape(shape)
 
 
 class _Marks:
     """One kind of access to one tensor: per element, the first block's record and the first
     record of another block (``-1``: none)."""
 
-    __slots__ = ("first", "other")
+    __slots__ = ("first", "_other")
 
-    def __init__(self, size: int) -> None:
-        self.first = np.full(size, -1, dtype=np.int64)
-        self.other = np.full(size, -1, dtype=np.int64)
+    def __init__(self, size: int, dtype: type) -> None:
+        self.first = np.full(size, -1, dtype=dtype)
+        self._other: np.ndarray | None = None  # made when a second block makes this access somewhere
+
+    @property
+    def other(self) -> np.ndarray:
+        if self._other is None:
+            self._other = np.full_like(self.first, -1)
+        return self._other
 
     def clear(self) -> None:
         self.first.fill(-1)
-        self.other.fill(-1)
+        self._other = None
 
-    def conflict(self, shape: tuple[int, ...], ix: Any, block: int) -> tuple[Any, Any]:
+    def conflict(self, shape: tuple[int, ...] | None, ix: Any, block: int) -> tuple[Any, Any] | None:
         """Per accessed element, whether a block other than ``block`` made this kind of access, and
-        that block's record."""
-        first = self.first.reshape(shape)[ix]
-        other = self.other.reshape(shape)[ix]
-        first_is_other = (first >= 0) & ((first >> _SITE_BITS) != block)
-        rec = np.where(first_is_other, first, other)
-        return rec >= 0, rec
+        that block's record; ``None`` when there is no such element."""
+        if type(ix) is int:  # one element: plain ints are faster than numpy scalars
+            f = int(self.first[ix])
+            if f < 0:
+                return None
+            if f >> _SITE_BITS != block:
+                return True, f
+            o = -1 if self._other is None else int(self._other[ix])
+            return (True, o) if o >= 0 else None
+        first = _at(self.first, shape)[ix]
+        seen = first >= 0
+        if not seen.any():
+            return None
+        mine = seen & ((first >> _SITE_BITS) == block)
+        hit = seen & ~mine
+        rec = first
+        if self._other is not None and mine.any():  # the other slot holds another block's record, if any
+            other = _at(self.other, shape)[ix]
+            hit = hit | (mine & (other >= 0))
+            rec = np.where(mine, other, first)
+        return (hit, rec) if hit.any() else None
 
-    def add(self, shape: tuple[int, ...], ix: Any, block: int, rec: int) -> None:
-        first_v = self.first.reshape(shape)
-        other_v = self.other.reshape(shape)
+    def add(self, shape: tuple[int, ...] | None, ix: Any, block: int, rec: int) -> None:
+        if type(ix) is int:
+            f = int(self.first[ix])
+            if f < 0:
+                self.first[ix] = rec
+            elif f >> _SITE_BITS != block and self.other[ix] < 0:
+                self.other[ix] = rec
+            return
+        first_v = _at(self.first, shape)
         first = first_v[ix]
-        first_v[ix] = np.where(first < 0, rec, first)
-        new_other = (first >= 0) & ((first >> _SITE_BITS) != block)
-        if np.any(new_other):
+        empty = first < 0
+        if empty.all():
+            first_v[ix] = rec
+            return
+        first_v[ix] = np.where(empty, rec, first)
+        new_other = ~empty & ((first >> _SITE_BITS) != block)
+        if new_other.any():
+            other_v = _at(self.other, shape)
             other = other_v[ix]
             other_v[ix] = np.where(new_other & (other < 0), rec, other)
 
@@ -79,14 +121,15 @@ class _Marks:
 class _Tensor:
     """The records of one global tensor (views of the same memory and element size share them)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, dtype: type) -> None:
         self.size = size
+        self.dtype = dtype
         self.kinds: dict[str, _Marks] = {}
 
     def marks(self, kind: str) -> _Marks:
         m = self.kinds.get(kind)
         if m is None:
-            m = self.kinds[kind] = _Marks(self.size)
+            m = self.kinds[kind] = _Marks(self.size, self.dtype)
         return m
 
     def clear(self) -> None:
@@ -120,55 +163,51 @@ class RaceTracker:
     def tracks(self, buf: Buffer) -> bool:
         return buf.scope == "global" and id(buf.storage) in self.tracked
 
-    # ---- accesses ------------------------------------------------------------------------------
+    # ---- accesses ----------------------------------------------------------------------------
     def store(self, buf: Buffer, arr: np.ndarray, ix: Any, values: Any, block: int, loc: SourceLoc | None) -> None:
         """Block ``block`` stores ``values`` (broadcastable to ``arr[ix]``) into ``arr[ix]``; call
-        before the store."""
+        before the store. ``ix``: a tuple of slices, or of indices (numbers or index arrays)."""
         t = self._tensor(buf, arr)
-        shape = arr.shape
+        shape, at = _where(arr.shape, ix)
         changed = None
         for kind in (_STORE, _READ, _ATOMIC):
             m = t.kinds.get(kind)
-            if m is None:
-                continue
-            hit, rec = m.conflict(shape, ix, block)
-            if not np.any(hit):
+            found = None if m is None else m.conflict(shape, at, block)
+            if found is None:
                 continue
             if changed is None:
                 changed = _changes(arr, ix, values)
-            hit = hit & changed
+            hit = found[0] & changed
             if np.any(hit):
-                self._report(_STORE, kind, buf, arr, ix, hit, rec, block, loc)
-        t.marks(_STORE).add(shape, ix, block, self._record(block, loc))
+                self._report(_STORE, kind, buf, arr.shape, shape, at, hit, found[1], block, loc)
+        t.marks(_STORE).add(shape, at, block, self._record(block, loc))
 
     def read(self, buf: Buffer, arr: np.ndarray, ix: Any, block: int, loc: SourceLoc | None) -> None:
         """Block ``block`` reads ``arr[ix]``."""
-        t = self._tensor(buf, arr)
-        for kind in (_STORE, _ATOMIC):
-            m = t.kinds.get(kind)
-            if m is not None:
-                hit, rec = m.conflict(arr.shape, ix, block)
-                if np.any(hit):
-                    self._report(_READ, kind, buf, arr, ix, hit, rec, block, loc)
-        t.marks(_READ).add(arr.shape, ix, block, self._record(block, loc))
+        self._access(_READ, (_STORE, _ATOMIC), buf, arr, ix, block, loc)
 
     def atomic(self, buf: Buffer, arr: np.ndarray, ix: Any, block: int, loc: SourceLoc | None) -> None:
         """Block ``block`` updates ``arr[ix]`` with an atomic."""
-        t = self._tensor(buf, arr)
-        for kind in (_STORE, _READ):
-            m = t.kinds.get(kind)
-            if m is not None:
-                hit, rec = m.conflict(arr.shape, ix, block)
-                if np.any(hit):
-                    self._report(_ATOMIC, kind, buf, arr, ix, hit, rec, block, loc)
-        t.marks(_ATOMIC).add(arr.shape, ix, block, self._record(block, loc))
+        self._access(_ATOMIC, (_STORE, _READ), buf, arr, ix, block, loc)
 
     # ---- helpers -------------------------------------------------------------------------------
+    def _access(self, now: str, against: tuple[str, ...], buf: Buffer, arr: np.ndarray, ix: Any, block: int,
+                loc: SourceLoc | None) -> None:
+        t = self._tensor(buf, arr)
+        shape, at = _where(arr.shape, ix)
+        for kind in against:
+            m = t.kinds.get(kind)
+            found = None if m is None else m.conflict(shape, at, block)
+            if found is not None:
+                self._report(now, kind, buf, arr.shape, shape, at, found[0], found[1], block, loc)
+        t.marks(now).add(shape, at, block, self._record(block, loc))
+
     def _tensor(self, buf: Buffer, arr: np.ndarray) -> _Tensor:
         key = (id(buf.storage), arr.dtype.itemsize)
         t = self.tensors.get(key)
         if t is None:
-            t = self.tensors[key] = _Tensor(arr.size)
+            small = math.prod(self.dims) < _INT32_BLOCKS
+            t = self.tensors[key] = _Tensor(arr.size, np.int32 if small else np.int64)
         return t
 
     def _record(self, block: int, loc: SourceLoc | None) -> int:
@@ -186,18 +225,33 @@ class RaceTracker:
             return (block,)
         return tuple(int(i) for i in np.unravel_index(block, self.dims[::-1])[::-1])
 
-    def _report(self, now: str, earlier: str, buf: Buffer, arr: np.ndarray, ix: Any, hit: Any, rec: Any,
-                block: int, loc: SourceLoc | None) -> None:
+    def _report(self, now: str, earlier: str, buf: Buffer, full: tuple[int, ...], shape: tuple[int, ...] | None,
+                at: Any, hit: Any, rec: Any, block: int, loc: SourceLoc | None) -> None:
         hit = np.asarray(hit)
         pos = np.unravel_index(int(np.argmax(hit)), hit.shape) if hit.ndim else ()
-        flat = np.broadcast_to(np.arange(arr.size).reshape(arr.shape)[ix], hit.shape)[pos]
-        index = ", ".join(str(int(i)) for i in np.unravel_index(int(flat), arr.shape))
+        flat = at if shape is None else np.arange(math.prod(shape)).reshape(shape)[at]
+        flat = int(np.broadcast_to(flat, hit.shape)[pos])
+        index = ", ".join(str(int(i)) for i in np.unravel_index(flat, full))
         other = int(np.broadcast_to(rec, hit.shape)[pos])
         site = other & _NO_SITE
         other_loc = self.sites[site] if site < len(self.sites) else None
         raise RaceError(_message(self.kernel, now, earlier, f"`{buf.name}`[{index}]", self._block(block),
                                  self._block(other >> _SITE_BITS), other_loc),
                         loc=loc, hint=_HINTS[(now, earlier)])
+
+
+def _where(full: tuple[int, ...], ix: tuple) -> tuple[tuple[int, ...] | None, Any]:
+    """How the records are indexed for ``arr[ix]`` (``arr`` of shape ``full``): slices index them
+    shaped like the tensor (``(full, ix)``); numbers and index arrays (already in bounds) become
+    flat indices (``(None, flat)``), so each gather is one ``take``; an ``int`` for one element."""
+    if any(type(i) is slice for i in ix):
+        return full, ix
+    if not any(type(i) is np.ndarray and i.ndim for i in ix):
+        flat = 0
+        for i, n in zip(ix, full):
+            flat = flat * n + int(i)
+        return None, flat
+    return None, np.ravel_multi_index(ix, full)
 
 
 def _changes(arr: np.ndarray, ix: Any, values: Any) -> Any:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
@@ -15,6 +17,13 @@ from tilelang_x.core_ir.errors import RaceError
 
 where, raises = located_errors(__file__)
 
+
+@pytest.fixture(autouse=True)
+def _check_on() -> Iterator[None]:
+    """The check on, whatever TILELANG_X_INTERP_RACE_CHECK says in the environment."""
+    with knobs.scope(interp_race_check=True):
+        yield
+
 #: Two sequences of rows, [0, 5) and [5, 12), one block each, as in varlen attention.
 STARTS = torch.tensor([0, 5, 12], dtype=torch.int32)
 
@@ -23,10 +32,10 @@ def _interp(func: object, **configs: object) -> object:
     return tilelang.compile(func, target="interp", pass_configs=configs or None)
 
 
-def _rows(block_m: int, guard: bool, same: bool = False) -> object:
+def _rows(block_m: int, guard: bool, same: bool = False, slack: int = 0) -> object:
     """Each block scales its sequence's rows of X into Y, a whole ``block_m``-row tile at a time
     (``same``: every block by 2, else block ``bx`` by ``bx + 1``). Unguarded, block 0's tile runs
-    past its sequence into rows block 1 stores."""
+    past its sequence into rows block 1 stores; ``slack``: the guard lets that many rows more."""
 
     @T.prim_func
     def main(X: T.Tensor((12, 8), T.float32), Starts: T.Tensor((3,), T.int32), Y: T.Tensor((12, 8), T.float32)):
@@ -39,8 +48,8 @@ def _rows(block_m: int, guard: bool, same: bool = False) -> object:
                 t[i, j] = t[i, j] * (2.0 if same else T.cast(bx + 1, T.float32))
             if guard:
                 for i, j in T.Parallel(block_m, 8):
-                    if s + i < e:
-                        Y[s + i, j] = t[i, j]
+                    if s + i < e + slack:
+                        Y[s + i, j] = t[i, j]  # E:element_store
             else:
                 T.copy(t, Y[s, 0])  # E:tile_store
 
@@ -63,6 +72,13 @@ def test_the_same_kernel_guarded_by_each_row_s_bound_passes() -> None:
     x, y = torch.randn(12, 8), torch.zeros(12, 8)
     _interp(_rows(8, guard=True))(x, STARTS, y)
     torch.testing.assert_close(y, _expected(x))
+
+
+def test_an_off_by_one_guard_on_element_stores_races() -> None:
+    """The per-lane (scatter) path: block 0's guard lets row 5 through, which block 1 owns."""
+    raises(RaceError, "element_store",
+           lambda: _interp(_rows(8, guard=True, slack=1))(torch.randn(12, 8), STARTS, torch.zeros(12, 8)),
+           "block (1) stores to `Y`[5, 0], which block (0) also stores to")
 
 
 def test_blocks_storing_the_same_values_do_not_race() -> None:
