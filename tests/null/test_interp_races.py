@@ -48,7 +48,7 @@ def _rows(block_m: int, guard: bool, same: bool = False, slack: int = 0) -> obje
                 t[i, j] = t[i, j] * (2.0 if same else T.cast(bx + 1, T.float32))
             if guard:
                 for i, j in T.Parallel(block_m, 8):
-                    if s + i < e + slack:
+                    if s + i < T.min(e + slack, 12):
                         Y[s + i, j] = t[i, j]  # E:element_store
             else:
                 T.copy(t, Y[s, 0])  # E:tile_store
