@@ -232,7 +232,7 @@ class Program:
         self.body = body
         self.written = compiler.written_params()
         self.race_check = race_check  # the pass config tlx.interp_race_check (None: the knob decides)
-        self.race_tracked = compiler.race_tracked()
+        self.race_tracked = compiler.race_candidates
         self.bind_views = compiler.param_views()
         self._by_name = {var.name: slot for var, slot in compiler.shape_var_slots()}
 
