@@ -187,3 +187,36 @@ def test_a_plain_store_to_what_another_block_updates_atomically_races() -> None:
 
     raises(RaceError, "plain_after_atomic", lambda: _interp(main)(torch.zeros(1)),
            "block (1) stores to `Out`[0], which block (0) atomically updates", where("atomic")[:-1])
+
+
+def test_a_race_after_a_grid_sync_is_still_reported() -> None:
+    """The barrier forgets what came before it, not what comes after."""
+
+    @T.prim_func
+    def main(Out: T.Tensor((2,), T.float32)):
+        with T.Kernel(2, threads=32) as bx:
+            Out[bx] = 1.0
+            T.sync_grid()
+            Out[0] = T.cast(bx, T.float32)  # E:after_barrier
+
+    raises(RaceError, "after_barrier", lambda: _interp(main)(torch.zeros(2)),
+           "block (1) stores to `Out`[0], which block (0) also stores to")
+
+
+def test_blocks_ordered_by_flags_are_not_checked() -> None:
+    """A kernel that reads T.atomic_load may order its blocks through flags, which the check does not
+    model: block 1 reads what block 0 published before raising its flag, and that is correct."""
+
+    @T.prim_func
+    def main(Data: T.Tensor((2,), T.float32), Flags: T.Tensor((2,), T.int32), Y: T.Tensor((2,), T.float32)):
+        with T.Kernel(2, threads=32) as bx:
+            Data[bx] = T.cast(bx + 1, T.float32)
+            T.atomic_store(Flags[bx], 1, memory_order="release")
+            if bx > 0:
+                while T.atomic_load(Flags[bx - 1], memory_order="acquire") == 0:
+                    pass
+                Y[bx] = Data[bx - 1]
+
+    y = torch.zeros(2)
+    _interp(main)(torch.zeros(2), torch.zeros(2, dtype=torch.int32), y)
+    assert y.tolist() == [0.0, 1.0]
