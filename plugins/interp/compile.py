@@ -133,7 +133,7 @@ class Compiler(ExprCompiler):
 
     def race_tracked(self) -> set[int]:
         """Ids of the storage buffers of the global tensors the race check follows: those the kernel
-        writes. None in a kernel that reads ``T.atomic_load``: its blocks may order themselves through
+        writes; none in a kernel that reads ``T.atomic_load``: its blocks may order themselves through
         flags, which the check does not model."""
         if any(isinstance(n, E.AtomicLoad) for n in walk(self.func.body)):
             return set()

@@ -48,7 +48,7 @@ _STORE, _READ, _ATOMIC = "store", "read", "atomic"
 
 
 def _at(a: np.ndarray, shape: tuple[int, ...] | None) -> np.ndarray:
-    """Records ``a`` (flat) as indexed by a ``Where``'s index: flat, or shaped like the tensor."""
+    """Records ``a`` (flat) as ``_where``'s index addresses them: flat, or shaped like the tensor."""
     return a if shape is None else a.reshape(shape)
 
 
