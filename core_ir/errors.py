@@ -96,3 +96,9 @@ class CompilationError(TileLangError):
 
 class VerificationError(TileLangError):
     """The IR verifier found an ill-formed function."""
+
+
+class RaceError(TileLangError):
+    """The interpreter found two blocks of one launch accessing the same element of a global tensor
+    with no grid barrier between, at least one of them storing it (not atomically): on a GPU the
+    blocks run concurrently and the result depends on their order."""

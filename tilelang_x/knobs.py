@@ -99,6 +99,13 @@ class _Autotune(_Namespace):
     print = _Knob("PRINT_AUTOTUNING", False, bool, "Print each tuning's candidates, times and winner to stderr.")
 
 
+class _Interp(_Namespace):
+    race_check = _Knob("INTERP_RACE_CHECK", True, bool,
+                       "The interpreter raises RaceError when two blocks of a launch access one element of a global "
+                       "tensor, one of them storing it, with no T.sync_grid() between (pass config "
+                       "tlx.interp_race_check overrides it per kernel).")
+
+
 class _Testing(_Namespace):
     accept = _Knob("ACCEPT", False, bool, "Rewrite golden files instead of comparing against them.")
 
@@ -108,10 +115,11 @@ compile = _Compile()
 cache = _Cache()
 runtime = _Runtime()
 autotune = _Autotune()
+interp = _Interp()
 testing = _Testing()
 
 _NAMESPACES = {"target": target, "compile": compile, "cache": cache, "runtime": runtime, "autotune": autotune,
-               "testing": testing}
+               "interp": interp, "testing": testing}
 
 
 def all_knobs() -> dict[str, _Knob]:

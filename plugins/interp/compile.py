@@ -57,6 +57,7 @@ from .compile_expr import ExprCompiler, Fn
 from .grid_sync import Turns, run_blocks
 from .lanes import lane_varying_loop, out_of_bounds, vec_store
 from .lower import Executor, LowerContext
+from .races import RACE_CHECK_KEY
 from .runtime import FRAME, MASK, UNBOUND, Program, is_vec
 from .views import view_binder
 from .warp_regions import Regions
@@ -114,6 +115,7 @@ class Compiler(ExprCompiler):
         self.thread_par: Par | None = None  # the lanes of such a kernel, for its per-thread buffers
         self.divergence = 0  # divergent ``if`` / loops around the statement being compiled
         self.regions: Regions | None = None  # of a kernel with T.ws regions or barriers (``warp_regions``)
+        self.race_candidates = self.race_tracked()
 
     def written_params(self) -> set[int]:
         """Indices of the buffer parameters the kernel may write (through a view too)."""
@@ -128,6 +130,16 @@ class Compiler(ExprCompiler):
             elif isinstance(node, TileOp):
                 written.update(id(r.buffer.storage) for r in node.regions())
         return {i for i, p in enumerate(self.func.params) if id(p) in written}
+
+    def race_tracked(self) -> set[int]:
+        """Ids of the storage buffers of the global tensors the race check follows: those the kernel
+        writes; none in a kernel that reads ``T.atomic_load``: its blocks may order themselves through
+        flags, which the check does not model."""
+        if any(isinstance(n, E.AtomicLoad) for n in walk(self.func.body)):
+            return set()
+        written = self.written_params()
+        return {id(p.storage) for i, p in enumerate(self.func.params)
+                if i in written and isinstance(p, Buffer) and p.scope == "global"}
 
     def param_views(self) -> list[Fn]:
         """Binders of the views of buffer parameters (run once the arguments are bound)."""
@@ -377,6 +389,7 @@ class Compiler(ExprCompiler):
         if len(fidx) != buf.ndim:
             raise TileLangError(f"{len(fidx)} indices for {buf.ndim}-d buffer `{name}`", loc=where)
         lane_slot = self.private.get(id(buf))
+        race = buf if id(buf.storage) in self.race_candidates else None
         if lane_slot is not None:
             def private_store(env: list) -> None:
                 lanes = env[lane_slot]
@@ -392,12 +405,15 @@ class Compiler(ExprCompiler):
             if arr is UNBOUND:
                 raise TileLangError(f"buffer `{name}` is written before it is allocated", loc=where)
             if env[MASK] is not None or is_vec(v):
-                return vec_store(env, arr, idx, v, name, where)
+                return vec_store(env, arr, idx, v, name, where, race=race)
             for i, n in zip(idx, arr.shape):
                 if is_vec(i):
-                    return vec_store(env, arr, idx, v, name, where)
+                    return vec_store(env, arr, idx, v, name, where, race=race)
                 if not 0 <= i < n:
                     out_of_bounds("write to", name, idx, arr.shape, where)
+            if race is not None and env[FRAME].races is not None:
+                frame = env[FRAME]
+                frame.races.store(buf, arr, idx, v, frame.block_id, where)
             arr[idx] = v
 
         return store
@@ -482,11 +498,14 @@ class Compiler(ExprCompiler):
                 return
             if bind_threads is not None:
                 bind_threads(env)
-            for rev in itertools.product(*[range(n) for n in reversed(dims)]):
+            if frame.races is not None:
+                frame.races.launch(dims)
+            for block_id, rev in enumerate(itertools.product(*[range(n) for n in reversed(dims)])):
                 block = rev[::-1]
                 for k, t, b in zip(slots, types, block):
                     env[k] = t(b)
                 frame.block = block
+                frame.block_id = block_id
                 frame.first_block = not any(block)
                 if regions is not None:
                     regions.run_block(env, block, body)
@@ -505,14 +524,17 @@ class Compiler(ExprCompiler):
             if bind_threads is not None:
                 bind_threads(env)
             launch = env[FRAME]
+            races = launch.races
+            if races is not None:
+                races.launch(dims)
 
             def start(block: tuple[int, ...], turns: Turns, i: int) -> Callable[[], None]:
-                benv = launch.fork(block, turns, i).env
+                benv = launch.fork(block, turns, i, block_id=i).env
                 for k, t, b in zip(slots, types, block):
                     benv[k] = t(b)
                 return lambda: body(benv)
 
-            run_blocks(dims, start, loc)
+            run_blocks(dims, start, loc, None if races is None else races.barrier)
 
         return kernel
 
@@ -703,7 +725,9 @@ def build_program(func: PrimFunc, target: Any, lower_op: Callable[..., Any] | No
             comp.var_slot(p)
     comp.shape_var_slots()
     body = comp.stmt(func.body)
-    return Program(func, comp, body if body is not None else (lambda env: None))
+    race_check = (ctx.options.get("pass_configs") or {}).get(RACE_CHECK_KEY)
+    return Program(func, comp, body if body is not None else (lambda env: None),
+                   None if race_check is None else bool(race_check))
 
 
 def _registry_lower_op() -> Callable[..., Any]:

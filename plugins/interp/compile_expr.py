@@ -21,7 +21,7 @@ from tilelang_x.core_ir.stmt import PrimFunc
 from . import numerics
 from .ieee import ieee_function
 from .lanes import out_of_bounds, vec_load
-from .runtime import MASK, UNBOUND, is_vec
+from .runtime import FRAME, MASK, UNBOUND, is_vec
 from .warp import warp_fn
 
 Fn = Callable[[list], Any]
@@ -105,6 +105,7 @@ class ExprCompiler:
         self.private: dict[int, int] = {}  # id(buffer) -> env slot of its lane index grids
         self.thread_slots: dict[int, int] = {}  # thread dimension -> env slot of its per-thread indices
         self.nthreads = 0  # lanes of a kernel that runs one lane per thread (see ``threads``), else 0
+        self.race_candidates: set[int] = set()  # ids of the storages the race check may follow (``Compiler``)
 
     # ---- slots ----------------------------------------------------------------------------------
     @property
@@ -346,6 +347,7 @@ class ExprCompiler:
         if len(fidx) != buf.ndim:
             raise TileLangError(f"{len(fidx)} indices for {buf.ndim}-d buffer `{name}`", loc=where)
         lane_slot = self.private.get(id(buf))
+        race = buf if id(buf.storage) in self.race_candidates else None
         if lane_slot is not None:
             def private_load(env: list) -> Any:
                 lanes = env[lane_slot]
@@ -361,9 +363,12 @@ class ExprCompiler:
                 raise TileLangError(f"buffer `{name}` is read before it is allocated", loc=where)
             for i, n in zip(idx, arr.shape):
                 if is_vec(i):
-                    return vec_load(env, arr, idx, name, where)
+                    return vec_load(env, arr, idx, name, where, race=race)
                 if not 0 <= i < n:
                     out_of_bounds("read of", name, idx, arr.shape, where)
+            if race is not None and env[FRAME].races is not None:
+                frame = env[FRAME]
+                frame.races.read(buf, arr, idx, frame.block_id, where)
             return arr[idx]
 
         return load

@@ -32,10 +32,11 @@ _READY, _WAITING, _DONE = "ready", "waiting", "done"
 class Turns(TakingTurns):
     """Whose turn it is among the ``n`` blocks of one launch (see the module docstring)."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, on_barrier: Callable[[], None] | None = None) -> None:
         super().__init__()
         self.state = [_READY] * n
         self.finished_in_phase = 0
+        self.on_barrier = on_barrier  # called when every block passed a barrier (the race check's)
 
     def arrive(self, i: int, loc: SourceLoc | None) -> None:
         """Block ``i`` reached a ``T.sync_grid()``: the next block runs; ``i`` resumes in the next phase."""
@@ -62,6 +63,8 @@ class Turns(TakingTurns):
                     f"that {len(waiting)} other block(s) wait at (on a GPU the kernel would hang)", loc=loc,
                     hint="every block must reach the same number of T.sync_grid() calls: keep them out of "
                     "conditions and loops whose trip count differs between blocks")
+            if waiting and self.on_barrier is not None and self.error is None:
+                self.on_barrier()
             for j in waiting:
                 self.state[j] = _READY
             self.finished_in_phase = 0
@@ -71,16 +74,17 @@ class Turns(TakingTurns):
 
 
 def run_blocks(dims: Sequence[int], start: Callable[[tuple[int, ...], Turns, int], Any],
-               loc: SourceLoc | None) -> None:
+               loc: SourceLoc | None, on_barrier: Callable[[], None] | None = None) -> None:
     """Run the blocks of grid ``dims`` side by side, one at a time between grid barriers.
-    ``start(block, turns, i)`` prepares block ``i`` and returns the function that runs it."""
+    ``start(block, turns, i)`` prepares block ``i`` (the ``i``-th in grid order, x fastest) and
+    returns the function that runs it; ``on_barrier()`` runs each time all blocks passed a barrier."""
     blocks = [rev[::-1] for rev in itertools.product(*[range(n) for n in reversed(dims)])]
     if len(blocks) > MAX_GRID_BLOCKS:
         raise BackendNotImplementedError(
             f"the interpreter runs a kernel with T.sync_grid() on at most {MAX_GRID_BLOCKS} blocks (one thread "
             f"each); this grid has {len(blocks)}", loc=loc,
             hint="use fewer, larger blocks (each may loop over several tiles), or run it on a GPU")
-    turns = Turns(len(blocks))
+    turns = Turns(len(blocks), on_barrier)
 
     def run(i: int) -> None:
         fn = start(blocks[i], turns, i)

@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from tilelang_x.core_ir.buffer import Buffer
 from tilelang_x.core_ir.errors import OutOfBoundsError
 from tilelang_x.core_ir.source import SourceLoc
 
-from .runtime import MASK, is_vec
+from .runtime import FRAME, MASK, is_vec
 
 
 def out_of_bounds(what: str, name: str, idx: tuple, shape: tuple, loc: SourceLoc | None, nl: int = 0) -> None:
@@ -53,26 +54,40 @@ def _in_bounds(idx: tuple, shape: tuple) -> bool:
     return True
 
 
-def vec_load(env: list, arr: np.ndarray, idx: tuple, name: str, loc: SourceLoc | None, nl: int = 0) -> Any:
-    """``arr[idx]`` for index arrays (a gather), bounds-checked on the active lanes only."""
+def _active(mask: np.ndarray, idx: tuple) -> tuple[np.ndarray, tuple]:
+    """The lanes' shape broadcast with ``mask``, and the indices of the active lanes."""
+    shape = np.broadcast_shapes(mask.shape, *[i.shape for i in idx if is_vec(i)])
+    m = np.broadcast_to(mask, shape)
+    return m, tuple(np.broadcast_to(i, shape)[m] if is_vec(i) else i for i in idx)
+
+
+def vec_load(env: list, arr: np.ndarray, idx: tuple, name: str, loc: SourceLoc | None, nl: int = 0,
+             race: Buffer | None = None) -> Any:
+    """``arr[idx]`` for index arrays (a gather), bounds-checked on the active lanes only.
+    ``race``: the global buffer read, when the launch's race check follows it."""
     mask = env[MASK]
+    races = env[FRAME].races if race is not None else None
     if mask is None or _in_bounds(idx, arr.shape):
         if mask is None:
             _check_lanes("read of", name, idx, arr.shape, loc, nl)
+        if races is not None:
+            races.read(race, arr, idx if mask is None else _active(mask, idx)[1], env[FRAME].block_id, loc)
         return arr[idx]
     # only the active lanes load; the others read zero
-    shape = np.broadcast_shapes(mask.shape, *[i.shape for i in idx if is_vec(i)])
-    m = np.broadcast_to(mask, shape)
-    sel = tuple(np.broadcast_to(i, shape)[m] if is_vec(i) else i for i in idx)
+    m, sel = _active(mask, idx)
+    shape = m.shape
     _check_lanes("read of", name, sel, arr.shape, loc, nl)
+    if races is not None:
+        races.read(race, arr, sel, env[FRAME].block_id, loc)
     out = np.zeros(shape, dtype=arr.dtype)
     out[m] = arr[sel]
     return out
 
 
 def vec_store(env: list, arr: np.ndarray, idx: tuple, v: Any, name: str, loc: SourceLoc | None,
-               nl: int = 0) -> None:
-    """``arr[idx] = v`` for index arrays (a scatter) on the active lanes, bounds-checked."""
+              nl: int = 0, race: Buffer | None = None) -> None:
+    """``arr[idx] = v`` for index arrays (a scatter) on the active lanes, bounds-checked.
+    ``race``: the global buffer stored to, when the launch's race check follows it."""
     mask = env[MASK]
     shapes = [i.shape for i in idx if is_vec(i)]
     if is_vec(v):
@@ -90,6 +105,9 @@ def vec_store(env: list, arr: np.ndarray, idx: tuple, v: Any, name: str, loc: So
     if not len(vals):
         return
     _check_lanes("write to", name, sel, arr.shape, loc, nl)
+    races = env[FRAME].races if race is not None else None
+    if races is not None:
+        races.store(race, arr, sel, vals, env[FRAME].block_id, loc)
     arr[sel] = vals
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tilelang_x import knobs
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import ArgumentError, OutOfBoundsError, ShapeMismatchError, TileLangError
@@ -23,6 +24,7 @@ from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import PrimFunc
 
 from . import numerics
+from .races import RaceTracker
 
 if TYPE_CHECKING:
     from .compile import Compiler
@@ -52,7 +54,8 @@ def fmt_region(name: str, starts: Sequence[int], extents: Sequence[int]) -> str:
 class Frame:
     """The state of one kernel launch; tile-op executors receive it (see ``lower/__init__``)."""
 
-    __slots__ = ("program", "env", "block", "first_block", "parallel_depth", "grids", "loc", "turns", "turn")
+    __slots__ = ("program", "env", "block", "block_id", "first_block", "parallel_depth", "grids", "loc", "turns",
+                 "turn", "races")
 
     def __init__(self, program: Program, nslots: int) -> None:
         self.program = program
@@ -60,21 +63,26 @@ class Frame:
         self.env[MASK] = None
         self.env[FRAME] = self
         self.block: tuple[int, ...] = ()
+        self.block_id = 0  # the block's linear index (x fastest)
         self.first_block = True
         self.parallel_depth = 0
         self.grids: list[np.ndarray] = []  # the index grids of the T.Parallel loops around this point
         self.loc: SourceLoc | None = None  # of the tile op running now
         self.turns: Any = None  # a kernel with T.sync_grid(): its blocks' grid_sync.Turns
         self.turn = 0  # and this block's place in them
+        self.races: RaceTracker | None = None  # this launch's, when the race check is on
 
-    def fork(self, block: tuple[int, ...], turns: Any, turn: int) -> Frame:
+    def fork(self, block: tuple[int, ...], turns: Any, turn: int, block_id: int | None = None) -> Frame:
         """The frame of one block of a kernel with ``T.sync_grid()``, which runs beside the others
-        (``grid_sync``): its own copy of the slots."""
+        (``grid_sync``), or of one warpgroup of a block (``team``): its own copy of the slots.
+        ``block_id``: the block's linear index (``None``: this frame's)."""
         f = Frame.__new__(Frame)
         f.program = self.program
         f.env = list(self.env)
         f.env[FRAME] = f
         f.block = block
+        f.block_id = self.block_id if block_id is None else block_id
+        f.races = self.races
         f.first_block = not any(block)
         f.parallel_depth = 0
         f.grids = []
@@ -121,12 +129,16 @@ class Frame:
             )
         return tuple(int(s) for s in starts), tuple(int(e) for e in extents)
 
-    def read(self, region: Region, loc: SourceLoc | None = None) -> np.ndarray:
+    def read(self, region: Region, loc: SourceLoc | None = None, atomic: bool = False) -> np.ndarray:
         """The values of ``region`` (shape = its extents); out-of-range parts of a global
-        buffer read as zero."""
+        buffer read as zero. ``atomic``: the read of an atomic update (for the race check)."""
         arr = self.array(region.buffer)
         starts, extents = self.bounds(region)
         src, dst, inside = _clip(starts, extents, arr.shape)
+        races = self.races
+        if races is not None and dst is not None and races.tracks(region.buffer):
+            account = races.atomic if atomic else races.read
+            account(region.buffer, arr, src, self.block_id, loc or self.loc)
         if inside:
             return arr[src]
         self._check_guarded(region, starts, extents, arr.shape, "read of", loc)
@@ -135,9 +147,11 @@ class Frame:
             out[dst] = arr[src]
         return out
 
-    def write(self, region: Region, values: Any, src_dtype: Any = None, loc: SourceLoc | None = None) -> None:
+    def write(self, region: Region, values: Any, src_dtype: Any = None, loc: SourceLoc | None = None,
+              atomic: bool = False) -> None:
         """Store ``values`` into ``region`` (converted to the buffer's dtype); out-of-range parts
-        of a global buffer are skipped."""
+        of a global buffer are skipped. ``atomic``: the store of an atomic update (the race check
+        accounts for it at its read)."""
         buf = region.buffer
         arr = self.array(buf)
         starts, extents = self.bounds(region)
@@ -154,6 +168,9 @@ class Frame:
                         loc=loc or self.loc,
                     ) from None
         src, dst, inside = _clip(starts, extents, arr.shape)
+        races = self.races
+        if races is not None and dst is not None and not atomic and races.tracks(buf):
+            races.store(buf, arr, src, vals if inside else vals[dst], self.block_id, loc or self.loc)
         if inside:
             arr[src] = vals
             return
@@ -208,11 +225,14 @@ def _clip(
 class Program:
     """A kernel compiled for the interpreter: ``run(args, dims)`` executes it on numpy arrays."""
 
-    def __init__(self, func: PrimFunc, compiler: Compiler, body: Callable[[list[Any]], None]) -> None:
+    def __init__(self, func: PrimFunc, compiler: Compiler, body: Callable[[list[Any]], None],
+                 race_check: bool | None = None) -> None:
         self.func = func
         self.compiler = compiler
         self.body = body
         self.written = compiler.written_params()
+        self.race_check = race_check  # the pass config tlx.interp_race_check (None: the knob decides)
+        self.race_tracked = compiler.race_candidates
         self.bind_views = compiler.param_views()
         self._by_name = {var.name: slot for var, slot in compiler.shape_var_slots()}
 
@@ -249,6 +269,9 @@ class Program:
                 _check_shape(p, a, frame)
         for bind in self.bind_views:
             bind(env)
+        check = knobs.interp.race_check if self.race_check is None else self.race_check
+        if check and self.race_tracked:
+            frame.races = RaceTracker(func.name, self.race_tracked)
         with np.errstate(all="ignore"), _single_threaded_blas():
             self.body(env)
 

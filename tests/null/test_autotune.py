@@ -235,7 +235,8 @@ def scale(N, block=32, shift=0, reps=1, spin=0):
 def test_run_errors_and_timeouts_are_skipped(cache_dir: Path) -> None:
     configs = [{"shift": 1}, {"block": 64}, {"reps": 200_000}, {"block": 32}]
     tuned = tilelang.autotune(scale, configs=configs, warmup=1, rep=3, timeout=0.5, ref_prog=lambda a: a * 2)
-    kernel = tuned(256)
+    with knobs.scope(interp_race_check=False):  # else shift=1 fails first as a race (block 1 reads B[32])
+        kernel = tuned(256)
     result = tuned.get_tuner_result()
     status = [c.status for c in result.candidates]
     assert status == ["run_error", "ok", "timeout", "ok"]

@@ -30,8 +30,11 @@ writes buffers through ``rt`` (``tilelang_x.plugins.interp.runtime.Frame``):
     Converts ``values`` to the buffer's dtype with correct rounding (``src_dtype``: the IR dtype
     they already have, if known), reshapes them to the region (dimensions of extent 1 may be
     missing) and stores them; parts of a ``global`` region outside the buffer are skipped.
+    ``rt.read`` and ``rt.write`` also tell the launch's race check (``races.py``) what the block
+    accessed; an atomic update passes ``atomic=True`` to both.
 ``rt.array(buffer)``
-    The numpy array holding a buffer (for executors that need direct access).
+    The numpy array holding a buffer (for executors that need direct access; an executor that
+    accesses a global one this way tells ``rt.races``, when it is not ``None``, itself).
 ``rt.mask`` / ``rt.in_parallel`` / ``rt.lane_shape``
     The active-lane mask (``None``: all lanes), whether the op runs inside a ``T.Parallel``
     body, where ``rt.eval`` may return arrays, and the shape of the nest's lanes (an array

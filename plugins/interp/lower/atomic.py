@@ -57,8 +57,8 @@ def lower(op: Atomic, ctx: LowerContext) -> Executor:
             v = np.asarray(v).reshape(ext)
         else:
             v = numerics.convert(rt.eval(value), dst_dt, value_dt)
-        old = rt.read(dst)
-        rt.write(dst, combine(old, v))
+        old = rt.read(dst, atomic=True)
+        rt.write(dst, combine(old, v), atomic=True)
 
     return atomic
 
@@ -98,6 +98,9 @@ def combine_lanes(rt: Frame, dst: Region, value: E.Expr, combine: Any, what: str
         keep &= ~outside
     sel = tuple(i[keep] for i in full)
     vals = np.broadcast_to(v, shape)[keep] if is_vec(v) else v
+    races = rt.races
+    if races is not None and races.tracks(buf):
+        races.atomic(buf, arr, sel, rt.block_id, rt.loc)
     if store:  # lanes storing to one element: one of them wins, as on a GPU
         arr[sel] = vals
     elif numerics.is_narrow(buf.dtype):
