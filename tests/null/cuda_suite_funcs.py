@@ -61,6 +61,8 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
                                      block_N=64, block_K=32, num_stages=2),
         "gemm_fp32_tf32_swapped_two_warpgroups": mm(256, 512, 256, in_dtype=dtypes.float32, out_dtype=dtypes.float32,
                                                     block_M=128, block_N=256, block_K=32, num_stages=3, threads=256),
+        "gemm_fp32_tf32_swapped_ragged": mm(200, 328, 96, in_dtype=dtypes.float32, out_dtype=dtypes.float32,
+                                            block_M=128, block_N=256, block_K=32, num_stages=3, threads=256),
         "gemm_int8_swapped_two_warpgroups": mm(256, 512, 256, in_dtype=dtypes.int8, out_dtype=dtypes.int32,
                                                accum_dtype=dtypes.int32, block_M=128, block_N=256, block_K=64,
                                                num_stages=3, threads=256),
