@@ -23,8 +23,8 @@ def _hopper() -> None:
 
 
 def _kernel(m: int, n: int, k: int, dtype: str = "float16", bm: int = 128, bn: int = 256, stages: int = 3,
-            **kw: object) -> object:
-    func = gemm.matmul.get_ir(m, n, k, block_M=bm, block_N=bn, block_K=64, num_stages=stages, threads=256,
+            bk: int = 64, **kw: object) -> object:
+    func = gemm.matmul.get_ir(m, n, k, block_M=bm, block_N=bn, block_K=bk, num_stages=stages, threads=256,
                               in_dtype=as_dtype(dtype), out_dtype=as_dtype(dtype), **kw)
     kernel = tilelang_x.compile(func, out_idx=[-1], pass_configs=ON)
     assert "tlx_sk_add(" in kernel.get_kernel_source().split("TLX_DEV")[-1]
@@ -40,7 +40,9 @@ CASES = [(4096, 4096, 1024, "float16", 128, 256, 3, {}),  # 512 tiles of 16 iter
          (4096, 4096, 1024, "float16", 128, 256, 3, {"relu": True}),
          (1536, 4096, 1024, "float16", 128, 256, 3, {}),  # 192 tiles: 60 in the tail, in halves
          (1152, 4096, 2048, "bfloat16", 128, 256, 3, {}),  # 144 tiles: 12 in the tail, in quarters
-         (2304, 2816, 1024, "float16", 128, 256, 3, {})]  # 198 tiles: 66 in the tail, half the SMs, in halves
+         (2304, 2816, 1024, "float16", 128, 256, 3, {}),  # 198 tiles: 66 in the tail, half the SMs, in halves
+         # TF32 with B stored K x N: a swapped wgmma (C^T = B^T A^T), its accumulator's partial sums
+         (1536, 4096, 1024, "float32", 128, 256, 3, {"bk": 32})]
 
 
 @pytest.mark.parametrize("m,n,k,dtype,bm,bn,stages,extra", CASES)
