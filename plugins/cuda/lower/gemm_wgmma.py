@@ -65,14 +65,12 @@ def _gather_bt(op: Gemm, af: Buffer, m0: E.Expr, mi_n: int, ki_n: int, kk: int, 
         n = m0 + swapped_row(warp, g, mi, 0, mi_n)
         for half in (0, 1):
             k = kk * kstep + half * (kstep // 2) + (lane % 4) * run
-            lo = PtrTo(af, (E.const((mi * ki_n + kk) * 4 + half * 2),), "w")
-            hi = PtrTo(af, (E.const(((mi + 1) * ki_n + kk) * 4 + half * 2),), "w")
+            # registers of block mi (and, paired, of block mi + 1): rows h = 0, 1 of this half of the k-step
+            dst = [PtrTo(af, (E.const((b * ki_n + kk) * 4 + half * 2),), "w") for b in (mi, mi + 1)[:1 + paired]]
             rows = [PtrTo(op.B.buffer, region_index(op.B, (k + j if j else k, n)), "r") for j in range(run)]
-            if eight_bit:
-                call = _call("tlx_ld_b4x4t", lo, hi, *rows) if paired else _call("tlx_ld_b2x4t", lo, *rows)
-            else:
-                call = _call("tlx_ld_b32x4", lo, hi, *rows) if paired else _call("tlx_ld_b32x2", lo, *rows)
-            out.append(Evaluate(call))
+            fn = {(True, True): "tlx_ld_b4x4t", (True, False): "tlx_ld_b2x4t", (False, True): "tlx_ld_b32x4",
+                  (False, False): "tlx_ld_b32x2"}[eight_bit, paired]
+            out.append(Evaluate(_call(fn, *dst, *rows)))
     return out
 
 
