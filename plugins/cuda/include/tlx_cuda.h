@@ -113,6 +113,10 @@ TLX_DEV void tlx_st4(tlx_bf16* p, float a, float b, float c, float d) {
 TLX_DEV void tlx_st4(float* p, float a, float b, float c, float d) {
   tlx_v16 v = {__float_as_uint(a), __float_as_uint(b), __float_as_uint(c), __float_as_uint(d)}; *(tlx_v16*)p = v;
 }
+TLX_DEV void tlx_st2(int* p, int a, int b) { tlx_v8 v = {(tlx_u32)a, (tlx_u32)b}; *(tlx_v8*)p = v; }
+TLX_DEV void tlx_st4(int* p, int a, int b, int c, int d) {
+  tlx_v16 v = {(tlx_u32)a, (tlx_u32)b, (tlx_u32)c, (tlx_u32)d}; *(tlx_v16*)p = v;
+}
 TLX_DEV void tlx_st8(tlx_half* p, float a, float b, float c, float d, float e, float f, float g, float h) {
   tlx_v16 v = {tlx_cvt_h2(a, b), tlx_cvt_h2(c, d), tlx_cvt_h2(e, f), tlx_cvt_h2(g, h)}; *(tlx_v16*)p = v;
 }

@@ -34,7 +34,8 @@ from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo
 from ..nests import region_index, squeezed
 
 #: element types with ``tlx_st<w>`` overloads in tlx_cuda.h, and the widths they have
-_WIDTHS = {dtypes.float16.name: (8, 4, 2), dtypes.bfloat16.name: (8, 4, 2), dtypes.float32.name: (4, 2)}
+_WIDTHS = {dtypes.float16.name: (8, 4, 2), dtypes.bfloat16.name: (8, 4, 2), dtypes.float32.name: (4, 2),
+           dtypes.int32.name: (4, 2)}
 
 
 def vector_store_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
@@ -143,7 +144,7 @@ def _vector_values(op: Copy, lay: Fragment, v: E.Expr, w: int, lc: Any) -> list[
     """The store helper's value arguments for the ``w`` slots from ``v``: for a 16-bit fragment of the
     destination's type holding them in consecutive registers, a pointer to the first (moved as they
     are, without a float round trip of each), else fp32 values, which the helper rounds once to the
-    destination type (as an element store does)."""
+    destination type (as an element store does); int32 values for an int32 destination."""
     local = lc.local_of(op.src.buffer)
     run = _register_run(op, lay, w, lc)
     if run is not None:
@@ -151,7 +152,8 @@ def _vector_values(op: Copy, lay: Fragment, v: E.Expr, w: int, lc: Any) -> list[
     terms = local_map(lay, list(range(len(lay.dims))), lc.frag(op.src.buffer))
     assert terms is not None, "the copy's loop layout holds the fragment (layout inference checked it)"
     values: list[E.Expr] = []
+    kind = dtypes.int32 if op.dst.buffer.dtype == dtypes.int32 else dtypes.float32  # the helper's value type
     for j in range(w):
         value: E.Expr = E.Load(local, (slot_expr(terms, v + j if j else v),), op.loc)
-        values.append(value if op.src.buffer.dtype == dtypes.float32 else E.cast(value, dtypes.float32))
+        values.append(value if op.src.buffer.dtype == kind else E.cast(value, kind))
     return values
