@@ -64,3 +64,92 @@ def test_mma_swizzle_layout_annotates_a_shared_operand() -> None:
     assert torch.equal(tilelang.compile(copy_through, out_idx=[-1], target="interp")(a), a)
     _, ctx = cuda_source(copy_through, "sm_80")
     assert next(v for k, v in ctx.data["cuda.layouts"].items() if k.name == "A_s").swizzle == "sw128"
+
+
+def test_torch_assert_close_allows_a_small_fraction_of_mismatches() -> None:
+    from tilelang_x.utils.tensor import torch_assert_close
+
+    ref = torch.arange(1000, dtype=torch.float32)
+    off_by_one = ref.clone()
+    off_by_one[7] += 1  # one element in a thousand: within the default max_mismatched_ratio
+    torch_assert_close(off_by_one, ref)
+    tilelang.testing.torch_assert_close(off_by_one, ref)
+    off_by_one[8] += 1
+    with pytest.raises(AssertionError, match="2 of 1000 elements"):
+        torch_assert_close(off_by_one, ref)
+    torch_assert_close(off_by_one, ref, max_mismatched_ratio=0.002)
+    with pytest.raises(AssertionError, match="dtype mismatch"):
+        torch_assert_close(ref.half(), ref)
+
+
+def test_set_random_seed_repeats_torch_draws() -> None:
+    tilelang.testing.set_random_seed(3)
+    a = torch.randn(4)
+    tilelang.testing.set_random_seed(3)
+    assert torch.equal(a, torch.randn(4))
+
+
+def test_thread_storage_sync_key_is_accepted() -> None:
+    assert tilelang.PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC.value == "tl.disable_thread_storage_sync"
+
+
+@tilelang.jit
+def mask_outside_window(threads: int = 128, block_K: int = 256):
+    # written as TileLang's DeepSeek v3.2 indexer cleans its logits: TVM's T.thread_binding spelling
+    seq_len = T.dynamic("seq_len")
+    seq_len_kv = T.dynamic("seq_len_kv")
+
+    @T.prim_func
+    def main(Logits: T.Tensor([seq_len, seq_len_kv], "float"), Starts: T.Tensor([seq_len], "int32"),
+             Ends: T.Tensor([seq_len], "int32")):
+        with T.Kernel(seq_len, threads=threads) as bx:
+            tx = T.thread_binding(0, threads, thread="threadIdx.x")
+            start = T.alloc_local([1], "int32")
+            end = T.alloc_local([1], "int32")
+            start[0] = Starts[bx]
+            end[0] = Ends[bx]
+            for n_i in T.serial(T.ceildiv(seq_len_kv, block_K)):
+                for k_i in T.serial(block_K // threads):
+                    idx = n_i * block_K + k_i * threads + tx
+                    if idx < seq_len_kv and (idx < start[0] or idx >= end[0]):
+                        Logits[bx, idx] = -T.infinity("float")
+
+    return main
+
+
+def test_tvm_thread_binding_spelling_runs_and_compiles() -> None:
+    from tests.null.cuda_helpers import cuda_source
+
+    logits = torch.randn(6, 300)
+    starts = torch.tensor([0, 5, 10, 0, 299, 100], dtype=torch.int32)
+    ends = torch.tensor([300, 6, 250, 0, 300, 100], dtype=torch.int32)
+    want = logits.clone()
+    cols = torch.arange(300)
+    want[(cols[None, :] < starts[:, None].long()) | (cols[None, :] >= ends[:, None].long())] = float("-inf")
+    kernel = tilelang.compile(mask_outside_window.get_ir(), target="interp")
+    kernel(logits, starts, ends)
+    assert torch.equal(logits, want)
+    source, _ = cuda_source(mask_outside_window.get_ir(), "sm_80")
+    assert "threadIdx.x" in source
+
+
+@pytest.mark.parametrize(("stop", "axis", "match"), [
+    (64, "threadIdx.x", "the range must be the block's, 0 to 128"),
+    (128, "blockIdx.x", "thread must be 'threadIdx.x'"),
+])
+def test_tvm_thread_binding_names_the_fix(stop: int, axis: str, match: str) -> None:
+    from tilelang_x.core_ir.errors import TileLangSyntaxError
+
+    @tilelang.jit(out_idx=[-1])
+    def lane_ids(stop: int, axis: str):
+        @T.prim_func
+        def main(A: T.Tensor((128,), "int32")):
+            with T.Kernel(1, threads=128):
+                tx = T.thread_binding(0, stop, thread=axis)
+                A[tx] = tx
+
+        return main
+
+    with pytest.raises(TileLangSyntaxError, match=match) as info:
+        lane_ids.get_ir(stop, axis)
+    assert "test_compat_helpers.py" in str(info.value)
