@@ -90,6 +90,8 @@ _ALIASES.update({
     "half": float16, "float": float32, "double": float64, "bf16": bfloat16, "fp16": float16,
     "fp32": float32, "float8_e4m3fn": float8_e4m3, "e4m3": float8_e4m3, "e5m2": float8_e5m2,
     "int": int32, "long": int64, "boolean": bool_,
+    # TVM's older spellings of the 8-bit floats (TileLang's DeepGEMM fp8 example)
+    "e4m3_float8": float8_e4m3, "e5m2_float8": float8_e5m2,
 })
 
 

@@ -82,6 +82,14 @@ def test_torch_assert_close_allows_a_small_fraction_of_mismatches() -> None:
         torch_assert_close(ref.half(), ref)
 
 
+def test_tvm_float8_spellings_and_map_torch_type() -> None:
+    from tilelang_x.utils.tensor import map_torch_type
+
+    assert T.dtype("e4m3_float8") is T.float8_e4m3 and T.dtype("e5m2_float8") is T.float8_e5m2
+    assert map_torch_type("e4m3_float8") is torch.float8_e4m3fn and map_torch_type("bfloat16") is torch.bfloat16
+    assert map_torch_type(T.float32) is torch.float32
+
+
 def test_set_random_seed_repeats_torch_draws() -> None:
     tilelang.testing.set_random_seed(3)
     a = torch.randn(4)

@@ -1,13 +1,22 @@
 """``tilelang.utils.tensor``: tensor helpers TileLang's examples import.
 
-``torch_assert_close`` is TileLang's tolerant comparison: like ``torch.testing.assert_close`` but a
-small fraction of elements (``max_mismatched_ratio``) may fall outside the tolerance, which suits
-low-precision outputs (fp8, fp16 accumulations) where a few values round the other way.
+``map_torch_type`` maps a dtype spelling to torch's. ``torch_assert_close`` is TileLang's tolerant
+comparison: like ``torch.testing.assert_close`` but a small fraction of elements
+(``max_mismatched_ratio``) may fall outside the tolerance, which suits low-precision outputs (fp8,
+fp16 accumulations) where a few values round the other way.
 """
 
 from __future__ import annotations
 
 import torch
+
+from ..core_ir.dtypes import as_dtype
+
+
+def map_torch_type(dtype: object) -> torch.dtype:
+    """The torch dtype for a TileLang dtype spelling (``"bfloat16"``, ``"e4m3_float8"``,
+    ``T.float16``...)."""
+    return as_dtype(dtype).as_torch()
 
 
 def torch_assert_close(
