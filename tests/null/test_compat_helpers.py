@@ -161,3 +161,33 @@ def test_tvm_thread_binding_names_the_fix(stop: int, axis: str, match: str) -> N
     with pytest.raises(TileLangSyntaxError, match=match) as info:
         lane_ids.get_ir(stop, axis)
     assert "test_compat_helpers.py" in str(info.value)
+
+
+def test_dtypes_are_their_names_as_in_tilelang() -> None:
+    import copy
+    import pickle
+
+    # TileLang's KDA examples map dtypes to torch with getattr(torch, T.bfloat16)
+    assert getattr(torch, T.bfloat16) is torch.bfloat16 and getattr(torch, T.float32) is torch.float32
+    assert isinstance(T.float16, str) and T.float16 == "float16" and f"{T.int8}" == "int8"
+    assert {"float16": 1}[T.float16] == 1 and T.float16 != T.bfloat16
+    assert pickle.loads(pickle.dumps(T.uint8)) is T.uint8 and copy.deepcopy(T.int32) is T.int32
+    with pytest.raises(AttributeError):
+        T.float16.bits = 8
+
+
+@T.macro
+def _scaled_copy(src, dst, n: T.int32, scale: T.float32):
+    for i in T.Parallel(n):
+        dst[i] = src[i] * scale
+
+
+def test_macro_parameters_annotated_with_dtypes() -> None:
+    # as TileLang's vertical-slash sparse attention annotates `column_count: T.int32`
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64):
+            _scaled_copy(A, B, 64, 2.0)
+
+    a = torch.randn(64)
+    torch.testing.assert_close(tilelang.compile(main, out_idx=[-1], target="interp")(a), a * 2)
