@@ -47,6 +47,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "disable_cache": ("tilelang_x.cache", "disable_cache"),
     "enable_cache": ("tilelang_x.cache", "enable_cache"),
     "testing": ("tilelang_x.testing", None),
+    "tvm": ("tilelang_x.tvm", None),
     "utils": ("tilelang_x.utils", None),
 }
 

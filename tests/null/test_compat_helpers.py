@@ -191,3 +191,37 @@ def test_macro_parameters_annotated_with_dtypes() -> None:
 
     a = torch.randn(64)
     torch.testing.assert_close(tilelang.compile(main, out_idx=[-1], target="interp")(a), a * 2)
+
+
+@tilelang.jit
+def _scale_rows_dynamic(block_M: int = 32, block_N: int = 32):
+    from tilelang_x import tvm
+
+    # TileLang's dynamic-shape GEMM example declares its sizes with TVM's te.var
+    M = tvm.te.var("m")
+    N = tvm.tir.Var("n", "int32")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), T.float32), B: T.Tensor((M, N), T.float32)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            tile = T.alloc_fragment((block_M, block_N), T.float32)
+            T.copy(A[by * block_M, bx * block_N], tile)
+            for i, j in T.Parallel(block_M, block_N):
+                tile[i, j] = tile[i, j] * 2.0
+            T.copy(tile, B[by * block_M, bx * block_N])
+
+    return main
+
+
+def test_tvm_te_var_is_a_run_time_size() -> None:
+    from tilelang_x import tvm
+
+    kernel = tilelang.compile(_scale_rows_dynamic.get_ir(), target="interp")
+    for m, n in ((40, 70), (64, 33)):
+        a = torch.randn(m, n)
+        b = torch.zeros(m, n)
+        kernel(a, b)
+        assert torch.equal(b, a * 2)
+    assert tvm.DataType("float16") is T.float16
+    with pytest.raises(NotSupportedError, match=r"tvm.relay is not supported"):
+        _ = tvm.relay
