@@ -7,19 +7,40 @@ imported here) and numpy dtypes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import TileLangTypeError
 
 
-@dataclass(frozen=True, slots=True)
-class DType:
-    """A scalar type: ``kind`` is one of ``float``, ``int``, ``uint``, ``bool``."""
+class DType(str):
+    """A scalar type: ``kind`` is one of ``float``, ``int``, ``uint``, ``bool``.
+
+    As in TileLang (whose dtypes are strings), a dtype *is* its name: ``T.bfloat16 == "bfloat16"``,
+    and host code may write ``getattr(torch, T.bfloat16)`` or format it. Immutable; copies and
+    pickles come back as the same object (``as_dtype`` of the name)."""
 
     name: str
     kind: str
     bits: int
+
+    def __new__(cls, name: str, kind: str, bits: int) -> DType:
+        self = super().__new__(cls, name)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "bits", bits)
+        return self
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"dtype {self.name} is immutable")
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return as_dtype, (self.name,)
+
+    def __copy__(self) -> DType:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> DType:
+        return self
 
     @property
     def bytes(self) -> int:
@@ -90,6 +111,8 @@ _ALIASES.update({
     "half": float16, "float": float32, "double": float64, "bf16": bfloat16, "fp16": float16,
     "fp32": float32, "float8_e4m3fn": float8_e4m3, "e4m3": float8_e4m3, "e5m2": float8_e5m2,
     "int": int32, "long": int64, "boolean": bool_,
+    # TVM's older spellings of the 8-bit floats (TileLang's DeepGEMM fp8 example)
+    "e4m3_float8": float8_e4m3, "e5m2_float8": float8_e5m2,
 })
 
 

@@ -50,16 +50,24 @@ def _user_frame_locals() -> dict[str, Any]:
     return dict(frame.f_locals) if frame is not None else {}
 
 
+def _text(annotation: Any) -> bool:
+    """Whether ``annotation`` is annotation text to evaluate (a dtype such as ``T.int32`` is a
+    ``str`` too, but a value already)."""
+    from ..core_ir.dtypes import DType
+
+    return isinstance(annotation, str) and not isinstance(annotation, DType)
+
+
 def resolved_annotations(fn: Callable[..., Any]) -> dict[str, Any]:
     """The parameter annotations of ``fn``, evaluating string ones (``from __future__ import
     annotations``) in the function's globals, closure and the defining scope."""
     anns = dict(getattr(fn, "__annotations__", {}) or {})
-    if not any(isinstance(v, str) for v in anns.values()):
+    if not any(_text(v) for v in anns.values()):
         return anns
     ns = visible_names(fn)
     ns.update(_user_frame_locals())
     for key, value in anns.items():
-        if isinstance(value, str):
+        if _text(value):
             try:
                 anns[key] = eval(value, ns)  # noqa: S307 - the user's own annotation text
             except Exception as exc:  # noqa: BLE001

@@ -65,6 +65,7 @@ from .simt import (
     shfl_up,
     shfl_xor,
     shuffle_elect,
+    thread_binding,
     tvm_warp_shuffle,
     warp_reduce_bitand,
     warp_reduce_bitor,
@@ -270,7 +271,7 @@ __all__ = [
     "get_block_bindings", "get_block_extent", "get_block_extents", "get_lane_idx", "get_warp_idx",
     "get_warp_idx_sync", "get_warp_group_idx", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "tvm_warp_shuffle",
     "warp_reduce_sum", "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor", "any_sync",
-    "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect",
+    "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect", "thread_binding",
     # warp specialization and mbarriers
     "ws", "WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive",
     "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier",

@@ -44,6 +44,31 @@ def get_thread_binding(dim: int = 0) -> E.Expr:
     return E.ThreadIndex(d) if _threads(frame)[d] > 1 else E.const(0)
 
 
+_THREAD_AXES = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
+
+
+def thread_binding(start: Any, stop: Any = None, thread: str | None = None, **_: Any) -> E.Expr:
+    """TVM's spelling of ``T.get_thread_binding``, as TileLang's examples use it:
+    ``tx = T.thread_binding(0, threads, thread="threadIdx.x")`` is the calling thread's index along
+    that axis, whose range must be the whole block's (``threads=`` of ``T.Kernel``)."""
+    what = "T.thread_binding"
+    frame = _kernel(what)
+    lo, hi = (0, start) if stop is None else (start, stop)
+    d = _THREAD_AXES.get(thread) if isinstance(thread, str) else None
+    if d is None:
+        raise TileLangSyntaxError(f"{what}(..., thread={thread!r}): thread must be 'threadIdx.x', 'threadIdx.y' "
+                                  "or 'threadIdx.z'", loc=caller_loc(),
+                                  hint="T.get_thread_binding(dim) gives the same index by dimension number")
+    n = _threads(frame)[d]
+    if E.as_int(lo) != 0 or E.as_int(hi) != n:
+        raise TileLangSyntaxError(
+            f"{what}({lo!r}, {hi!r}, thread={thread!r}): the range must be the block's, 0 to {n} "
+            f"(T.Kernel's threads= along {thread[-1]})", loc=caller_loc(),
+            hint="the block size is set by T.Kernel(..., threads=...); a sub-range of threads is an `if` on "
+                 "T.get_thread_binding()")
+    return E.ThreadIndex(d) if n > 1 else E.const(0)
+
+
 def get_thread_bindings() -> list[E.Expr]:
     """``[T.get_thread_binding(0), T.get_thread_binding(1), T.get_thread_binding(2)]``."""
     frame = _kernel("T.get_thread_bindings")

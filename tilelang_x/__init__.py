@@ -46,6 +46,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "PassConfigKey": ("tilelang_x.pass_config", "PassConfigKey"),
     "disable_cache": ("tilelang_x.cache", "disable_cache"),
     "enable_cache": ("tilelang_x.cache", "enable_cache"),
+    "testing": ("tilelang_x.testing", None),
+    "tvm": ("tilelang_x.tvm", None),
+    "utils": ("tilelang_x.utils", None),
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -35,6 +35,7 @@ class PassConfigKey(str, Enum):
     TL_PTXAS_REGISTER_USAGE_LEVEL = "tl.ptxas_register_usage_level"
     TL_ENABLE_PTXAS_VERBOSE_OUTPUT = "tl.enable_ptxas_verbose_output"
     TIR_DISABLE_VECTORIZE = "tir.disable_vectorize"
+    TL_DISABLE_THREAD_STORAGE_SYNC = "tl.disable_thread_storage_sync"
 
 
 def config_key(key: object) -> object:

@@ -133,6 +133,48 @@ def compact_locals(dims: tuple[Dim, ...], rep: tuple[Digit, ...], threads: int, 
     return Fragment(tuple(out), rep, threads, origin)
 
 
+def reshape_fragment(frag: Fragment, shape: tuple[int, ...], origin: str = "") -> Fragment | None:
+    """``frag`` seen through a row-major reshape to ``shape`` (``T.reshape`` / ``T.view`` of a
+    fragment, same dtype): the digits of all dimensions, read most significant first, are one
+    mixed-radix number for the flat index; they are cut into the new dimensions from the least
+    significant end, a digit split in two where a boundary falls inside it. The register slots
+    and threads stay those of ``frag`` (the view shares its registers). ``None`` when a boundary
+    falls inside a digit whose extent it does not divide."""
+    if _prod(list(shape)) != _prod(list(frag.shape)):
+        return None
+    digits = [d for dim in frag.dims for d in dim if d.extent > 1]
+    rev: list[tuple[Digit, ...]] = []
+    for ext in reversed(shape):
+        dim: list[Digit] = []
+        need = ext
+        while need > 1:
+            if not digits:
+                return None
+            d = digits.pop()
+            if d.extent <= need:
+                if need % d.extent:
+                    return None
+                dim.append(d)
+                need //= d.extent
+                continue
+            if d.extent % need:
+                return None
+            dim.append(Digit(need, d.kind, d.stride))  # the low part ...
+            digits.append(Digit(d.extent // need, d.kind, d.stride * need))  # ... the high part stays
+            need = 1
+        merged: list[Digit] = []  # least significant first: rejoin the halves of a split digit
+        for d in dim:
+            low = merged[-1] if merged else None
+            if low is not None and low.kind == d.kind and d.stride == low.stride * low.extent:
+                merged[-1] = Digit(low.extent * d.extent, d.kind, low.stride)
+            else:
+                merged.append(d)
+        rev.append(tuple(reversed(merged)))
+    if digits:
+        return None
+    return Fragment(tuple(reversed(rev)), frag.rep, frag.threads, origin or frag.origin)
+
+
 # ---- constructors ------------------------------------------------------------------------------
 def default_fragment(shape: tuple[int, ...], threads: int, vec: int = 1, origin: str = "") -> Fragment:
     """Coalesced default: ``vec`` consecutive elements of the last dim per thread, threads next,

@@ -37,6 +37,7 @@ from .layout import (
     mma_a_fragment,
     mma_c_fragment,
     reduce_dims,
+    reshape_fragment,
     spread_over_threads,
 )
 from .layout_exchange import BROADCAST, NestConflict, broadcast_reads, exchange_through_shared
@@ -130,6 +131,8 @@ class _State:
         if old is None:
             self.layouts[buf] = lay
             self.origin[buf] = origin
+            if isinstance(lay, Fragment):
+                self.share_with_views(buf, lay, origin, loc)
             return True
         if isinstance(old, Fragment) and isinstance(lay, Fragment):
             ok = local_map(old, list(range(len(old.dims))), lay) is not None and \
@@ -146,6 +149,22 @@ class _State:
             hint="use the same warp policy (e.g. policy=T.GemmWarpPolicy.FullRow) for gemms that share "
             "rows, or copy into a separate fragment",
         )
+
+    def share_with_views(self, buf: Buffer, lay: Fragment, origin: str, loc: Any) -> None:
+        """A fragment and its reshapes (``T.reshape`` / ``T.view`` of the same dtype) share their
+        registers: the layout just found for one of them fixes the others' (``reshape_fragment``)."""
+        base = buf.storage
+        for other in (base, *self.views.get(base, ())):
+            if other is buf:
+                continue
+            shape = other.static_shape()
+            got = None if shape is None else reshape_fragment(lay, tuple(shape))
+            if got is None:
+                raise LayoutError(
+                    f"`{other.name}` is a reshape of fragment `{base.name}`, but the layout {origin} gives "
+                    f"`{buf.name}` ({lay.describe()}) cannot be read as shape {list(other.shape)}", loc=other.loc,
+                    hint=f"T.copy `{base.name}` into a T.alloc_shared tile and reshape that")
+            self.set(other, got, f"{origin}, through the reshape `{buf.name}`", loc)
 
     def yield_request(self, buf: Buffer) -> bool:
         """Whether ``buf`` has no layout or one only a ``make_swizzled_layout`` request gave it; the
@@ -478,7 +497,7 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
             shape = buf.static_shape()
             if shape is None:
                 raise LayoutError(f"fragment `{buf.name}` needs a constant shape", loc=buf.loc)
-            st.layouts[buf] = default_fragment(shape, st.threads, 1, "default")
+            st.set(buf, default_fragment(shape, st.threads, 1, "default"), "the default", buf.loc)
         if buf.scope == "shared" and buf not in st.layouts:
             shape = buf.static_shape()
             if shape is None:
@@ -492,21 +511,27 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
 
 
 def check_fragment_views(views: dict[Buffer, list[Buffer]]) -> None:
-    """A fragment's elements are spread over the threads by the layout chosen here, so another
-    shape or dtype over the same registers has no meaning the kernel could rely on."""
+    """A fragment's elements are spread over the threads by the layout chosen here: a reshape
+    (same dtype) reads the same registers in another shape (``reshape_fragment``), but another
+    dtype over them has no meaning the kernel could rely on."""
     for base, vs in views.items():
-        if base.scope == "fragment":
-            v = vs[0]
-            raise BackendNotImplementedError(
-                f"`{v.name}` is a view of fragment `{base.name}`: on CUDA a fragment's elements are spread over the "
-                "threads by a layout the backend chooses, so the CUDA backend does not view fragments", loc=v.loc,
-                hint=f"T.copy `{base.name}` into a T.alloc_shared tile and view that, or view a T.alloc_local "
-                "array inside the T.Parallel loop")
+        if base.scope != "fragment":
+            continue
+        for v in vs:
+            if v.dtype != base.dtype:
+                raise BackendNotImplementedError(
+                    f"`{v.name}` views fragment `{base.name}` ({base.dtype}) as {v.dtype}: on CUDA a fragment's "
+                    "elements are spread over the threads by a layout the backend chooses, so the CUDA backend "
+                    "reshapes fragments but does not reinterpret their dtype", loc=v.loc,
+                    hint=f"T.copy `{base.name}` into a T.alloc_shared tile and view that, or view a T.alloc_local "
+                    "array inside the T.Parallel loop")
 
 
 def check_viewed_tiles(st: _State) -> None:
     """A shared tile read through a view must keep the row-major placement the view assumes."""
     for base, vs in st.views.items():
+        if base.scope == "fragment":  # reshapes of a fragment follow its layout (share_with_views)
+            continue
         for buf in (base, *vs):
             lay = st.layouts.get(buf)
             if lay is None or (isinstance(lay, SharedLayout) and lay.swizzle == "none"):

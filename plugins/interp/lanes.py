@@ -39,8 +39,11 @@ def _check_lanes(what: str, name: str, idx: tuple, shape: tuple, loc: SourceLoc 
         elif not 0 <= i < n:
             out_of_bounds(what, name, tuple(np.ravel(i)[0] if is_vec(i) else i for i in idx), shape, loc, nl)
     if bad is not None:
-        pos = np.unravel_index(int(np.argmax(bad)), bad.shape)
-        lane = tuple(int(np.broadcast_to(i, bad.shape)[pos]) if is_vec(i) else int(i) for i in idx)
+        # the offending index may vary along fewer loop axes than the others (a gather row index
+        # beside a column index): name the lane in the shape of all of them
+        full = np.broadcast_shapes(*[np.shape(i) for i in idx if is_vec(i)])
+        pos = np.unravel_index(int(np.argmax(np.broadcast_to(bad, full))), full)
+        lane = tuple(int(np.broadcast_to(i, full)[pos]) if is_vec(i) else int(i) for i in idx)
         out_of_bounds(what, name, lane, shape, loc, nl)
 
 

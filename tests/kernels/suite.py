@@ -563,6 +563,14 @@ def _negate_fp16_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return views.negate_fp16_bits(70, 32)(h), -h
 
 
+def _head_weighted_scores(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    q = _randn(4 * 16, 64, dtype=torch.float16, device=device, seed=31)
+    k = _randn(200, 64, dtype=torch.float16, device=device, seed=32)
+    w = _randn(4, 16, dtype=torch.float32, device=device, seed=33)
+    ref = (torch.relu(k.float() @ q.float().T).reshape(200, 4, 16) * w[None]).sum(-1).T
+    return views.head_weighted_scores(4, 200, 16, 64)(q, k, w), ref
+
+
 def _matmul_flat_a(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     a = _randn(128 * 96, dtype=torch.float16, device=device, seed=28)
     b = _randn(96, 128, dtype=torch.float16, device=device, seed=29)
@@ -968,6 +976,7 @@ CASES: list[Case] = [
     Case("view_fp16_pairs_as_uint32", _negate_fp16_bits, atol=0, rtol=0),
     Case("view_local_and_var_bits", _register_bits, atol=0, rtol=0),
     Case("view_reshape_global_gemm", _matmul_flat_a),
+    Case("view_reshape_gemm_accumulator_heads", _head_weighted_scores, atol=1e-3, rtol=1e-3),
     Case("unpack_int4_bit_ops", _unpack_int4, atol=0, rtol=0),
     Case("dequant_int4_fp16_reinterpret", _dequant_int4, atol=0, rtol=0),
     Case("dequant_signed_int4_quantize_helper", _dequant_signed_int4, atol=0, rtol=0),

@@ -124,3 +124,33 @@ def dequant_row_sum(M, K, scale=0.25, block_M=32, block_K=64, num_stages=2):
 
     return main
 
+
+
+@tilelang.jit(out_idx=[-1])
+def head_weighted_scores(seq_q, seq_kv, heads, dim, block_N=64, block_Q=2, threads=128):
+    """``Out[t, n] = sum_h relu(K[n] . Q[t, h]) * W[t, h]``, TileLang's DeepSeek v3.2 indexer's
+    logits: the gemm accumulator ``[block_N, block_Q * heads]`` is read as ``[block_N, block_Q,
+    heads]`` through a ``T.reshape`` of the fragment, and reduced over its heads."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((seq_q * heads, dim), T.float16), K: T.Tensor((seq_kv, dim), T.float16),
+             W: T.Tensor((seq_q, heads), T.float32), Out: T.Tensor((seq_q, seq_kv), T.float32)):
+        with T.Kernel(T.ceildiv(seq_kv, block_N), seq_q // block_Q, threads=threads) as (bx, by):
+            q_s = T.alloc_shared((block_Q * heads, dim), T.float16)
+            k_s = T.alloc_shared((block_N, dim), T.float16)
+            s = T.alloc_fragment((block_N, block_Q * heads), T.float32)
+            s_heads = T.reshape(s, (block_N, block_Q, heads))
+            w = T.alloc_fragment((block_Q, heads), T.float32)
+            scores = T.alloc_fragment((block_N, block_Q), T.float32)
+            T.copy(Q[by * block_Q * heads, 0], q_s)
+            T.copy(K[bx * block_N, 0], k_s)
+            T.copy(W[by * block_Q, 0], w)
+            T.gemm(k_s, q_s, s, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
+            for n, g, h in T.Parallel(block_N, block_Q, heads):
+                s_heads[n, g, h] = T.max(s_heads[n, g, h], 0) * w[g, h]
+            T.reduce_sum(s_heads, scores, dim=-1, clear=True)
+            for g, n in T.Parallel(block_Q, block_N):
+                if bx * block_N + n < seq_kv:
+                    Out[by * block_Q + g, bx * block_N + n] = scores[n, g]
+
+    return main

@@ -683,6 +683,30 @@ def test_out_of_bounds_store_in_parallel_reports_the_lane():
     assert "`Out`[10]" in str(err.value) and "test_interp.py:" in str(err.value)
 
 
+def test_out_of_bounds_gather_row_names_the_lane():
+    # TileLang's sparse MLA gathers KV rows by index inside a 2-d T.Parallel; a row index past the
+    # end (its SKV sentinel) varies along one loop axis only, the column along the other
+    import tilelang_x as tilelang
+    import tilelang_x.language as T
+
+    @T.prim_func
+    def gather_rows(KV: T.Tensor((8, 4), T.float32), Idx: T.Tensor((2,), T.int32),
+                    Out: T.Tensor((2, 4), T.float32)):
+        with T.Kernel(1, threads=32):
+            rows = T.alloc_shared((2, 4), T.float32)
+            for r, d in T.Parallel(2, 4):
+                rows[r, d] = KV[Idx[r], d]
+            T.copy(rows, Out)
+
+    kernel = tilelang.compile(gather_rows, out_idx=[-1], target="interp")
+    kv = torch.randn(8, 4)
+    assert torch.equal(kernel(kv, torch.tensor([5, 2], dtype=torch.int32)), kv[[5, 2]])
+    with pytest.raises(OutOfBoundsError) as err:
+        kernel(kv, torch.tensor([3, 8], dtype=torch.int32))
+    assert "`KV`[8, 0]" in str(err.value) and "(8, 4)" in str(err.value)
+    assert "rows[r, d] = KV[Idx[r], d]" in open(__file__).read().splitlines()[err.value.loc.line - 1]
+
+
 def test_print_only_first_block_with_location(capsys):
     X = Buffer("X", (4,), D.float32)
 

@@ -104,13 +104,57 @@ def _fragment_view():
     return frag
 
 
-def test_interp_views_fragments_cuda_says_what_to_do_instead():
+def _fragment_bits():
+    @T.prim_func
+    def frag(A: T.Tensor((4, 8), T.float32), B: T.Tensor((4, 8), T.int32)):
+        with T.Kernel(1, threads=32):
+            f = T.alloc_fragment((4, 8), T.float32)
+            bits = T.view(f, dtype=T.int32)
+            T.copy(A, f)
+            T.copy(bits, B)
+
+    return frag
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_reshape_of_a_fragment_reads_its_registers_on_cuda(arch):
     a = torch.randn(4, 8)
     torch.testing.assert_close(_interp(_fragment_view(), [-1])(a), a + 1)
-    with pytest.raises(BackendNotImplementedError, match="view of fragment `f`") as info:
-        cuda_source(_fragment_view())
+    source, ctx = cuda_source(_fragment_view(), arch)
+    layouts = {b.name: lay for b, lay in ctx.data["cuda.layouts"].items()}
+    assert layouts["flat"].num_local == layouts["f"].num_local
+    assert "flat[" not in source  # the reshape has no registers of its own: it reads f's
+
+
+def test_fragment_viewed_as_another_dtype_is_refused_on_cuda():
+    with pytest.raises(BackendNotImplementedError, match="views fragment `f` \\(float32\\) as int32") as info:
+        cuda_source(_fragment_bits())
     assert "T.alloc_shared" in info.value.hint
-    assert "flat = T.reshape(f" in open(__file__).read().splitlines()[info.value.loc.line - 1]
+    assert "bits = T.view(f" in open(__file__).read().splitlines()[info.value.loc.line - 1]
+
+
+def test_reshape_fragment_splits_and_rejoins_digits():
+    from tilelang_x.plugins.cuda.layout import mma_c_fragment, reshape_fragment
+
+    acc = mma_c_fragment(64, 128, 2, 2)
+    heads = reshape_fragment(acc, (64, 4, 32))
+    assert heads is not None and heads.shape == (64, 4, 32) and heads.num_local == acc.num_local
+    assert reshape_fragment(heads, (64, 128)) == acc
+    assert reshape_fragment(acc, (64, 3, 32)) is None  # 128 columns are not 3 x 32
+
+
+def test_gemm_accumulator_read_per_head_through_a_reshape():
+    q = torch.randn(4 * 16, 64).half()
+    k = torch.randn(200, 64).half()
+    w = torch.randn(4, 16)
+    ref = (torch.relu(k.float() @ q.float().T).reshape(200, 4, 16) * w[None]).sum(-1).T
+    out = _interp(views.head_weighted_scores.get_ir(4, 200, 16, 64), [-1])(q, k, w)
+    torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-3)
+    for arch in ("sm_80", "sm_90a"):
+        source, ctx = cuda_source(views.head_weighted_scores.get_ir(4, 200, 16, 64), arch)
+        layouts = {b.name: lay for b, lay in ctx.data["cuda.layouts"].items()}
+        assert layouts["s_heads"].shape == (64, 2, 16) and layouts["s_heads"].num_local == layouts["s"].num_local
+        assert "float s[" in source and "s_heads[" not in source
 
 
 # ---- CUDA: barriers, layouts, pipelines, pointers -----------------------------------------------

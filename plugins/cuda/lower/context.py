@@ -88,7 +88,10 @@ class LowerCtx:
         return lay
 
     def local_of(self, buf: Buffer) -> Buffer:
-        """The per-thread register array standing for fragment ``buf``."""
+        """The per-thread register array standing for fragment ``buf`` (a reshape of a fragment
+        reads its base's registers: the layouts give both the same slots)."""
+        if buf.base is not None and buf.base.scope == "fragment" and buf.dtype == buf.base.dtype:
+            return self.local_of(buf.base)
         out = self.locals.get(buf)
         if out is None:
             lay = self.frag(buf)
