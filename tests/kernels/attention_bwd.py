@@ -109,6 +109,16 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
     dtype = T.float16
     accum_dtype = T.float32
 
+    @T.macro
+    def probabilities(lse, lse_shared, qkT, bx, by, bz, k):
+        """qkT: the scores of key block ``by`` and query block ``k`` as probabilities (causal: masked)."""
+        T.copy(lse[bz, bx, k * block_N:(k + 1) * block_N], lse_shared)
+        for i, j in T.Parallel(block_M, block_N):
+            qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
+        if is_causal:
+            for i, j in T.Parallel(block_M, block_N):
+                qkT[i, j] = T.if_then_else(by * block_M + i <= k * block_N + j, qkT[i, j], 0)
+
     @T.prim_func
     def flash_bwd_main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
                        dO: T.Tensor(shape, dtype), lse: T.Tensor([batch, heads, seq_len], accum_dtype),
@@ -153,12 +163,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
                     T.clear(dsT)
                     T.gemm(V_shared, do, dsT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
                     T.wait_wgmma(1)
-                    T.copy(lse[bz, bx, k * block_N:(k + 1) * block_N], lse_shared)
-                    for i, j in T.Parallel(block_M, block_N):
-                        qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
-                    if is_causal:
-                        for i, j in T.Parallel(block_M, block_N):
-                            qkT[i, j] = T.if_then_else(by * block_M + i <= k * block_N + j, qkT[i, j], 0)
+                    probabilities(lse, lse_shared, qkT, bx, by, bz, k)
                     T.wait_wgmma(0)
                     T.copy(qkT, qkT_cast)
                     T.gemm(qkT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
@@ -175,12 +180,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
                     T.copy(Q[bz, bx, k * block_N:(k + 1) * block_N, :], q)
                     T.clear(qkT)
                     T.gemm(K_shared, q, qkT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                    T.copy(lse[bz, bx, k * block_N:(k + 1) * block_N], lse_shared)
-                    for i, j in T.Parallel(block_M, block_N):
-                        qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
-                    if is_causal:
-                        for i, j in T.Parallel(block_M, block_N):
-                            qkT[i, j] = T.if_then_else(by * block_M + i <= k * block_N + j, qkT[i, j], 0)
+                    probabilities(lse, lse_shared, qkT, bx, by, bz, k)
                     T.copy(dO[bz, bx, k * block_N:(k + 1) * block_N, :], do)
                     T.clear(dsT)
                     T.gemm(V_shared, do, dsT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
