@@ -22,8 +22,9 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
   off when TMA is (``tl.disable_tma_lower``). Off: the 16-byte stores of every lane.
 - ``tlx.reciprocal_division``: in a ``T.Parallel`` nest, a float32 division by a value that is the
   same along one of the nest's loop variables (``acc_o[i, j] /= logsum[i]``) multiplies by the
-  value's correctly rounded reciprocal, computed once per value (``lower/reciprocal.py``): within
-  1.5 ulp instead of 0.5 (a subnormal divisor gives infinities). Off: an IEEE division per element.
+  value's correctly rounded reciprocal, computed once per value, and corrects the product once with
+  an FMA-computed remainder (``lower/reciprocal.py``): the division's quotient in every trial (a
+  subnormal divisor gives infinities). Off: an IEEE division per element.
   Both paths.
 - ``tlx.defer_store_drain``: in a persistent kernel, a tile's TMA stores stay in flight while the
   next tile computes; the next epilogue waits for them before its first slot write, and the block

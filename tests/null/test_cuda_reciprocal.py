@@ -32,9 +32,9 @@ def _divisions() -> object:
 
 def test_row_invariant_divisor_becomes_a_reciprocal() -> None:
     src, _ = cuda_source(_divisions(), "sm_80")
-    assert re.search(r"B\[[^\n]*\] = A\[[^\n]*\] \* __frcp_rn\(D\[", src)
+    assert re.search(r"B\[[^\n]*\] = tlx_div_rcp\(A\[[^\n]*\], D\[[^\n]*\], __frcp_rn\(D\[", src)
     assert re.search(r"C\[[^\n]*\] = A\[[^\n]*\] / A\[", src)  # varies along i and j: a division
-    assert re.search(r"E\[[^\n]*\] = A\[[^\n]*\] \* 0\.333333", src)
+    assert re.search(r"E\[[^\n]*\] = tlx_div_rcp\(A\[[^\n]*\], 3\.0f?, 0\.333333", src)
 
 
 def test_off_keeps_every_division() -> None:
@@ -44,7 +44,7 @@ def test_off_keeps_every_division() -> None:
 
 def test_flash_attention_epilogue_multiplies() -> None:
     src, _ = cuda_source(flash_attention_ir(causal=False), "sm_90a")
-    assert "* __frcp_rn(logsum[" in src and "/ logsum[" not in src
+    assert "__frcp_rn(logsum[" in src and "/ logsum[" not in src
 
 
 @pytest.mark.parametrize("c, want", [

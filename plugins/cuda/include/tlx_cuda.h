@@ -12,6 +12,14 @@ struct __align__(8) tlx_v8 { unsigned int x, y; };
 #define TLX_DEV static __device__ __forceinline__
 
 // ---- 16-bit float conversions (computation happens in fp32) ------------------------------------
+// x / y from r, y's correctly rounded reciprocal (lower/reciprocal.py): the product, corrected once
+// with the remainder x - q*y, which an FMA computes exactly; where the correction is not finite (a
+// zero, infinite or NaN operand) or zero (whose sign the correction may lose), the product stands.
+TLX_DEV float tlx_div_rcp(float x, float y, float r) {
+  const float q = x * r;
+  const float c = fmaf(fmaf(-q, y, x), r, q);
+  return isfinite(c) && c != 0.0f ? c : q;
+}
 TLX_DEV float tlx_h2f(tlx_half h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
 TLX_DEV tlx_half tlx_f2h(float f) { tlx_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
 TLX_DEV float tlx_b2f(tlx_bf16 h) { return __uint_as_float(((unsigned int)h.x) << 16); }

@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const tlx_half* __
   {  // parallel
     #pragma unroll
     for (int v_9 = 0; v_9 < 8; ++v_9) {
-      x[v_9 & 7] = x[v_9 & 7] * __frcp_rn(row_sum[0]);
+      x[v_9 & 7] = tlx_div_rcp(x[v_9 & 7], row_sum[0], __frcp_rn(row_sum[0]));
     }
   }
   tlx_st8(&Y[(((bx * 4) + ((tx >> 5) & 3)) * 256) + (((tx & 31) * 8) + 0)], x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]);
