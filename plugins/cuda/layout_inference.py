@@ -273,7 +273,10 @@ class _State:
                     f"layout conflict for `{buf.name}` at {where(loc)}: {self.origin[buf]} gives it "
                     f"{have.describe()}, but the loop at {where(nest.loc)} maps its threads as {lay.describe()}",
                     key, buf, loc=loc,
-                    hint="use the same warp policy for the gemms involved, or copy into a separate fragment")
+                    hint="use the same warp policy for the gemms involved, or copy into a separate fragment"
+                    if "T.gemm" in self.origin[buf] else
+                    f"index `{buf.name}` the same way in every loop that uses it, or T.copy it into a separate "
+                    "fragment for this loop")
         return changed
 
     def reduce_rule(self, op: Reduce | CumSum, free: bool) -> bool:
