@@ -80,3 +80,42 @@ def test_k_by_n_tf32_gemm_says_how_it_reaches_wgmma(caplog: pytest.LogCaptureFix
     with caplog.at_level(logging.DEBUG, logger="tilelang_x.cuda.layout"):
         cuda_source(_fp32(False), "sm_90a", {"tlx.swap_operands": False})
     assert "float32 runs on mma.sync; wgmma reads TF32" in caplog.text and "transpose_B=True" in caplog.text
+
+
+@T.prim_func
+def _both_mn_major(A: T.Tensor((64, 128), T.float32), B: T.Tensor((64, 128), T.float32),
+                   C: T.Tensor((128, 128), T.float32)):
+    with T.Kernel(1, threads=128):
+        A_s = T.alloc_shared((64, 128), T.float32)  # [K, M]: A stored K-major nowhere
+        B_s = T.alloc_shared((64, 128), T.float32)  # [K, N]
+        C_f = T.alloc_fragment((128, 128), T.float32)
+        T.copy(A, A_s)
+        T.copy(B, B_s)
+        T.gemm(A_s, B_s, C_f, transpose_A=True, clear_accum=True)
+        T.copy(C_f, C)
+
+
+def test_swap_needs_a_k_major_a_tile() -> None:
+    """Swapping makes the A tile wgmma's shared operand, which must be K-major: with A stored [K, M]
+    as well, neither operand order fits wgmma's TF32 form, and the gemm stays on mma.sync."""
+    ops = sass_ops(_both_mn_major, _PATTERN, "sm_90a")
+    assert ops.get("HMMA.1688.F32.TF32") and not any(k.startswith("HGMMA") for k in ops), ops
+
+
+@pytest.mark.parametrize("policy", ["FullRow", "FullCol"])
+def test_swapped_gemm_takes_either_warp_policy(policy: str) -> None:
+    """The swapped plan maps C's rows to wgmma's N: a policy naming C's rows or columns is read the other
+    way round, and both splits compile to TF32 HGMMAs."""
+    @T.prim_func
+    def main(A: T.Tensor((128, 64), T.float32), B: T.Tensor((64, 256), T.float32), C: T.Tensor((128, 256), T.float32)):
+        with T.Kernel(1, threads=256):
+            A_s = T.alloc_shared((128, 64), T.float32)
+            B_s = T.alloc_shared((64, 256), T.float32)
+            C_f = T.alloc_fragment((128, 256), T.float32)
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C_f, clear_accum=True, policy=getattr(T.GemmWarpPolicy, policy))
+            T.copy(C_f, C)
+
+    ops = sass_ops(main, _PATTERN, "sm_90a")
+    assert any(k.startswith("HGMMA") and k.endswith("TF32") for k in ops) and not ops.get("HMMA.1688.F32.TF32"), ops
