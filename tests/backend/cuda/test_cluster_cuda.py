@@ -8,8 +8,10 @@ import pytest
 import torch
 
 import tilelang_x
+import tilelang_x.language as T
 from tests.kernels import gemm
 from tilelang_x.compiler import clear_cache
+from tilelang_x.core_ir.gemm_precision import round_tf32
 from tilelang_x.errors import ArgumentError
 
 
@@ -17,6 +19,10 @@ from tilelang_x.errors import ArgumentError
 def _hopper() -> None:
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("needs sm_90a")
+
+
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(round_tf32(x.cpu().numpy())).to(x.device)
 
 
 def _reference(a: torch.Tensor, b: torch.Tensor, trans_b: bool) -> torch.Tensor:
@@ -45,6 +51,23 @@ def test_clustered_gemm_matches_torch(cluster: tuple[int, int, int], m: int, n: 
     for _ in range(3):  # the stage ring wraps; repeated launches reuse the barriers' first phases
         c = kernel(a, b)
         torch.testing.assert_close(c.float(), _reference(a, b, trans_b), atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("cluster", [(2, 1, 1), (1, 2, 1)])
+def test_clustered_swapped_tf32_gemm_matches_torch(cluster: tuple[int, int, int]) -> None:
+    """A float32 gemm with B stored K x N runs on wgmma as C^T = B^T A^T (B^T gathered from the
+    multicast B tile) in clusters too; inputs are TF32 values, which wgmma reads exactly."""
+    m, n, k = 456, 504, 328
+    func = gemm.matmul.get_ir(m, n, k, block_M=128, block_N=256, block_K=32, num_stages=3, threads=256,
+                              in_dtype=T.float32, out_dtype=T.float32, cluster=cluster)
+    kernel = tilelang_x.compile(func, out_idx=[-1])
+    source = kernel.get_kernel_source().split("TLX_DEV")[-1]
+    assert "tlx_tma_load_mc_2d(" in source and "tlx_wgmma_rs_tf32" in source
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a, b = (_tf32(torch.randn(*shape, device="cuda", generator=gen)) for shape in ((m, k), (k, n)))
+    want = (a.double() @ b.double()).float()
+    for _ in range(3):
+        torch.testing.assert_close(kernel(a, b), want, atol=2e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("cluster", [(2, 1, 1), (1, 2, 1)])
