@@ -397,7 +397,9 @@ def element_nest(op: Stmt) -> For | None:
 
 def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     count = 0
-    broadcast = ctx.data.get(MANUAL, 0) > 0  # threads of T.ws regions cannot all meet at a barrier
+    # one round of broadcast copies, after the first inference that succeeds; none with T.ws regions,
+    # whose threads cannot all meet at a barrier
+    broadcast_pending = ctx.data.get(MANUAL, 0) == 0
     while True:
         try:
             st = _infer(func, ctx)
@@ -407,9 +409,9 @@ def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
                 raise
             func, count = changed, count + 1
             continue
-        if broadcast:
+        if not broadcast_pending:
             break
-        broadcast = True
+        broadcast_pending = False
         changed = broadcast_reads(func, {b for b, lay in st.layouts.items()
                                          if isinstance(lay, Fragment) and spread_over_threads(lay)})
         if changed is None:

@@ -11,6 +11,12 @@ _AB = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "e4m3", "float8_e5m2
        "int8": "s8", "uint8": "u8"}
 
 
+def wgmma_k(ab: str) -> int:
+    """The K of one wgmma step for operands of dtype ``ab`` (a name): 32 bytes of K, so 16 for 16-bit
+    types, 32 for 8-bit ones and 8 for float32 (TF32)."""
+    return 32 if _AB[ab] in ("e4m3", "e5m2", "s8", "u8") else 8 if _AB[ab] == "tf32" else 16
+
+
 @functools.lru_cache(maxsize=1)
 def hopper_header() -> str:
     with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "include", "tlx_hopper.h")) as fh:
@@ -33,7 +39,7 @@ def wgmma_source(n: int, ab: str, a_regs: bool, trans_a: int, trans_b: int) -> s
     """``void name(float* d, <A>, tlx_u64 desc_b, int scale_d)``: D (+)= A·B for one m64nNk16
     (k32 for fp8, k8 for tf32) step; ``<A>`` is ``tlx_u64 desc_a`` or ``const tlx_u32* a`` (4 registers)."""
     t = _AB[ab]
-    k = 32 if t in ("e4m3", "e5m2", "s8", "u8") else 8 if t == "tf32" else 16
+    k = wgmma_k(ab)
     integer = t in ("s8", "u8")
     nd = n // 2
     outs = ", ".join(f'"+{"r" if integer else "f"}"(d[{i}])' for i in range(nd))

@@ -20,6 +20,7 @@ from ....core_ir.buffer import Buffer, Region
 from ....core_ir.tileops import Gemm
 from ..layout import Fragment, local_map
 from ..layout_inference import FP8_TYPES, INT8_TYPES, GemmPlan, where
+from .header import wgmma_k
 from .layout import PanelLayout, panel_layout, swapped_c_fragment, wgmma_a_fragment, wgmma_c_fragment
 
 log = logging.getLogger("tilelang_x.cuda.layout")
@@ -108,10 +109,9 @@ def warpgroup_plan(st: Any, m: int, n: int, policy: str, b_panel: int, c: Buffer
 def _swapped_rule(st: Any, op: Gemm, m: int, n: int, k: int, tf32: bool) -> bool:
     """Plan a gemm with A [M, K] and B [K, N] in shared memory whose dtype wgmma reads K-major only
     as Cᵀ = Bᵀ·Aᵀ: the wgmma's M is C's N, its shared operand the A tile (K-major as a B operand),
-    its register operand Bᵀ, which the threads gather from the B tile."""
+    its register operand Bᵀ, which the threads gather from the B tile. The caller has checked that K
+    is whole k-steps and the threads whole warpgroups."""
     c = op.C.buffer
-    if k % (8 if tf32 else 32) or st.threads % 128:
-        return False
     lays = operand_panels(st, (op.A, op.B))
     if lays is None:
         return False
@@ -148,13 +148,14 @@ def wgmma_rule(st: Any, op: Gemm, swap: bool = True) -> bool:
     tf32 = st.tf32 and a.dtype == dtypes.float32
     if a.dtype not in _HALF and not fp8 and not tf32 and not int8:
         return False
+    whole_steps = k % wgmma_k(a.dtype.name) == 0 and st.threads % 128 == 0
     if (fp8 or tf32 or int8) and (op.trans_A or not op.trans_B or a.scope != "shared"):
-        if swap and a.scope == "shared" and not op.trans_A and _swapped_rule(st, op, m, n, k, tf32):
+        if swap and whole_steps and a.scope == "shared" and not op.trans_A and _swapped_rule(st, op, m, n, k, tf32):
             return True
         log.debug("T.gemm at %s: %s runs on mma.sync; wgmma reads %s tiles K-major only (A [M, K] in shared "
                   "memory, B [N, K] with transpose_B=True)", where(op.loc), a.dtype.name, "TF32" if tf32 else "8-bit")
         return False  # fp8, tf32 and integer wgmma read both operands K-major only
-    if k % (32 if fp8 or int8 else 8 if tf32 else 16) or st.threads % 128 or (a.scope == "fragment" and op.trans_A):
+    if not whole_steps or (a.scope == "fragment" and op.trans_A):
         return False
     lays = operand_panels(st, (op.A, op.B))
     if lays is None or op.trans_A and 64 % lays[a].panel:
