@@ -26,6 +26,10 @@ class PassConfigKey(str, Enum):
     """Compile with fast math (``--use_fast_math``)."""
     TL_DEVICE_COMPILE_FLAGS = "tl.device_compile_flags"
     """Extra flags for the device compiler."""
+    TL_DISABLE_SHARED_MEMORY_REUSE = "tl.disable_shared_memory_reuse"
+    """Shared tiles never share bytes, even when they do not fit otherwise (``tlx.merge_shared``)."""
+    TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE = "tl.enable_aggressive_shared_memory_merge"
+    """Shared tiles never live at the same time share bytes even when the kernel fits without."""
     # TileLang's own, accepted and ignored
     TL_SIMPLIFY = "tl.Simplify"
     TL_DYNAMIC_ALIGNMENT = "tl.dynamic_alignment"

@@ -46,6 +46,7 @@ from .lir import (
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
 from .rasterize import block_remap
 from .rng import rng_call
+from .smem_plan import PLAN, plan_shared
 from .warp import thread_index, warp_header, warp_op
 from .warp_specialize import MANUAL, uses_ws_header, ws_header
 
@@ -316,22 +317,12 @@ class _Gen:
         return out, specs
 
     def _plan_smem(self, kernel: Kernel) -> None:
-        off = 0
-        # tiles TMA writes unswizzled (hopper/pipeline.py), workspaces it reads swizzled (lower/tma_store.py)
-        aligns = self.ctx.data.get("cuda.smem_align", {})
-        for n in walk(kernel.body):
-            if isinstance(n, Alloc) and n.buffer.scope == "shared":
-                b = n.buffer
-                lay = self.layouts.get(b)
-                shape = b.static_shape()
-                if shape is None:
-                    raise BackendNotImplementedError(f"shared tile `{b.name}` needs a constant shape", loc=b.loc)
-                size = math.prod(shape) * b.dtype.bytes
-                align = 1024 if isinstance(lay, SharedLayout) and lay.swizzle != "none" else aligns.get(b, 16)
-                off = (off + align - 1) // align * align
-                self.smem[b] = off
-                off += size
-        self.smem_total = (off + 15) // 16 * 16
+        tiles = [n.buffer for n in walk(kernel.body) if isinstance(n, Alloc) and n.buffer.scope == "shared"]
+        plan = self.ctx.data.get(PLAN)
+        if plan is None or set(plan.offsets) != {id(b) for b in tiles}:  # not planned on this body
+            plan = plan_shared(kernel, self.ctx, merge=False)
+        self.smem = {b: plan.offsets[id(b)] for b in tiles}
+        self.smem_total = plan.total
 
     def _block_vars(self, kernel: Kernel) -> None:
         axes = ("x", "y", "z")

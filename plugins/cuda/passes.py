@@ -9,6 +9,7 @@ from .layout_inference import infer_stage
 from .lower import lower_stage
 from .pipelining import pipeline_stage
 from .rasterize import plan_stage
+from .smem_plan import smem_plan_stage
 from .sync import sync_stage
 from .unswitch_mask import unswitch_stage
 from .warp_specialize import manual_setup, unless_manual
@@ -27,5 +28,6 @@ def stages(target: Any) -> list[tuple[str, Any]]:
         ("pipeline", unless_manual(pipeline_stage)),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),
+        ("smem_plan", smem_plan_stage),
         ("sync_insertion", sync_stage),
     ]

@@ -8,10 +8,11 @@ __all__ = ["blocksparse_matmul", "matmul", "matmul_dynamic_m", "matmul_persisten
 @tilelang.jit(out_idx=[-1])
 def matmul(M, N, K, block_M=128, block_N=128, block_K=32, in_dtype=T.float16, out_dtype=T.float16,
            accum_dtype=T.float32, trans_B=False, relu=False, num_stages=3, threads=128, cluster=None, swizzle=None,
-           flat_A=False, fp32_gemm=None, swap_operands=None):
+           flat_A=False, fp32_gemm=None, swap_operands=None, staged_C=False, merge_shared=None):
     """``C = A @ B``; with ``flat_A``, ``A`` is passed flat (``M * K`` elements) and reshaped in the kernel;
     ``fp32_gemm``: the precision of float32 operands (pass config ``tlx.fp32_gemm``); ``swap_operands``:
-    pass config ``tlx.swap_operands``."""
+    pass config ``tlx.swap_operands``; ``staged_C``: ``C`` goes out through a shared tile (TileLang's
+    ``example_gemm``); ``merge_shared``: pass config ``tlx.merge_shared``."""
     A_shape = (M * K,) if flat_A else (M, K)
     B_shape = (N, K) if trans_B else (K, N)
     B_shared_shape = (block_N, block_K) if trans_B else (block_K, block_N)
@@ -23,6 +24,8 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, in_dtype=T.float16, ou
                 T.annotate_pass_configs({"tlx.fp32_gemm": fp32_gemm})
             if swap_operands is not None:
                 T.annotate_pass_configs({"tlx.swap_operands": swap_operands})
+            if merge_shared is not None:
+                T.annotate_pass_configs({"tlx.merge_shared": merge_shared})
             A_rows = T.reshape(A, (M, K)) if flat_A else A
             if swizzle is not None:
                 T.use_swizzle(*swizzle)
@@ -40,7 +43,12 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, in_dtype=T.float16, ou
             if relu:
                 for i, j in T.Parallel(block_M, block_N):
                     C_local[i, j] = T.max(C_local[i, j], 0)
-            T.copy(C_local, C[by * block_M, bx * block_N])
+            if staged_C:
+                C_shared = T.alloc_shared((block_M, block_N), out_dtype)
+                T.copy(C_local, C_shared)
+                T.copy(C_shared, C[by * block_M, bx * block_N])
+            else:
+                T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main
 

@@ -48,3 +48,15 @@ def test_a_shared_tile_read_twice_stays() -> None:
     src, _ = cuda_source(_gemm_two_outputs.get_ir(64), "sm_90a")
     body = src.split("__global__")[1]
     assert "tlx_half* c = (tlx_half*)(tlx_smem" in body and "tlx_stsm_x4(epi_stage" not in body
+
+
+def test_flash_attention_backward_stores_dk_and_dv_directly() -> None:
+    """dV and dK are staged as TileLang writes them, both tiles first, then both stores: each pair
+    still becomes one direct store (and the tiles' layout annotations go with them)."""
+    from tests.kernels import attention_bwd
+
+    func = attention_bwd.flash_bwd.get_ir(2, 3, 512, 128, False, block_M=128, block_N=128, num_stages=2, threads=256)
+    src, ctx = cuda_source(func, "sm_90a")
+    body = src.split("__global__")[1]
+    assert "dv_shared" not in body and "dk_shared" not in body
+    assert ctx.data["cuda.meta"].smem_bytes <= 227 * 1024  # 64 KB less: 128 x 128 tiles fit at D128

@@ -16,6 +16,7 @@ FlashAttention D128 +0.4-1.6 % non-causal, +1-2 % causal; the GPU suite passes w
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from ....core_ir import expr as E
@@ -27,13 +28,15 @@ from ..perf_options import pass_configs
 from .config import hopper_config
 
 KEY = "tlx.direct_store"
+FREED = "cuda.direct_store_freed"  # bytes of the tiles taken away (pipeline.py's one-block-per-SM rule)
 
 
 def _uses(body: Stmt) -> dict[Buffer, int]:
-    """How many nodes of ``body`` name each buffer (its allocation included)."""
+    """How many nodes of ``body`` name each buffer (its allocation included; not its layout
+    annotation, which goes with the tile)."""
     out: dict[Buffer, int] = {}
     for n in walk(body):
-        for b in _named(n):
+        for b in [] if isinstance(n, Annotate) else _named(n):
             out[b] = out.get(b, 0) + 1
     return out
 
@@ -61,6 +64,22 @@ def _pair(c1: Stmt, c2: Stmt, accumulators: set[int], uses: dict[Buffer, int]) -
     return Copy(c1.src, c2.dst, c2.annotations, c2.loc)
 
 
+def _touches(s: Stmt, c1: Copy) -> bool:
+    """Whether ``s`` names the accumulator or the shared tile ``c1`` copies, or any global tensor
+    (the second copy's destination: moving that store across ``s`` must not reorder them)."""
+    mine = {id(c1.src.buffer.storage), id(c1.dst.buffer.storage)}
+    return any(id(b) in mine or b.scope == "global" for n in walk(s) for b in _named(n))
+
+
+def _without(n: Any, dropped: set[int]) -> Stmt | None:
+    """``n`` with the dropped tiles' allocations and layout annotations gone (``None``: unchanged)."""
+    if isinstance(n, Alloc) and id(n.buffer) in dropped:
+        return Seq(())
+    if isinstance(n, Annotate) and n.kind == "layout" and any(id(b) in dropped for b, _ in n.data):
+        return dataclasses.replace(n, data=tuple((b, lay) for b, lay in n.data if id(b) not in dropped))
+    return None
+
+
 def direct_store_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if not pass_configs(ctx).get(KEY, True) or not hopper_config(ctx).wgmma:
         return func
@@ -71,22 +90,29 @@ def direct_store_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     def fn(n: Any) -> Any:
         if not isinstance(n, Seq):
             return None
-        out: list[Stmt] = []
-        stmts = list(n.stmts)
-        i = 0
-        while i < len(stmts):
-            direct = _pair(stmts[i], stmts[i + 1], accumulators, uses) if i + 1 < len(stmts) else None
-            if direct is not None:
-                dropped.add(id(stmts[i].dst.buffer))  # type: ignore[union-attr]
-                out.append(direct)
-                i += 2
-            else:
-                out.append(stmts[i])
-                i += 1
-        return Seq(tuple(out), n.loc) if len(out) != len(stmts) else None
+        stmts: list[Stmt | None] = list(n.stmts)
+        for i, c1 in enumerate(stmts):
+            for j in range(i + 1, len(stmts)):
+                c2 = stmts[j]
+                if c1 is None or not isinstance(c1, Copy):
+                    break
+                if c2 is None:  # the second copy of an earlier pair, gone
+                    continue
+                direct = _pair(c1, c2, accumulators, uses)
+                if direct is not None:
+                    dropped.add(id(c1.dst.buffer))  # type: ignore[union-attr]
+                    stmts[i], stmts[j] = direct, None
+                    break
+                # the pair may sit apart (dV's copies, then dK's) if nothing between names its buffers
+                if _touches(c2, c1):
+                    break
+        out = [s for s in stmts if s is not None]
+        return Seq(tuple(out), n.loc) if len(out) != len(n.stmts) else None
 
     body = rewrite(func.body, fn)
     if not dropped:
         return func
-    body = rewrite(body, lambda x: Seq(()) if isinstance(x, Alloc) and id(x.buffer) in dropped else None)
+    ctx.data[FREED] = sum(math.prod(n.buffer.static_shape() or (0,)) * n.buffer.dtype.bytes
+                          for n in walk(body) if isinstance(n, Alloc) and id(n.buffer) in dropped)
+    body = rewrite(body, lambda x: _without(x, dropped))
     return dataclasses.replace(func, body=body)

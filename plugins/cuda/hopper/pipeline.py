@@ -69,6 +69,7 @@ from ..pipelining import (
 from ..rasterize import block_remap
 from . import rotate
 from .config import hopper_config, log
+from .direct_store import FREED
 from .guard import Guard, plan_guard
 from .layout import TMA_ALIGN
 from .multicast import Multicast, plan_multicast
@@ -100,8 +101,9 @@ def _computes(work: list[Stmt]) -> bool:
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
                  persistent: bool | None = None, barrier_groups: bool = False, rotation: bool = False,
-                 prologue_loads: bool = False, stream_k: bool | None = False) -> None:
+                 prologue_loads: bool = False, stream_k: bool | None = False, freed: int = 0) -> None:
         self.overlap = overlap
+        self.freed = freed
         self.stream_k = stream_k
         self.prologue_loads = prologue_loads
         self.rotation = rotation
@@ -230,12 +232,14 @@ def _host_vars(func: PrimFunc, kernel: Kernel) -> set[int]:
     return allowed
 
 
-def _owns_sm(kernel: Kernel, loop: For) -> bool:
+def _owns_sm(kernel: Kernel, loop: For, freed: int = 0) -> bool:
     """Whether the block's shared memory leaves no room for a second block on an SM. Only then does
     warp-specializing a loop that computes more than gemms pay (measured on the H200: FlashAttention
     D128, 192 KB, 7-11 % faster; D64, 96 KB, 20 % slower, since two plain blocks per SM already
     overlap one block's softmax with the other's gemms; still 6-11 % slower with the rotation and
-    the prologue loads, 2026-11-30, ``…-session4-variants-attention-d64-ws.json``)."""
+    the prologue loads, 2026-11-30, ``…-session4-variants-attention-d64-ws.json``). ``freed``: the
+    bytes of the shared tiles the direct store took away (direct_store.py), counted as the kernel
+    was written, since the staged epilogue's slots take shared memory in their place."""
     stages = num_stages(loop)
     staged = {id(s.dst.buffer) for s in _body(loop) if is_producer(s)}
     total = 0
@@ -245,7 +249,7 @@ def _owns_sm(kernel: Kernel, loop: For) -> bool:
             if shape is None:
                 return False
             total += math.prod(shape) * a.buffer.dtype.bytes * (stages if id(a.buffer) in staged else 1)
-    return 2 * (total + SMEM_PER_BLOCK_RESERVED) > SMEM_PER_SM
+    return 2 * (total + freed + SMEM_PER_BLOCK_RESERVED) > SMEM_PER_SM
 
 
 def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx, clustered: bool
@@ -291,7 +295,7 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx, clustered: bool
     # a guarded loop whose taken iterations cannot be listed first (pipelining.compact_guarded) has
     # no other pipelined form: warp-specialize it whatever the shared memory. One that can follows
     # the rule of the others (block-sparse attention D64, two blocks per SM, listed: 1.23x faster)
-    owns = _owns_sm(kernel, loop) or guard is not None and compact_guarded(as_written, kernel.body) is None
+    owns = _owns_sm(kernel, loop, cx.freed) or guard is not None and compact_guarded(as_written, kernel.body) is None
     if compute and not (owns if cx.ws_compute is None else cx.ws_compute):
         log.debug("T.Pipelined at line %s computes more than gemms and two blocks fit on an SM: plain TMA "
                   "pipeline", getattr(loop.loc, "line", "?"))
@@ -528,7 +532,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if not cfg.tma or kernel is None or filled_outside(func.body):  # a fill must not race the TMA loads
         return pipeline_stage(func, ctx)
     cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
-              cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k)
+              cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k, ctx.data.get(FREED, 0))
     body = func.body
     # warp specialization gives the threads new roles: kernels that query threads keep their own
     ws = _ws_candidate(func, kernel, cx, launch_dims(kernel, ctx.target.arch) is not None) \

@@ -16,6 +16,7 @@ from ..fragment_fallback import fragment_fallback_stage
 from ..layout_inference import find_kernel, infer_stage
 from ..lower import lower_stage
 from ..rasterize import plan_stage
+from ..smem_plan import smem_plan_stage
 from ..sync import sync_stage
 from ..unswitch_mask import unswitch_stage
 from ..warp_specialize import manual_setup, unless_manual
@@ -66,6 +67,7 @@ def hopper_stages() -> list[tuple[str, Any]]:
         ("pipeline", unless_manual(hopper_pipeline_stage)),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),
+        ("smem_plan", smem_plan_stage),
         ("sync_insertion", sync_stage),
         ("hopper_finalize", hopper_finalize_stage),
     ]
