@@ -6,8 +6,8 @@ float8 ones with an fp32 accumulator (sm_89+): mma.sync.m16n8k32. Every form rea
 per k-step, so the K-major operands load by ldmatrix as fp16 ones do (a row of 8 16-bit halves is
 4 float32 or 16 bytes); the others are gathered element by element (4 bytes packed per register),
 TF32 registers rounded by ``cvt.rna.tf32``. Anything else: a per-element FMA loop over the
-accumulator's layout (float32 operands rounded to TF32 under ``plan.tf32``, so the result does not
-depend on the form chosen)."""
+accumulator's layout (the mma form's where the tile splits into m16n8 warp tiles; float32 operands
+rounded to TF32 under ``plan.tf32``, so the result does not depend on the form chosen)."""
 
 from __future__ import annotations
 
