@@ -43,6 +43,7 @@ from .layout import (
 from .layout_exchange import FOLLOW, NestConflict, broadcast_reads, exchange_through_shared
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
 from .perf_options import pass_configs
+from .ptx_types import k_step
 from .target import has_capability
 from .warp_specialize import MANUAL, ws_threads
 
@@ -198,8 +199,7 @@ class _State:
         rows_ok = all(x.scope != "shared" or E.as_int(x.shape[-1]) is not None and
                       E.as_int(x.shape[-1]) * x.dtype.bytes % 16 == 0 for x in (a, b))
         a_ok = a.scope == "shared" or a.scope == "fragment" and not (op.trans_A or tf32 or byte_ops)
-        kstep = 8 if tf32 else 32 if byte_ops else 16
-        if mma_types and rows_ok and b.scope == "shared" and a_ok and k % kstep == 0:
+        if mma_types and rows_ok and b.scope == "shared" and a_ok and k % k_step(a.dtype.name) == 0:
             wmn = choose_warps(m, n, warps, op.policy)
             if wmn is not None:
                 plan = GemmPlan("mma", m, n, k, *wmn, tf32=tf32)
