@@ -38,9 +38,10 @@ log = logging.getLogger("tilelang_x.cuda.layout")
 
 #: exchanges one kernel may get before a conflict is reported instead
 MAX_EXCHANGES = 8
-#: annotation of the copies ``broadcast_reads`` adds: they follow the fragment's layout and never
-#: choose one (layout inference leaves them out of its free choices)
-BROADCAST = "tlx.broadcast"
+#: annotation of the copies added here (``exchange_through_shared``, ``broadcast_reads``): they take
+#: the layout of the fragment they copy from or into and never choose one (layout inference leaves
+#: them out of its free choices)
+FOLLOW = "tlx.follow"
 
 
 class NestConflict(LayoutError):
@@ -77,8 +78,10 @@ def exchange_through_shared(func: PrimFunc, conflict: NestConflict, count: int) 
     copy = Buffer(f"{buf.name}_as{count}", buf.shape, buf.dtype, "fragment", buf.loc)
     loc = getattr(target, "loc", None)
 
+    # the copy takes its layout from the loop, the original keeps its own: a copy that chose one
+    # (before the loop, in program order) would meet the same conflict again
     def moved(src: Buffer, dst: Buffer) -> list[Any]:
-        return [_to_staging(src, staging, loc), Copy(Region.full(staging), Region.full(dst), loc=loc)]
+        return [_to_staging(src, staging, loc), Copy(Region.full(staging), Region.full(dst), _FOLLOWS, loc=loc)]
 
     def on_copy(n: Any) -> Any:
         if isinstance(n, (E.Load, Store, Region)) and n.buffer is buf:
@@ -98,8 +101,11 @@ def _staging(buf: Buffer, suffix: str) -> Buffer:
     return Buffer(f"{buf.name}_{suffix}", buf.shape, buf.dtype, "shared", buf.loc)
 
 
-def _to_staging(buf: Buffer, staging: Buffer, loc: Any, annotations: tuple[tuple[str, Any], ...] = ()) -> Copy:
-    return Copy(Region.full(buf), Region.full(staging), annotations, loc=loc)
+_FOLLOWS = ((FOLLOW, True),)
+
+
+def _to_staging(buf: Buffer, staging: Buffer, loc: Any) -> Copy:
+    return Copy(Region.full(buf), Region.full(staging), _FOLLOWS, loc=loc)
 
 
 def broadcast_reads(func: PrimFunc, spread: set[Buffer]) -> PrimFunc | None:
@@ -198,7 +204,7 @@ class _Broadcast:
         staging = _staging(buf, f"bcast{self.count}")
         self.count += 1
         loc = getattr(reader, "loc", None) or buf.loc
-        out += [Alloc(staging, loc=loc), _to_staging(buf, staging, loc, ((BROADCAST, True),))]
+        out += [Alloc(staging, loc=loc), _to_staging(buf, staging, loc)]
         log.debug("%s: fragment `%s` is spread over the threads, and this statement reads it outside T.Parallel: its "
                   "values are passed through shared memory (a store by their owners and a barrier first)",
                   loc if loc is not None else "?", buf.name)

@@ -40,9 +40,10 @@ from .layout import (
     reshape_fragment,
     spread_over_threads,
 )
-from .layout_exchange import BROADCAST, NestConflict, broadcast_reads, exchange_through_shared
+from .layout_exchange import FOLLOW, NestConflict, broadcast_reads, exchange_through_shared
 from .nests import atomic_nest, copy_nest, fill_nest, nest_info
 from .perf_options import pass_configs
+from .ptx_types import k_step
 from .target import has_capability
 from .warp_specialize import MANUAL, ws_threads
 
@@ -198,8 +199,7 @@ class _State:
         rows_ok = all(x.scope != "shared" or E.as_int(x.shape[-1]) is not None and
                       E.as_int(x.shape[-1]) * x.dtype.bytes % 16 == 0 for x in (a, b))
         a_ok = a.scope == "shared" or a.scope == "fragment" and not (op.trans_A or tf32 or byte_ops)
-        kstep = 8 if tf32 else 32 if byte_ops else 16
-        if mma_types and rows_ok and b.scope == "shared" and a_ok and k % kstep == 0:
+        if mma_types and rows_ok and b.scope == "shared" and a_ok and k % k_step(a.dtype.name) == 0:
             wmn = choose_warps(m, n, warps, op.policy)
             if wmn is not None:
                 plan = GemmPlan("mma", m, n, k, *wmn, tf32=tf32)
@@ -213,6 +213,12 @@ class _State:
             log.debug("%s: %s x %s -> %s (M=%d N=%d K=%d) has no tensor-core form here: a per-element FMA loop%s",
                       origin, a.dtype, b.dtype, c.dtype, m, n, k, _FP8_TENSOR_CORES if a.dtype.bits == 8 else "")
             self.gemm[id(op)] = plan
+            # the FMA loop runs over any accumulator layout; unless one is given, it takes the mma
+            # form's where the tile splits into the warps' m16n8 atoms, so that the loops and
+            # reductions reading it are laid out alike whichever form the dtypes and the arch give
+            wmn = choose_warps(m, n, warps, op.policy)
+            if wmn is not None and c not in self.layouts:
+                self.set(c, mma_c_fragment(m, n, *wmn, origin), f"{origin} (accumulator)", op.loc)
             return
         self.gemm[id(op)] = plan
         self.set(c, mma_c_fragment(m, n, plan.wm, plan.wn, origin), f"{origin} (accumulator)", op.loc)
@@ -264,10 +270,8 @@ class _State:
         for buf, dim_map, loc in accesses:
             want = loop_to_buffer(lay, dim_map, f"T.Parallel at {where(nest.loc)}")
             have = self.layouts.get(buf)
-            if have is None:
-                self.layouts[buf] = want
-                self.origin[buf] = f"the loop at {where(nest.loc)}"
-                changed = True
+            if have is None:  # through ``set``: the fragment's reshapes get theirs too
+                changed |= self.set(buf, want, f"the loop at {where(nest.loc)}", loc)
             elif local_map(lay, dim_map, have) is None:
                 raise NestConflict(
                     f"layout conflict for `{buf.name}` at {where(loc)}: {self.origin[buf]} gives it "
@@ -471,7 +475,7 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
             nest = element_nest(n)
             if nest is not None:
                 nests.append((id(n), nest))
-                if isinstance(n, Copy) and dict(n.annotations).get(BROADCAST):
+                if isinstance(n, Copy) and dict(n.annotations).get(FOLLOW):
                     followers.add(id(n))
         buf = getattr(n, "buffer", None)
         if type(n).__name__ == "Alloc" and isinstance(buf, Buffer):

@@ -563,12 +563,18 @@ def _negate_fp16_bits(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return views.negate_fp16_bits(70, 32)(h), -h
 
 
-def _head_weighted_scores(device: str) -> tuple[torch.Tensor, torch.Tensor]:
-    q = _randn(4 * 16, 64, dtype=torch.float16, device=device, seed=31)
-    k = _randn(200, 64, dtype=torch.float16, device=device, seed=32)
-    w = _randn(4, 16, dtype=torch.float32, device=device, seed=33)
-    ref = (torch.relu(k.float() @ q.float().T).reshape(200, 4, 16) * w[None]).sum(-1).T
-    return views.head_weighted_scores(4, 200, 16, 64)(q, k, w), ref
+def _head_weighted_scores(dtype: torch.dtype) -> Callable:
+    """Q and K in ``dtype``: float8 e4m3 as TileLang's DeepSeek v3.2 indexer takes them."""
+    from tilelang_x.core_ir.dtypes import as_dtype
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        q = _randn(4 * 16, 64, dtype=dtype, device=device, seed=31)
+        k = _randn(200, 64, dtype=dtype, device=device, seed=32)
+        w = _randn(4, 16, dtype=torch.float32, device=device, seed=33)
+        ref = (torch.relu(k.float() @ q.float().T).reshape(200, 4, 16) * w[None]).sum(-1).T
+        return views.head_weighted_scores(4, 200, 16, 64, dtype=as_dtype(dtype))(q, k, w), ref
+
+    return run
 
 
 def _matmul_flat_a(device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -976,7 +982,10 @@ CASES: list[Case] = [
     Case("view_fp16_pairs_as_uint32", _negate_fp16_bits, atol=0, rtol=0),
     Case("view_local_and_var_bits", _register_bits, atol=0, rtol=0),
     Case("view_reshape_global_gemm", _matmul_flat_a),
-    Case("view_reshape_gemm_accumulator_heads", _head_weighted_scores, atol=1e-3, rtol=1e-3),
+    Case("view_reshape_gemm_accumulator_heads", _head_weighted_scores(torch.float16), atol=1e-3, rtol=1e-3),
+    # float8: mma.sync m16n8k32 from sm_89, wgmma on sm_90a (whose float8 sums keep fewer bits)
+    Case("view_reshape_gemm_accumulator_heads_fp8", _head_weighted_scores(torch.float8_e4m3fn), atol=2e-2,
+         rtol=1e-2),
     Case("unpack_int4_bit_ops", _unpack_int4, atol=0, rtol=0),
     Case("dequant_int4_fp16_reinterpret", _dequant_int4, atol=0, rtol=0),
     Case("dequant_signed_int4_quantize_helper", _dequant_signed_int4, atol=0, rtol=0),

@@ -127,17 +127,18 @@ def dequant_row_sum(M, K, scale=0.25, block_M=32, block_K=64, num_stages=2):
 
 
 @tilelang.jit(out_idx=[-1])
-def head_weighted_scores(seq_q, seq_kv, heads, dim, block_N=64, block_Q=2, threads=128):
+def head_weighted_scores(seq_q, seq_kv, heads, dim, block_N=64, block_Q=2, threads=128, dtype=T.float16):
     """``Out[t, n] = sum_h relu(K[n] . Q[t, h]) * W[t, h]``, TileLang's DeepSeek v3.2 indexer's
     logits: the gemm accumulator ``[block_N, block_Q * heads]`` is read as ``[block_N, block_Q,
-    heads]`` through a ``T.reshape`` of the fragment, and reduced over its heads."""
+    heads]`` through a ``T.reshape`` of the fragment, and reduced over its heads. TileLang's indexer
+    takes Q and K as ``T.float8_e4m3fn`` (``dtype``)."""
 
     @T.prim_func
-    def main(Q: T.Tensor((seq_q * heads, dim), T.float16), K: T.Tensor((seq_kv, dim), T.float16),
+    def main(Q: T.Tensor((seq_q * heads, dim), dtype), K: T.Tensor((seq_kv, dim), dtype),
              W: T.Tensor((seq_q, heads), T.float32), Out: T.Tensor((seq_q, seq_kv), T.float32)):
         with T.Kernel(T.ceildiv(seq_kv, block_N), seq_q // block_Q, threads=threads) as (bx, by):
-            q_s = T.alloc_shared((block_Q * heads, dim), T.float16)
-            k_s = T.alloc_shared((block_N, dim), T.float16)
+            q_s = T.alloc_shared((block_Q * heads, dim), dtype)
+            k_s = T.alloc_shared((block_N, dim), dtype)
             s = T.alloc_fragment((block_N, block_Q * heads), T.float32)
             s_heads = T.reshape(s, (block_N, block_Q, heads))
             w = T.alloc_fragment((block_Q, heads), T.float32)

@@ -145,6 +145,8 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "view_int8_as_uint32_dequant": lambda: views.dequant_int8_words.get_ir(40, 64),
         "view_pipelined_dequant_row_sum": lambda: views.dequant_row_sum.get_ir(96, 256),
         "view_reshape_gemm_accumulator_heads": lambda: views.head_weighted_scores.get_ir(4, 200, 16, 64),
+        "view_reshape_gemm_accumulator_heads_fp8": lambda: views.head_weighted_scores.get_ir(
+            4, 200, 16, 64, dtype=dtypes.float8_e4m3),
         "view_fp16_pairs_as_uint32": lambda: views.negate_fp16_bits.get_ir(70, 32),
         "view_local_and_var_bits": lambda: views.register_bits.get_ir(100),
         "view_reshape_global_gemm": mm(128, 128, 96, block_M=64, block_N=64, num_stages=2, flat_A=True),

@@ -65,3 +65,16 @@ def test_float8_k_by_n_gemm_runs_on_sm89_tensor_cores() -> None:
                               block_K=64, num_stages=3, threads=256)
     ops = sass_ops(func, r"\b(QMMA\.16832\.F32\.E5M2\.E5M2|FFMA)\b", "sm_89")
     assert ops.get("QMMA.16832.F32.E5M2.E5M2") and not ops.get("FFMA"), ops
+
+
+def test_float8_fma_fallback_lays_out_its_accumulator_as_mma_sync() -> None:
+    """sm_80 has no float8 mma.sync: the FMA loop takes the accumulator layout sm_89's mma.sync has,
+    so the loops reading the accumulator are laid out alike on both."""
+    func = gemm.matmul.get_ir(128, 256, 256, in_dtype=T.float8_e4m3, out_dtype=T.float16, block_M=128,
+                              block_N=128, block_K=64, threads=256)
+    layouts = {}
+    for arch in ("sm_80", "sm_89"):
+        _, ctx = cuda_source(func, arch)
+        layouts[arch] = {b.name: lay for b, lay in ctx.data["cuda.layouts"].items()}["C_local"]
+        assert [plan.kind for plan in ctx.data["cuda.gemm"].values()] == ["fma" if arch == "sm_80" else "mma"]
+    assert layouts["sm_80"] == layouts["sm_89"]

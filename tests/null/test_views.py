@@ -10,7 +10,7 @@ import tilelang_x
 import tilelang_x as tilelang
 import tilelang_x.language as T
 from tests.kernels import views
-from tests.null.cuda_helpers import cuda_source
+from tests.null.cuda_helpers import cuda_source, sass_ops
 from tilelang_x import knobs
 from tilelang_x.core_ir.buffer import Buffer
 from tilelang_x.core_ir.errors import ArgumentError, BackendNotImplementedError, LayoutError
@@ -155,6 +155,22 @@ def test_gemm_accumulator_read_per_head_through_a_reshape():
         layouts = {b.name: lay for b, lay in ctx.data["cuda.layouts"].items()}
         assert layouts["s_heads"].shape == (64, 2, 16) and layouts["s_heads"].num_local == layouts["s"].num_local
         assert "float s[" in source and "s_heads[" not in source
+
+
+@pytest.mark.parametrize("arch, kind, instruction", [
+    ("sm_80", "fma", "FFMA"),  # no float8 mma.sync before sm_89: the FMA loop
+    ("sm_89", "mma", "QMMA.16832.F32.E4M3.E4M3"),
+    ("sm_90a", "wgmma", "QGMMA.64x32x32.F32.E4M3.E4M3"),
+])
+def test_float8_indexer_reads_its_accumulator_per_head(arch: str, kind: str, instruction: str) -> None:
+    func = views.head_weighted_scores.get_ir(4, 200, 16, 64, dtype=T.float8_e4m3fn)
+    source, ctx = cuda_source(func, arch)
+    assert [plan.kind for plan in ctx.data["cuda.gemm"].values()] == [kind]
+    layouts = {b.name: lay for b, lay in ctx.data["cuda.layouts"].items()}
+    assert layouts["s_heads"].num_local == layouts["s"].num_local and "s_heads[" not in source
+    assert "_exchange" not in source  # the loops follow the accumulator's layout, whichever form the gemm takes
+    ops = sass_ops(func, r"\b([A-Z]+MMA\.[\w.]+|FFMA)\b", arch)
+    assert ops.get(instruction) and (kind == "fma") == (set(ops) == {"FFMA"}), ops
 
 
 # ---- CUDA: barriers, layouts, pipelines, pointers -----------------------------------------------

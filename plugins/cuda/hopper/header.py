@@ -7,14 +7,7 @@ from __future__ import annotations
 import functools
 import os
 
-_AB = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "e4m3", "float8_e5m2": "e5m2", "float32": "tf32",
-       "int8": "s8", "uint8": "u8"}
-
-
-def wgmma_k(ab: str) -> int:
-    """The K of one wgmma step for operands of dtype ``ab`` (a name): 32 bytes of K, so 16 for 16-bit
-    types, 32 for 8-bit ones and 8 for float32 (TF32)."""
-    return 32 if _AB[ab] in ("e4m3", "e5m2", "s8", "u8") else 8 if _AB[ab] == "tf32" else 16
+from ..ptx_types import k_step, ptx_type
 
 
 @functools.lru_cache(maxsize=1)
@@ -29,7 +22,7 @@ WGMMA_FORMS: dict[str, tuple[int, str, bool, int, int]] = {}
 
 def wgmma_name(n: int, ab: str, a_regs: bool, trans_a: int, trans_b: int) -> str:
     kind = "rs" if a_regs else "ss"
-    name = f"tlx_wgmma_{kind}_{_AB[ab]}_n{n}_t{trans_a}{trans_b}"
+    name = f"tlx_wgmma_{kind}_{ptx_type(ab)}_n{n}_t{trans_a}{trans_b}"
     WGMMA_FORMS[name] = (n, ab, a_regs, trans_a, trans_b)
     return name
 
@@ -38,8 +31,8 @@ def wgmma_name(n: int, ab: str, a_regs: bool, trans_a: int, trans_b: int) -> str
 def wgmma_source(n: int, ab: str, a_regs: bool, trans_a: int, trans_b: int) -> str:
     """``void name(float* d, <A>, tlx_u64 desc_b, int scale_d)``: D (+)= A·B for one m64nNk16
     (k32 for fp8, k8 for tf32) step; ``<A>`` is ``tlx_u64 desc_a`` or ``const tlx_u32* a`` (4 registers)."""
-    t = _AB[ab]
-    k = wgmma_k(ab)
+    t = ptx_type(ab)
+    k = k_step(ab)
     integer = t in ("s8", "u8")
     nd = n // 2
     outs = ", ".join(f'"+{"r" if integer else "f"}"(d[{i}])' for i in range(nd))

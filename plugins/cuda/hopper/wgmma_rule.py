@@ -20,7 +20,7 @@ from ....core_ir.buffer import Buffer, Region
 from ....core_ir.tileops import Gemm
 from ..layout import Fragment, local_map
 from ..layout_inference import FP8_TYPES, INT8_TYPES, GemmPlan, where
-from .header import wgmma_k
+from ..ptx_types import k_step
 from .layout import PanelLayout, panel_layout, swapped_c_fragment, wgmma_a_fragment, wgmma_c_fragment
 
 log = logging.getLogger("tilelang_x.cuda.layout")
@@ -148,7 +148,7 @@ def wgmma_rule(st: Any, op: Gemm, swap: bool = True) -> bool:
     tf32 = st.tf32 and a.dtype == dtypes.float32
     if a.dtype not in _HALF and not fp8 and not tf32 and not int8:
         return False
-    whole_steps = k % wgmma_k(a.dtype.name) == 0 and st.threads % 128 == 0
+    whole_steps = k % k_step(a.dtype.name) == 0 and st.threads % 128 == 0
     if (fp8 or tf32 or int8) and (op.trans_A or not op.trans_B or a.scope != "shared"):
         if swap and whole_steps and a.scope == "shared" and not op.trans_A and _swapped_rule(st, op, m, n, k, tf32):
             return True

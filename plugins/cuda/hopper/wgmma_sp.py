@@ -24,7 +24,7 @@ from ..lir import THREAD, U32, Evaluate, PtrTo
 from ..lower.gemm import _unroll
 from ..lower.gemm_sp import add_header, meta_word, sparse_header
 from ..lower.gemm_wgmma import _call, _desc
-from .header import _AB
+from ..ptx_types import ptx_type
 from .wgmma_rule import operand_panels, set_panels, warpgroup_plan
 
 
@@ -61,9 +61,9 @@ def lower_wgmma_sp(op: GemmSp, lc: Any, data: dict[str, Any]) -> Stmt:
     m0 = (wg // wgn) * (plan.m // wgm) if wgm > 1 else E.const(0)
     n0 = (wg % wgn) * nn if wgn > 1 else E.const(0)
     trans_b = int(not op.trans_B)
-    fn = f"tlx_wgmma_sp_{_AB[op.A.buffer.dtype.name]}_n{nn}_t0{trans_b}"
+    fn = f"tlx_wgmma_sp_{ptx_type(op.A.buffer.dtype.name)}_n{nn}_t0{trans_b}"
     add_header(data, sparse_header())  # tlx_sp_meta
-    add_header(data, wgmma_sp_source(fn, nn, _AB[op.A.buffer.dtype.name], trans_b))
+    add_header(data, wgmma_sp_source(fn, nn, ptx_type(op.A.buffer.dtype.name), trans_b))
     ef = Buffer(lc.fresh("e_frag"), (mi_n * ks_n,), U32, "local")
     mi, s = E.Var(lc.fresh("mi")), E.Var(lc.fresh("ks"))
     warp_rows = m0 + mi * 64 + (THREAD // 32) % 4 * 16

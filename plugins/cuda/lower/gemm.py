@@ -6,8 +6,8 @@ float8 ones with an fp32 accumulator (sm_89+): mma.sync.m16n8k32. Every form rea
 per k-step, so the K-major operands load by ldmatrix as fp16 ones do (a row of 8 16-bit halves is
 4 float32 or 16 bytes); the others are gathered element by element (4 bytes packed per register),
 TF32 registers rounded by ``cvt.rna.tf32``. Anything else: a per-element FMA loop over the
-accumulator's layout (float32 operands rounded to TF32 under ``plan.tf32``, so the result does not
-depend on the form chosen)."""
+accumulator's layout (the mma form's where the tile splits into m16n8 warp tiles; float32 operands
+rounded to TF32 under ``plan.tf32``, so the result does not depend on the form chosen)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ from ....core_ir.tileops import Gemm
 from ..layout_inference import GemmPlan
 from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import region_index
-
-_BYTES = {"int8": "s8", "uint8": "u8", "float8_e4m3": "e4m3", "float8_e5m2": "e5m2"}
+from ..ptx_types import k_step, ptx_type
 
 
 def _unroll(var: E.Var, n: int, body: Stmt) -> Stmt:
@@ -92,13 +91,10 @@ def mma_tile(op: Gemm, plan: GemmPlan) -> MmaTile:
     warp = THREAD // 32
     row0 = (warp // wn) * (plan.m // wm) if wm > 1 else E.const(0)
     col0 = (warp % wn) * (plan.n // wn) if wn > 1 else E.const(0)
-    a = op.A.buffer.dtype
-    if plan.tf32:
-        suffix, kstep = "tf32", 8
-    elif a.bits == 8:
-        suffix, kstep = _BYTES[a.name] + _BYTES[op.B.buffer.dtype.name], 32
-    else:
-        suffix, kstep = ("f16" if a == dtypes.float16 else "bf16"), 16
+    a, b = op.A.buffer.dtype, op.B.buffer.dtype
+    # the 8-bit forms name both operand types (``tlx_mma_s8u8``), the others one
+    suffix = ptx_type(a.name) + (ptx_type(b.name) if a.bits == 8 else "")
+    kstep = k_step(a.name)
     return MmaTile(op, plan.m // (16 * wm), plan.n // (8 * wn), plan.k // kstep, row0, col0, suffix, kstep)
 
 

@@ -22,11 +22,12 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import Alloc, Seq, Stmt
 from ....core_ir.tileops import Gemm
-from ..hopper.header import wgmma_k, wgmma_name
+from ..hopper.header import wgmma_name
 from ..hopper.layout import DESC_MODE, PanelLayout, swapped_row
 from ..layout_inference import GemmPlan
 from ..lir import THREAD, U32, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import region_index
+from ..ptx_types import k_step
 
 
 def _call(fn: str, *args: E.Expr, dtype: Any = dtypes.int32) -> Intrin:
@@ -78,7 +79,7 @@ def lower_wgmma(op: Gemm, lc: Any) -> Stmt:
     plan: GemmPlan = lc.gemm[id(op)]
     wgm, wgn = plan.wm, plan.wn
     a = op.A.buffer
-    kstep = wgmma_k(a.dtype.name)
+    kstep = k_step(a.dtype.name)
     mi_n, nn, ki_n = plan.m // (64 * wgm), plan.n // wgn, plan.k // kstep
     c_loc = lc.local_of(op.C.buffer)
     total = mi_n * nn // 2
