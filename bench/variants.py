@@ -6,7 +6,8 @@ without pauses here and clocks down. Two identical kernels differed by up to 4 %
 (2026-11-29): list one variant twice under two names to see this noise floor next to a result.
 
 Run: ``python bench/variants.py attention --dims 128 --variants '{"plain": {"tlx.ws_compute_loops":
-false}, "auto": {}}' --out $OUT/variants.json`` (``gemm`` takes ``--shapes MxNxK,...``).
+false}, "auto": {}}' --out $OUT/variants.json`` (``gemm`` takes ``--shapes MxNxK,...``;
+``attention_bwd`` times the backward's main kernel).
 ``--back-to-back SECONDS`` adds ratios with each variant timed back to back for that long, in turns:
 the regime of a busy GPU at its power limit (GEMM 4096³ on the H200, 2026-11-30: cuBLAS 5 % ahead
 back to back while the L2-flushed rounds put ours level).
@@ -50,6 +51,40 @@ def _attention_case(d: int, causal: bool, args: Any) -> Case:
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
     cudnn = sdpa(q, k, v, causal, "CUDNN_ATTENTION")
     return f"D{d}{'_causal' if causal else ''}", build, lambda kern: kern(q, k, v), cudnn, flops
+
+
+def _attention_bwd_case(d: int, causal: bool, args: Any) -> Case:
+    """FlashAttention backward's main kernel alone (dQ added into one float32 tensor, never zeroed:
+    the timing is the same) against cuDNN's whole backward; checked on dK and dV."""
+    import torch
+    from attention_bwd import sdpa_backward
+
+    import tilelang_x
+    from tests.kernels import attention_bwd
+
+    bm, bn, st, th = (int(x) for x in args.config.split("x"))
+    b, h, s = 4, 32, args.seq
+    q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16) for _ in range(4))
+    o, lse = attention_bwd.flash_attention_lse(b, h, s, d, causal, block_M=128, block_N=128, num_stages=2,
+                                               threads=256)(q, k, v)
+    delta = attention_bwd.flash_bwd_preprocess(b, h, s, d)(o, do)
+    dq = torch.zeros(q.shape, dtype=torch.float32, device="cuda")
+    cudnn = sdpa_backward(q, k, v, do, causal, "CUDNN_ATTENTION")
+
+    def build(pc: dict[str, Any]) -> Any:
+        func = attention_bwd.flash_bwd.get_ir(b, h, s, d, causal, block_M=bm, block_N=bn, num_stages=st, threads=th)
+        return tilelang_x.compile(func, out_idx=[7, 8], pass_configs=pc)
+
+    def run(kern: Any) -> Any:
+        dk, dv = kern(q, k, v, do, lse, delta, dq)
+        return torch.cat([dk.flatten(), dv.flatten()])
+
+    def reference() -> Any:
+        grads = cudnn()
+        return torch.cat([grads[1].flatten(), grads[2].flatten()])
+
+    flops = 2.5 * 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+    return f"bwd_D{d}{'_causal' if causal else ''}", build, run, reference, flops
 
 
 def _gemm_case(shape: str, args: Any) -> Case:
@@ -105,7 +140,7 @@ def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict
 
 def main() -> None:
     def extra(p: Any) -> None:
-        p.add_argument("kernel", choices=["attention", "gemm"])
+        p.add_argument("kernel", choices=["attention", "attention_bwd", "gemm"])
         p.add_argument("--variants", required=True, help="JSON object: variant name -> pass_configs")
         p.add_argument("--dims", default="128")
         p.add_argument("--seq", type=int, default=4096)
@@ -119,10 +154,12 @@ def main() -> None:
                        "(the power-limited regime: ratio_back_to_back)")
 
     args = parse_args(__doc__ or "", extra)
-    args.config = args.config or ("128x128x2x256" if args.kernel == "attention" else "128x256x64x3x256")
+    args.config = args.config or {"attention": "128x128x2x256", "attention_bwd": "128x64x2x256"}.get(
+        args.kernel, "128x256x64x3x256")
     variants: dict[str, dict[str, Any]] = json.loads(args.variants)
-    if args.kernel == "attention":
-        cases = [_attention_case(int(d), causal, args) for d in args.dims.split(",") for causal in (False, True)]
+    if args.kernel in ("attention", "attention_bwd"):
+        case = _attention_case if args.kernel == "attention" else _attention_bwd_case
+        cases = [case(int(d), causal, args) for d in args.dims.split(",") for causal in (False, True)]
     else:
         cases = [_gemm_case(shape, args) for shape in args.shapes.split(",")]
     rows = []

@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ....core_ir.errors import ArgumentError
 from ..perf_options import pass_configs
 
 log = logging.getLogger("tilelang_x.cuda.hopper")
@@ -58,6 +59,10 @@ class HopperConfig:
     #: a float32 (TF32) or 8-bit T.gemm with B stored K × N runs on wgmma as Cᵀ = Bᵀ·Aᵀ, Bᵀ
     #: gathered into registers (wgmma_rule.py); pass_configs={"tlx.swap_operands": False}: mma.sync
     swap_operands: bool = True
+    #: registers per producer thread of a warp-specialized kernel with two or more consumer
+    #: warpgroups (``setmaxnreg``); the consumers get what the register file leaves, at most 240:
+    #: pass_configs={"tlx.producer_regs": 24} gives them 240 instead of 232
+    producer_regs: int = 40
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -82,7 +87,15 @@ def hopper_config(ctx: Any) -> HopperConfig:
                         _tri(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
                         _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)),
                         bool(configs.get("tlx.prologue_loads", True)), _tri(configs, "tlx.stream_k"),
-                        bool(configs.get("tlx.swap_operands", True)))
+                        bool(configs.get("tlx.swap_operands", True)), _producer_regs(configs))
+
+
+def _producer_regs(configs: dict[str, Any]) -> int:
+    value = configs.get("tlx.producer_regs", 40)
+    if not isinstance(value, int) or isinstance(value, bool) or not 24 <= value <= 256 or value % 8:
+        raise ArgumentError(f"pass config tlx.producer_regs={value!r}: setmaxnreg takes a multiple of 8 from 24 "
+                            "to 256; give e.g. 24 or 40")
+    return value
 
 
 def no_tma_rebuild(ctx: Any) -> Any:

@@ -101,8 +101,10 @@ def _computes(work: list[Stmt]) -> bool:
 class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
                  persistent: bool | None = None, barrier_groups: bool = False, rotation: bool = False,
-                 prologue_loads: bool = False, stream_k: bool | None = False, freed: int = 0) -> None:
+                 prologue_loads: bool = False, stream_k: bool | None = False, freed: int = 0,
+                 producer_regs: int = PRODUCER_REGS) -> None:
         self.overlap = overlap
+        self.producer_regs = producer_regs
         self.freed = freed
         self.stream_k = stream_k
         self.prologue_loads = prologue_loads
@@ -333,8 +335,8 @@ def _prologue_loads(kernel: Kernel, top: list[Stmt], at: int, cx: _Ctx) -> dict[
     return out
 
 
-def _consumer_regs(consumers: int) -> int:
-    return min(240, (65536 - PRODUCER_THREADS * PRODUCER_REGS) // consumers // 8 * 8)
+def _consumer_regs(consumers: int, producer_regs: int) -> int:
+    return min(240, (65536 - PRODUCER_THREADS * producer_regs) // consumers // 8 * 8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -507,9 +509,9 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], g
     if pers:
         consumer = [pers.wrap(consumer, loop.loc)]
         ctx.data["cuda.persistent"] = pers  # codegen binds its stride; lower/__init__.py drains after its loops
-    regs = _consumer_regs(consumers) if consumers >= 256 else 0
+    regs = _consumer_regs(consumers, cx.producer_regs) if consumers >= 256 else 0
     if regs:
-        producer.insert(0, _call("TLX_SETMAXNREG_DEC", PRODUCER_REGS))
+        producer.insert(0, _call("TLX_SETMAXNREG_DEC", cx.producer_regs))
         consumer.insert(0, _call("TLX_SETMAXNREG_INC", regs))
     split = If(E.binary(">=", THREAD, consumers), Seq(tuple(producer)), Seq(tuple(consumer)), loop.loc)
     bars = [(b, count) for g in groups
@@ -519,7 +521,7 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], g
     # CTA exits while a peer may still write into its shared memory or arrive on its barriers
     start_sync, end = ("tlx_cluster_sync_init", [_call("tlx_cluster_sync")]) if mc else ("__syncthreads", [])
     body = hoisted + _init(bars) + [_call(start_sync), split, *end]
-    ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": PRODUCER_REGS, "consumer_regs": regs}
+    ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": cx.producer_regs, "consumer_regs": regs}
     if pers:
         return dataclasses.replace(kernel, body=Seq(tuple(body)), grid=(E.const(pers.grid),), block_vars=(pers.pid,),
                                    annotations=flattened(kernel.annotations))
@@ -532,7 +534,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if not cfg.tma or kernel is None or filled_outside(func.body):  # a fill must not race the TMA loads
         return pipeline_stage(func, ctx)
     cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
-              cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k, ctx.data.get(FREED, 0))
+              cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k, ctx.data.get(FREED, 0), cfg.producer_regs)
     body = func.body
     # warp specialization gives the threads new roles: kernels that query threads keep their own
     ws = _ws_candidate(func, kernel, cx, launch_dims(kernel, ctx.target.arch) is not None) \
