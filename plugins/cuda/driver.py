@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from ...core_ir.errors import TileLangError
+from ...core_ir.source import SourceLoc
 
 # CUresult values named in hints (cuda.h, enum cudaError_enum).
 SUCCESS = 0
@@ -87,10 +88,11 @@ _HINTS: dict[int, str] = {
 class CudaError(TileLangError):
     """A CUDA driver call failed; ``code`` is the ``CUresult`` and ``name`` its enum name."""
 
-    def __init__(self, message: str, code: int = 0, name: str = "", hint: str | None = None) -> None:
+    def __init__(self, message: str, code: int = 0, name: str = "", hint: str | None = None,
+                 loc: SourceLoc | None = None) -> None:
         self.code = code
         self.name = name
-        super().__init__(message, hint=hint)
+        super().__init__(message, loc=loc, hint=hint)
 
 
 class CudaNotAvailableError(CudaError):

@@ -120,6 +120,8 @@ class KernelMeta:
     #: the kernel calls ``T.pdl_sync()`` (sm_90+) and not ``T.sync_grid()``: launched with
     #: programmatic stream serialization
     pdl: bool = False
+    #: the shared tiles (name, bytes), largest first: what a launch error about shared memory lists
+    smem_tiles: tuple[tuple[str, int], ...] = ()
 
     @property
     def num_threads(self) -> int:

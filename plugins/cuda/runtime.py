@@ -179,10 +179,13 @@ class LoadedKernel:
         if total > DEFAULT_SMEM_LIMIT or meta.smem_bytes > DEFAULT_SMEM_LIMIT - static:
             limit = driver.device_attribute(device, driver.ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             if total > limit:
+                tiles = ", ".join(f"`{tile}` {size / 1024:.1f} KB" for tile, size in meta.smem_tiles[:4])
                 raise driver.CudaError(
                     f"kernel '{name}' needs {total / 1024:.1f} KB shared memory, the GPU allows {limit / 1024:.1f} KB "
-                    f"({self._device_desc(device)})",
-                    hint="reduce block sizes or num_stages",
+                    f"({self._device_desc(device)})" + (f"; its largest shared tiles: {tiles}" if tiles else ""),
+                    hint="reduce block sizes or num_stages (a pipelined tile takes num_stages times its size); "
+                         "tiles never live at the same time already share bytes (pass config tlx.merge_shared)",
+                    loc=meta.loc,
                 )
             code = lib.cuFuncSetAttribute(fn, driver.FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, meta.smem_bytes)
             driver.check(code, f"allowing kernel '{name}' {meta.smem_bytes} bytes of dynamic shared memory "

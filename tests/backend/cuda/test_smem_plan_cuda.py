@@ -39,3 +39,20 @@ def test_flash_attention_with_its_output_in_the_q_tile_matches_sdpa(causal: bool
     out = kernel(q, k, v)
     ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+def test_a_kernel_too_large_for_the_gpu_names_its_line_and_tiles() -> None:
+    import tilelang_x.language as T
+    from tilelang_x.plugins.cuda import driver
+
+    @T.prim_func
+    def too_large(A: T.Tensor((256, 512), T.float16), B: T.Tensor((256, 512), T.float16)):
+        with T.Kernel(1, threads=128) as _:
+            whole = T.alloc_shared((256, 512), T.float16)  # 256 KB, live throughout
+            T.copy(A, whole)
+            T.copy(whole, B)
+
+    a = torch.randn(256, 512, device="cuda").half()
+    with pytest.raises(driver.CudaError, match=r"needs 256\.\d KB shared memory.*`whole` 256\.0 KB") as info:
+        tilelang_x.compile(too_large)(a, torch.empty_like(a))
+    assert "test_smem_plan_cuda.py" in str(info.value) and "num_stages" in str(info.value)
