@@ -118,6 +118,9 @@ class _Printer:
             return f"T.call_extern({dtype!r}, {e.name!r}{''.join(', ' + self.expr(a) for a in e.args)})"
         if isinstance(e, E.Load):
             return f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
+        if isinstance(e, E.AtomicFetch):
+            element = f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
+            return f"T.atomic_{e.kind}({element}, {self.expr(e.value)}, return_prev=True)"
         if isinstance(e, E.AtomicLoad):
             element = f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
             return f"T.atomic_load({element}, memory_order={e.order!r})"

@@ -699,13 +699,12 @@ def _memory_order(order: Any, allowed: tuple[str, ...], what: str, loc: SourceLo
     return order
 
 
-def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str, order: str | None = None) -> None:
+def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str, order: str | None = None) -> E.Expr | None:
     b = bld.require_kernel(what)
     loc = caller_loc()
-    if return_prev:
-        raise TileLangSyntaxError(f"{what}(..., return_prev=True) is not supported", loc=loc,
-                                  hint="read the old value separately if you need it")
     d = _operand(dst, f"{what} destination")
+    if _py_bool(return_prev, f"{what} return_prev", loc):
+        return _atomic_fetch(b, kind, d, value, what, loc)
     tile_value = (type(value) is Buffer and value.scope != "var") or isinstance(value, Region)
     if tile_value:
         rv = _region(value, f"{what} value")
@@ -726,6 +725,32 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str, order
                  "atomics update global or shared memory; registers need no atomics", loc)
     op.check()
     b.emit(op)
+    return None
+
+
+def _atomic_fetch(b: Any, kind: str, d: Any, value: Any, what: str, loc: SourceLoc | None) -> E.Load:
+    """``return_prev=True``: the update of one element, run where the call stands; the result reads
+    a hidden variable holding the element's value before it (so the update runs once however often
+    the result is used, and assigning it to a ``T.alloc_var`` stores it there)."""
+    if kind not in E.FETCH_KINDS:
+        raise NotSupportedError(f"{what}(..., return_prev=True) is not supported", loc=loc,
+                                hint="only T.atomic_add, T.atomic_max and T.atomic_min return the previous value; "
+                                "drop return_prev=True")
+    rd = _one_element(d) if isinstance(d, _Point) else d
+    tile_value = (type(value) is Buffer and value.scope != "var") or isinstance(value, Region)
+    if tile_value or any(E.as_int(x) != 1 for x in rd.extents):
+        raise ShapeMismatchError(
+            f"{what}(..., return_prev=True) returns the previous value of one element, but the destination "
+            f"`{rd.buffer.name}` region is [{', '.join(str(x) for x in rd.extents)}]"
+            + (" and the value is a tile" if tile_value else ""),
+            loc=loc, hint=f"index one element and pass a scalar value, e.g. old = {what}({rd.buffer.name}[i], 1, "
+            "return_prev=True); for a tile drop return_prev=True")
+    _check_scope(rd, ("global", "shared"), what, "destination",
+                 "atomics update global or shared memory; registers need no atomics", loc)
+    dt = rd.buffer.dtype
+    prev = b.new_buffer("prev", (1,), dt, "var", loc)
+    b.emit(Alloc(prev, E.AtomicFetch(kind, rd.buffer, rd.starts, E.cast(value, dt), loc), loc=loc))
+    return E.Load(prev, (E.const(0),), loc)
 
 
 def _check_bitwise(dst: Region, value: Any, what: str, loc: SourceLoc | None) -> None:
@@ -745,19 +770,20 @@ def _check_bitwise(dst: Region, value: Any, what: str, loc: SourceLoc | None) ->
 
 
 def atomic_add(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False,
-               use_tma: bool = False) -> None:
-    """Atomically add ``value`` (a scalar, or a tile of the destination's shape) to ``dst``."""
-    _atomic("add", dst, value, return_prev, "T.atomic_add")
+               use_tma: bool = False) -> E.Expr | None:
+    """Atomically add ``value`` (a scalar, or a tile of the destination's shape) to ``dst``; with
+    ``return_prev=True`` (one element, a scalar value) the element's value before the addition."""
+    return _atomic("add", dst, value, return_prev, "T.atomic_add")
 
 
-def atomic_max(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
-    """Atomic maximum."""
-    _atomic("max", dst, value, return_prev, "T.atomic_max")
+def atomic_max(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> E.Expr | None:
+    """Atomic maximum (``return_prev=True``: the element's value before, as ``T.atomic_add``)."""
+    return _atomic("max", dst, value, return_prev, "T.atomic_max")
 
 
-def atomic_min(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
-    """Atomic minimum."""
-    _atomic("min", dst, value, return_prev, "T.atomic_min")
+def atomic_min(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> E.Expr | None:
+    """Atomic minimum (``return_prev=True``: the element's value before, as ``T.atomic_add``)."""
+    return _atomic("min", dst, value, return_prev, "T.atomic_min")
 
 
 def atomic_or(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
@@ -808,6 +834,10 @@ def _atomic_add_lanes(dst: Any, value: Any, lanes: int, return_prev: bool, what:
     """Atomically add the ``lanes`` elements that start at ``value`` along its last dimension to
     the ``lanes`` that start at ``dst``: one atomic per element (each is atomic on its own, as in
     TileLang's packed form)."""
+    if _py_bool(return_prev, f"{what} return_prev", caller_loc()):
+        raise NotSupportedError(f"{what}(..., return_prev=True) is not supported", loc=caller_loc(),
+                                hint=f"call old = T.atomic_add(dst, value, return_prev=True) once per element "
+                                f"instead of {what}")
     for name, x in (("destination", dst), ("value", value)):
         if not isinstance(x, E.Load):
             raise TileLangTypeError(

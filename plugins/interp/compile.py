@@ -121,7 +121,7 @@ class Compiler(ExprCompiler):
         """Indices of the buffer parameters the kernel may write (through a view too)."""
         written: set[int] = set()
         for node in walk(self.func.body):
-            if isinstance(node, Store):
+            if isinstance(node, (Store, E.AtomicFetch)):
                 written.add(id(node.buffer.storage))
             elif isinstance(node, (Copy, Fill, Reduce, CumSum, Atomic)):
                 written.add(id(node.dst.buffer.storage))

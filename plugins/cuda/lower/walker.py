@@ -21,7 +21,7 @@ from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evalua
 from ..nests import element_atomic
 from ..warp_specialize import leader_only, lower_ws
 from .atomic import tile_atomic, vector_red
-from .atomic_load import uniform_atomic_loads
+from .atomic_load import fetch_store, uniform_atomic_loads
 from .parallel import lower_nest
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
@@ -44,7 +44,7 @@ class _Walker:
         self.div = 0  # divergent `if` / loops around the statement being lowered
         self.region: tuple[int, ...] | None = None  # the T.ws region being lowered (warp_specialize.py)
 
-    def per_thread_load(self, ld: E.AtomicLoad) -> bool:
+    def per_thread_load(self, ld: E.Element) -> bool:
         """Whether each thread makes atomic load ``ld`` itself (see ``uniform_atomic_loads``)."""
         return self.uni is not None and (self.div > 0 or self.uni.varying(ld))
 
@@ -90,6 +90,9 @@ class _Walker:
             body = self.stmt(s.body)
             allocs = tuple(Alloc(b) for b in lc.workspaces)
             return Kernel(s.grid, s.block_vars, s.threads, Seq(allocs + (body,)), s.annotations, s.loc)
+        if isinstance(s, Alloc) and isinstance(s.init, E.AtomicFetch):  # each thread's own update
+            own = Seq((Alloc(s.buffer, None, s.loc), Block(fetch_store(self.fix(s.init), s.buffer), "atomic", s.loc)))
+            return own if self.div else Seq((own, Barrier(s.loc)), s.loc)
         if isinstance(s, Alloc):
             if s.buffer.scope == "fragment":
                 return Alloc(lc.local_of(s.buffer), None, s.loc)
