@@ -21,6 +21,7 @@ from .stmt import (
     If,
     Jump,
     Kernel,
+    NamedBarrier,
     PrimFunc,
     Print,
     Seq,
@@ -212,7 +213,7 @@ class _Printer:
             self.stmt(s.body, depth + 1)
         elif isinstance(s, Print):
             self.emit(depth, f"T.print({self.value(s.value)}, msg={s.msg!r})")
-        elif isinstance(s, Sync):
+        elif isinstance(s, (Sync, NamedBarrier)):
             self.emit(depth, s.call)
         elif isinstance(s, Jump):
             self.emit(depth, s.kind)

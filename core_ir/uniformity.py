@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .buffer import Buffer, Region
 from .expr import AtomicFetch, AtomicLoad, Expr, Load, ThreadIndex, Var, WarpOp
-from .stmt import Alloc, For, If, Kernel, Seq, Stmt, Store, While
+from .stmt import Alloc, For, If, Kernel, NamedBarrier, Seq, Stmt, Store, While
 from .tileops import Atomic, Copy, CumSum, Fill, Gemm, GemmSp, Reduce, TileOp
 from .visit import walk
 
@@ -38,8 +38,9 @@ PRIVATE_SCOPES = ("local", "var")
 
 def uses_simt(node: Stmt) -> bool:
     """Whether ``node`` contains a thread index or a warp operation (without them every value of
-    the block is uniform)."""
-    return any(isinstance(n, (ThreadIndex, WarpOp)) for n in walk(node))
+    the block is uniform), or a named barrier (which parts of the block reach: the backends keep
+    the block's threads as the kernel wrote them)."""
+    return any(isinstance(n, (ThreadIndex, WarpOp, NamedBarrier)) for n in walk(node))
 
 
 def written_regions(op: TileOp) -> tuple[Region, ...]:

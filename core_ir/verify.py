@@ -31,6 +31,7 @@ from .stmt import (
     If,
     Jump,
     Kernel,
+    NamedBarrier,
     PrimFunc,
     Print,
     Seq,
@@ -251,7 +252,9 @@ class _Verifier:
             self.tile_op(s)
         elif isinstance(s, Assert):
             self.expr(s.cond)
-        elif isinstance(s, Sync):
+        elif isinstance(s, (Sync, NamedBarrier)):
+            if isinstance(s, NamedBarrier):
+                self.expr(s.barrier_id)
             if self.parallel_depth:
                 self.fail(f"{s.call} inside a T.Parallel loop", loc=s.loc,
                           hint="a T.Parallel body runs once per element; put the barrier before or after the loop")

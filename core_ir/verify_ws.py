@@ -23,6 +23,7 @@ from .stmt import (
     BarrierWait,
     For,
     Kernel,
+    NamedBarrier,
     PrimFunc,
     Stmt,
     Store,
@@ -74,6 +75,11 @@ class _Checker:
 
     def run(self) -> None:
         k = self.kernel
+        named = next((n for n in walk(k.body) if isinstance(n, NamedBarrier)), None)
+        if named is not None:
+            self.fail(f"{named.call} in a kernel with T.ws regions or barriers: the backend synchronizes the regions "
+                      "with named barriers of its own", named.loc,
+                      "order the regions with T.alloc_barrier's mbarriers (T.barrier_arrive / T.barrier_wait)")
         if Uniformity(k.body).simt:
             self.fail("thread queries and warp operations are not supported in a kernel with T.ws regions or "
                       "barriers", k.loc, "compute per-warpgroup work with tile ops inside T.ws regions")

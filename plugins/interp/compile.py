@@ -31,6 +31,7 @@ from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, SpinWaitError, TileLangError
 from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import (
+    NAMED_BARRIER_IDS,
     Alloc,
     Annotate,
     Assert,
@@ -39,6 +40,7 @@ from tilelang_x.core_ir.stmt import (
     If,
     Jump,
     Kernel,
+    NamedBarrier,
     PrimFunc,
     Print,
     Seq,
@@ -170,6 +172,8 @@ class Compiler(ExprCompiler):
             return seq
         if isinstance(s, Sync) and s.scope == "grid":
             return self._sync_grid(s)
+        if isinstance(s, NamedBarrier):
+            return self._named_barrier(s)
         if isinstance(s, (Annotate, Sync)):  # statements run in order, for the whole block at once
             return None
         if isinstance(s, For):
@@ -546,6 +550,71 @@ class Compiler(ExprCompiler):
             frame.turns.arrive(frame.turn, loc)
 
         return sync_grid
+
+    def _named_barrier(self, s: NamedBarrier) -> Fn:
+        """A block's threads run in lock step here (every statement for all of them that reach it,
+        in order), which satisfies any barrier whose arrivals all come before the waiters go on:
+        the warps that reach ``s`` arrive together (a warp counts whole, as on a GPU), on top of
+        the arrivals ``T.named_barrier_arrive`` left since the barrier last completed; a wait
+        that completes the barrier (a multiple of its count) goes on. A wait that would need
+        threads still to come (a warp waiting for another that reaches the barrier elsewhere
+        after it, as in a producer / consumer pair) cannot run in lock step: it raises
+        ``BackendNotImplementedError`` rather than compute something else."""
+        n = self.nthreads
+        warps = -(-n // 32)
+        real = (np.arange(warps * 32) < n).reshape(warps, 32)  # the last warp may be partial
+        fid = self.expr(s.barrier_id, s.loc)
+        count, arrive, loc, call = s.count, s.arrive, s.loc, s.call
+        last = NAMED_BARRIER_IDS[-1]
+
+        def arriving(env: list) -> int:
+            mask = env[MASK]
+            if mask is None:
+                return warps * 32
+            m = np.zeros(warps * 32, dtype=bool)
+            m[:n] = np.broadcast_to(mask, (n,))
+            m = m.reshape(warps, 32)
+            some = m.any(axis=1)
+            partial = some & (m != real).any(axis=1)
+            if partial.any():
+                w = int(np.argmax(partial))
+                raise TileLangError(f"{call}: only some threads of warp {w} reach it; a warp arrives at a named "
+                                    "barrier as a whole", loc=loc,
+                                    hint="branch on the warp (e.g. `if tx // 32 == 0:`), not on single threads, "
+                                    "around named barriers")
+            return int(some.sum()) * 32
+
+        def barrier_id(env: list) -> int:
+            ids = np.unique(np.broadcast_to(fid(env), (n,))[env[MASK] if env[MASK] is not None else slice(None)])
+            if len(ids) != 1 or not 1 <= ids[0] <= last:
+                raise TileLangError(f"{call}: barrier id {', '.join(str(i) for i in ids)} here; the threads that "
+                                    f"reach it together name one barrier from 1 to {last}", loc=loc)
+            return int(ids[0])
+
+        def named_barrier(env: list) -> None:
+            frame = env[FRAME]
+            bar = barrier_id(env)
+            state = frame.named.get(bar)
+            if state is None or state[0] != frame.block_id:
+                state = frame.named[bar] = [frame.block_id, 0, count]
+            if state[1] and state[2] != count:
+                raise TileLangError(f"{call}: barrier {bar} is in use by {state[2]} threads, not {count}", loc=loc,
+                                    hint="every use of a named barrier gives the same arrive_count")
+            state[2] = count
+            total = state[1] + arriving(env)
+            if arrive or total % count == 0:
+                state[1] = total % count
+                return
+            raise BackendNotImplementedError(
+                f"{call} in block {frame.block}: {total % count} of its {count} threads have arrived when the "
+                "waiting warps get there; the others arrive later, elsewhere in the kernel (a producer / consumer "
+                "pair of warps), and the interpreter runs the threads of a block in lock step, one statement after "
+                "another for all of them, so it cannot let these threads wait for them", loc=loc,
+                hint="run the kernel on CUDA; for the interpreter, let the threads that must arrive first reach the "
+                "barrier (or T.named_barrier_arrive) earlier in program order, e.g. the producer's branch before "
+                "the consumer's")
+
+        return named_barrier
 
     def _threads(self, s: Kernel, uni: Uniformity) -> Fn:
         """Set up a kernel that uses thread queries or warp operations: its statements run with one

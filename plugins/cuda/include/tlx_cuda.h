@@ -263,6 +263,10 @@ TLX_DEV double tlx_shfl_xor_d(double v, int m) { return __shfl_xor_sync(0xffffff
 TLX_DEV long long tlx_shfl_xor_l(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 TLX_DEV unsigned int tlx_shfl_xor_u(unsigned int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 
+// ---- named barriers (T.sync_threads(id, count), T.named_barrier_arrive): whole warps arrive ---------
+TLX_DEV void tlx_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+TLX_DEV void tlx_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+
 // ---- atomics ---------------------------------------------------------------------------------------
 TLX_DEV void tlx_atomic_add_h(tlx_half* p, float v) {
   tlx_half h = tlx_f2h(v);

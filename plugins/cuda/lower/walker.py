@@ -9,7 +9,22 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.errors import LayoutError
-from ....core_ir.stmt import Alloc, Annotate, Assert, ExprStmt, For, If, Kernel, Print, Seq, Stmt, Store, Sync, While
+from ....core_ir.stmt import (
+    Alloc,
+    Annotate,
+    Assert,
+    ExprStmt,
+    For,
+    If,
+    Kernel,
+    NamedBarrier,
+    Print,
+    Seq,
+    Stmt,
+    Store,
+    Sync,
+    While,
+)
 from ....core_ir.tileops import Atomic, TileOp
 from ....core_ir.uniformity import Uniformity, written_regions
 from ....core_ir.visit import rewrite, walk
@@ -147,6 +162,8 @@ class _Walker:
             return self.fix(device_assert(s))
         if isinstance(s, ExprStmt):
             return self.fix(Evaluate(s.value, s.loc))
+        if isinstance(s, NamedBarrier):
+            return self.fix(named_barrier(s))
         if isinstance(s, Sync):
             if s.scope == "block":
                 return Barrier(s.loc)
@@ -257,6 +274,15 @@ class _Walker:
             return Store(lc.local_of(buf), (slot,), n.value, n.loc)
 
         return rewrite(node, fn)
+
+
+def named_barrier(s: NamedBarrier) -> Evaluate:
+    """``bar.sync id, count`` / ``bar.arrive id, count``. The compiler's own named barriers (warp
+    specialization, pingpong, stream-K, ``T.ws`` regions) never share a kernel with these: the
+    first three are off in kernels that query threads or name barriers (``uses_simt``), and
+    ``verify_ws`` refuses named barriers beside ``T.ws`` regions and mbarriers."""
+    fn = "tlx_bar_arrive" if s.arrive else "tlx_bar_sync"
+    return Evaluate(Intrin(fn, (s.barrier_id, E.const(s.count))), s.loc)
 
 
 def printf_escape(text: str) -> str:

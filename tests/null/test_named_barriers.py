@@ -1,0 +1,215 @@
+"""Named barriers: ``T.sync_threads(barrier_id, arrive_count)`` and ``T.named_barrier_arrive``.
+The interpreter runs a block's threads in lock step and counts whole warps arriving: kernels whose
+arrivals come before the waits in program order run (and compare with torch), a wait that needs
+later arrivals raises. CUDA emits ``bar.sync`` / ``bar.arrive`` and keeps its own named barriers
+(warp specialization) out of such kernels. The frontend checks the arguments."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import tilelang_x as tilelang
+import tilelang_x.language as T
+from tests.kernels import named_barriers as K
+from tests.null.cuda_helpers import cuda_source, sass_text
+from tests.null.located import located_errors
+from tilelang_x.core_ir.errors import (
+    BackendNotImplementedError,
+    TileLangError,
+    TileLangSyntaxError,
+    VerificationError,
+)
+
+where, raises = located_errors(__file__)
+
+
+def _interp(func: object) -> object:
+    return tilelang.compile(func, target="interp")
+
+
+# ---- the interpreter ---------------------------------------------------------------------------
+
+def test_a_producer_warp_hands_each_step_to_a_consumer_warp() -> None:
+    x = torch.randn(8 * 32)
+    y = torch.zeros_like(x)
+    _interp(K.handoff.get_ir(8, 20))(x, y, 0)
+    torch.testing.assert_close(y, x * 2 + 1)
+
+
+def test_two_groups_of_warps_reduce_at_their_own_barriers() -> None:
+    x = torch.randn(256)
+    out = torch.zeros(2)
+    _interp(K.split_reductions.get_ir())(x, out)
+    torch.testing.assert_close(out, torch.stack([x[:128].sum(), x[128:].max()]))
+
+
+def test_a_wait_for_threads_that_arrive_later_raises() -> None:
+    """The producer's branch runs first, all of its steps: its wait for the consumer's first
+    `slot empty` arrival can not be satisfied in lock step."""
+    x = torch.randn(8, 32)
+    with pytest.raises(BackendNotImplementedError, match=r"T.sync_threads\(s \+ 3, 64\).*32 of its 64 threads have "
+                       r"arrived.*lock step") as info:
+        _interp(K.pipelined_warps.get_ir(8, 5))(x, torch.zeros_like(x), 0)
+    assert "named_barriers.py:" in str(info.value)
+
+
+def test_a_whole_block_barrier_by_name_and_barrier_0() -> None:
+    @T.prim_func
+    def main(X: T.Tensor((128,), T.float32), Y: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128,), T.float32)
+            for i in T.Parallel(128):
+                S[i] = X[i]
+            T.sync_threads(3)  # all 128 threads
+            T.sync_threads(0, 128)  # the block barrier
+            for i in T.Parallel(128):
+                Y[i] = S[127 - i]
+
+    x, y = torch.randn(128), torch.zeros(128)
+    _interp(main)(x, y)
+    assert torch.equal(y, x.flip(0))
+    body = cuda_source(main)[0].split('extern "C"')[-1]
+    assert re.search(r"tlx_bar_sync\(3, 128\);\s*__syncthreads\(\);\s*Y\[", body), body
+
+
+def test_part_of_a_warp_or_another_count_or_id_is_an_error() -> None:
+    @T.prim_func
+    def half_warp(X: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            if tx < 16:
+                T.sync_threads(1, 32)  # E:half
+
+    @T.prim_func
+    def recount(X: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            if tx < 32:
+                T.named_barrier_arrive(1, 64)
+            T.sync_threads(1)  # E:recount
+
+    @T.prim_func
+    def far(X: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64):
+            for k in T.serial(3):
+                T.sync_threads(k + 14, 64)  # E:far
+
+    x = torch.zeros(64)
+    raises(TileLangError, "half", lambda: _interp(half_warp)(x), "only some threads of warp 0")
+    raises(TileLangError, "recount", lambda: _interp(recount)(x), "barrier 1 is in use by 64 threads, not 128")
+    raises(TileLangError, "far", lambda: _interp(far)(x), "barrier id 16")
+
+
+# ---- the frontend and the verifier --------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "words"), [
+    ((16, 64), "barrier_id=16 is not a barrier id"),
+    ((-1, 64), "barrier_id=-1"),
+    ((1.0, 64), "barrier_id=1.0"),
+    ((1, 48), "arrive_count=48 must be a positive multiple of 32"),
+    ((1, 256), "at most the block's 128 threads"),
+    ((0, 64), "barrier 0 is the whole block's (128 threads), not 64"),
+])
+def test_bad_arguments_name_the_line(args: tuple, words: str) -> None:
+    def build() -> None:
+        @T.prim_func
+        def main(X: T.Tensor((64,), T.float32)):
+            with T.Kernel(1, threads=128):
+                T.sync_threads(*args)  # E:args
+
+    raises(TileLangSyntaxError, "args", build, words)
+
+
+def test_arriving_at_barrier_0_is_refused() -> None:
+    def build() -> None:
+        @T.prim_func
+        def main(X: T.Tensor((64,), T.float32)):
+            with T.Kernel(1, threads=64):
+                T.named_barrier_arrive(0, 64)  # E:arrive0
+
+    raises(TileLangSyntaxError, "arrive0", build, "barrier 0 is the whole block's")
+
+
+def test_inside_parallel_and_beside_ws_regions_is_refused() -> None:
+    @T.prim_func
+    def parallel(X: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                X[i] = 1.0
+                T.sync_threads(1, 64)  # E:parallel
+
+    @T.prim_func
+    def regions(X: T.Tensor((256,), T.float32)):
+        with T.Kernel(1, threads=256):
+            with T.ws(0):
+                T.sync_threads(1, 128)  # E:ws
+            with T.ws(1):
+                for i in T.Parallel(128):
+                    X[i] = 1.0
+
+    raises(VerificationError, "parallel", lambda: _interp(parallel), "T.sync_threads(1, 64) inside a T.Parallel loop")
+    raises(VerificationError, "ws", lambda: _interp(regions), "with T.ws regions or barriers",
+           "named barriers of its own")
+
+
+# ---- CUDA ---------------------------------------------------------------------------------------
+
+def _body(func: object, arch: str = "sm_80") -> str:
+    return cuda_source(func, arch)[0].split('extern "C"')[-1]
+
+
+def test_cuda_emits_bar_arrive_and_bar_sync_in_the_branches() -> None:
+    body = _body(K.handoff.get_ir())
+    producer = body[body.index("if (tx < 32) {"):body.index("} else {")]
+    consumer = body[body.index("} else {"):]
+    assert producer.index("S[") < producer.index("tlx_bar_arrive(1, 64);")
+    assert consumer.index("tlx_bar_sync(1, 64);") < consumer.index("Y[")
+    body = _body(K.pipelined_warps.get_ir())
+    assert re.search(r"if \(0 < j\) \{\s*tlx_bar_sync\(s \+ 3, 64\);", body)
+    assert "tlx_bar_arrive(s + 1, 64);" in body and "tlx_bar_sync(s_1 + 1, 64);" in body
+    assert "tlx_bar_arrive(s_1 + 3, 64);" in body
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize(("kernel", "syncs", "arrivals"), [
+    ("handoff", {"0x1, 0x40"}, {"0x1, 0x40"}),
+    ("split_reductions", {"0x1, 0x80", "0x2, 0x80"}, set()),
+    ("pipelined_warps", {f"0x{i}, 0x40" for i in range(1, 5)}, {f"0x{i}, 0x40" for i in range(1, 5)}),
+])
+def test_cuda_compiles_to_bar_instructions(kernel: str, syncs: set[str], arrivals: set[str], arch: str) -> None:
+    sass = sass_text(getattr(K, kernel).get_ir(), arch)
+    assert set(re.findall(r"BAR\.SYNC(?:\.DEFER_BLOCKING)? (0x\w+, 0x\w+) ;", sass)) == syncs
+    assert set(re.findall(r"BAR\.ARV (0x\w+, 0x\w+) ;", sass)) == arrivals
+
+
+def _gemm(named: bool) -> object:
+    @T.prim_func
+    def main(A: T.Tensor((512, 512), T.float16), B: T.Tensor((512, 512), T.float16),
+             C: T.Tensor((512, 512), T.float32)):
+        with T.Kernel(4, 4, threads=128) as (bx, by):
+            A_s = T.alloc_shared((128, 32), T.float16)
+            B_s = T.alloc_shared((32, 128), T.float16)
+            C_f = T.alloc_fragment((128, 128), T.float32)
+            T.clear(C_f)
+            for k in T.Pipelined(16, num_stages=3):
+                T.copy(A[by * 128, k * 32], A_s)
+                T.copy(B[k * 32, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_f)
+            if named:
+                T.sync_threads(1, 128)
+            T.copy(C_f, C[by * 128, bx * 128])
+
+    return main
+
+
+def test_cuda_does_not_warp_specialize_a_kernel_with_named_barriers() -> None:
+    """Warp specialization uses named barrier 1 for its consumers (and 2, 3 for pingpong): a kernel
+    that names barriers keeps its threads as written, and so the ids are the kernel's."""
+    src, ctx = cuda_source(_gemm(False), "sm_90a")
+    assert "cuda.ws" in ctx.data
+    src, ctx = cuda_source(_gemm(True), "sm_90a")
+    body = src.split('extern "C"')[-1]
+    assert "cuda.ws" not in ctx.data and "tlx_named_bar_sync" not in body and "tlx_bar_sync(1, 128);" in body
