@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -29,9 +30,9 @@ from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, SpinWaitError, TileLangError
+from tilelang_x.core_ir.expr import WARP_SIZE
 from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import (
-    NAMED_BARRIER_IDS,
     Alloc,
     Annotate,
     Assert,
@@ -172,8 +173,6 @@ class Compiler(ExprCompiler):
             return seq
         if isinstance(s, Sync) and s.scope == "grid":
             return self._sync_grid(s)
-        if isinstance(s, NamedBarrier):
-            return self._named_barrier(s)
         if isinstance(s, (Annotate, Sync)):  # statements run in order, for the whole block at once
             return None
         if isinstance(s, For):
@@ -486,8 +485,12 @@ class Compiler(ExprCompiler):
         slots = [self.var_slot(v) for v in s.block_vars]
         types = [numerics.storage_dtype(v.dtype).type for v in s.block_vars]
         uni = Uniformity(s.body)
-        bind_threads = self._threads(s, uni) if uni.simt else None
-        regions = self.regions = Regions(self, s) if uses_barriers(s.body) else None
+        named = any(isinstance(n, NamedBarrier) for n in walk(s.body))
+        if named:
+            self._check_warp_team(s)
+        bind_threads = self._threads(s, uni, named) if uni.simt else None
+        regions = self.regions = Regions(self, s, bind_threads if named else None) \
+            if named or uses_barriers(s.body) else None
         try:
             body = self.stmt(s.body)
         finally:
@@ -518,6 +521,16 @@ class Compiler(ExprCompiler):
             frame.first_block = True
 
         return kernel
+
+    @staticmethod
+    def _check_warp_team(s: Kernel) -> None:
+        """A kernel with named barriers runs as a team of whole warps, one block at a time."""
+        grid = any(isinstance(n, Sync) and n.scope == "grid" for n in walk(s.body))
+        if s.num_threads % WARP_SIZE or grid:
+            what = "T.sync_grid()" if grid else f"{s.num_threads} threads, not whole warps"
+            raise BackendNotImplementedError(
+                f"the interpreter runs a kernel with named barriers as a team of whole warps; this one has {what}",
+                loc=s.loc, hint="launch a multiple of 32 threads; split the kernel at the grid barrier")
 
     def _grid_kernel(self, fgrid: list[Fn], slots: list[int], types: list[Any], bind_threads: Fn | None, body: Fn,
                      loc: SourceLoc | None) -> Fn:
@@ -551,92 +564,28 @@ class Compiler(ExprCompiler):
 
         return sync_grid
 
-    def _named_barrier(self, s: NamedBarrier) -> Fn:
-        """A block's threads run in lock step here (every statement for all of them that reach it,
-        in order), which satisfies any barrier whose arrivals all come before the waiters go on:
-        the warps that reach ``s`` arrive together (a warp counts whole, as on a GPU), on top of
-        the arrivals ``T.named_barrier_arrive`` left since the barrier last completed; a wait
-        that completes the barrier (a multiple of its count) goes on. A wait that would need
-        threads still to come (a warp waiting for another that reaches the barrier elsewhere
-        after it, as in a producer / consumer pair) cannot run in lock step: it raises
-        ``BackendNotImplementedError`` rather than compute something else."""
-        n = self.nthreads
-        warps = -(-n // 32)
-        real = (np.arange(warps * 32) < n).reshape(warps, 32)  # the last warp may be partial
-        fid = self.expr(s.barrier_id, s.loc)
-        count, arrive, loc, call = s.count, s.arrive, s.loc, s.call
-        last = NAMED_BARRIER_IDS[-1]
-
-        def arriving(env: list) -> int:
-            mask = env[MASK]
-            if mask is None:
-                return warps * 32
-            m = np.zeros(warps * 32, dtype=bool)
-            m[:n] = np.broadcast_to(mask, (n,))
-            m = m.reshape(warps, 32)
-            some = m.any(axis=1)
-            partial = some & (m != real).any(axis=1)
-            if partial.any():
-                w = int(np.argmax(partial))
-                raise TileLangError(f"{call}: only some threads of warp {w} reach it; a warp arrives at a named "
-                                    "barrier as a whole", loc=loc,
-                                    hint="branch on the warp (e.g. `if tx // 32 == 0:`), not on single threads, "
-                                    "around named barriers")
-            return int(some.sum()) * 32
-
-        def barrier_id(env: list) -> int:
-            ids = np.unique(np.broadcast_to(fid(env), (n,))[env[MASK] if env[MASK] is not None else slice(None)])
-            if len(ids) != 1 or not 1 <= ids[0] <= last:
-                raise TileLangError(f"{call}: barrier id {', '.join(str(i) for i in ids)} here; the threads that "
-                                    f"reach it together name one barrier from 1 to {last}", loc=loc)
-            return int(ids[0])
-
-        def named_barrier(env: list) -> None:
-            frame = env[FRAME]
-            bar = barrier_id(env)
-            state = frame.named.get(bar)
-            if state is None or state[0] != frame.block_id:
-                state = frame.named[bar] = [frame.block_id, 0, count]
-            if state[1] and state[2] != count:
-                raise TileLangError(f"{call}: barrier {bar} is in use by {state[2]} threads, not {count}", loc=loc,
-                                    hint="every use of a named barrier gives the same arrive_count")
-            state[2] = count
-            total = state[1] + arriving(env)
-            if arrive or total % count == 0:
-                state[1] = total % count
-                return
-            raise BackendNotImplementedError(
-                f"{call} in block {frame.block}: {total % count} of its {count} threads have arrived when the "
-                "waiting warps get there; the others arrive later, elsewhere in the kernel (a producer / consumer "
-                "pair of warps), and the interpreter runs the threads of a block in lock step, one statement after "
-                "another for all of them, so it cannot let these threads wait for them", loc=loc,
-                hint="run the kernel on CUDA; for the interpreter, let the threads that must arrive first reach the "
-                "barrier (or T.named_barrier_arrive) earlier in program order, e.g. the producer's branch before "
-                "the consumer's")
-
-        return named_barrier
-
-    def _threads(self, s: Kernel, uni: Uniformity) -> Fn:
-        """Set up a kernel that uses thread queries or warp operations: its statements run with one
-        lane per thread (the linear thread index), its per-thread buffers hold one copy per lane.
-        Returns the binder of the lanes' thread indices."""
+    def _threads(self, s: Kernel, uni: Uniformity, warps: bool = False) -> Callable[[list, int], None]:
+        """Set up a kernel that uses thread queries, warp operations or named barriers: its
+        statements run with one lane per thread (the linear thread index), its per-thread buffers
+        hold one copy per lane; with ``warps`` (named barriers) one lane per thread of one warp,
+        each warp a member of the block's team (``warp_regions``). Returns the binder of the lanes'
+        thread indices: ``bind(env, i)`` gives them warp ``i``'s threads (with ``warps``) or the
+        block's."""
         self.uni = uni
-        self.nthreads = n = s.num_threads
-        lanes = len(self.objects)
+        self.nthreads = lanes = WARP_SIZE if warps else s.num_threads
+        slot = len(self.objects)
         self.objects.append(("threads", s))
-        self.thread_par = Par(1, 1, (lanes,))
-        linear = np.arange(n, dtype=np.int32)
-        values = {lanes: linear}
-        stride = 1
-        for d, extent in enumerate(s.threads):
+        self.thread_par = Par(1, 1, (slot,))
+        for d in range(len(s.threads)):
             self.thread_slots[d] = len(self.objects)
             self.objects.append(("thread", d))
-            values[self.thread_slots[d]] = (linear // stride % extent).astype(np.int32)
-            stride *= extent
+        dims = [(self.thread_slots[d], math.prod(s.threads[:d]), extent) for d, extent in enumerate(s.threads)]
 
-        def bind(env: list) -> None:
-            for slot, v in values.items():
-                env[slot] = v
+        def bind(env: list, i: int = 0) -> None:
+            linear = np.arange(i * lanes, (i + 1) * lanes, dtype=np.int32)
+            env[slot] = linear
+            for k, stride, extent in dims:
+                env[k] = linear // stride % extent
 
         return bind
 

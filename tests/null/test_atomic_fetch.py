@@ -251,3 +251,24 @@ def test_cuda_dtypes_without_a_returning_atomic_are_refused() -> None:
 
     raises(BackendNotImplementedError, "f64max", lambda: cuda_source(main),
            "T.atomic_max(..., return_prev=True) on float64 is not supported on CUDA", "int64")
+
+
+def test_cuda_a_branch_that_only_updates_is_followed_by_the_block_barrier() -> None:
+    """As a branch that stores: the block's later reads of the element see every update (the
+    interpreter's warps meet there too when the kernel names barriers)."""
+
+    @T.prim_func
+    def main(C: T.Tensor((1,), T.int32), Out: T.Tensor((128,), T.int32)):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((1,), T.int32)
+            S[0] = 0
+            if tx % 2 == 0:
+                slot = T.atomic_add(S[0], 1, return_prev=True)
+            Out[tx] = S[0]
+
+    body = _body(main)
+    assert re.search(r"atomicAdd\(&S\[0\], 1\);\s*\}\s*\}\s*__syncthreads\(\);\s*Out\[tx\] = S\[0\];", body), body
+    out = torch.zeros(128, dtype=torch.int32)
+    _interp(main)(torch.zeros(1, dtype=torch.int32), out)
+    assert bool((out == 64).all())

@@ -1,8 +1,7 @@
 """Named barriers: ``T.sync_threads(barrier_id, arrive_count)`` and ``T.named_barrier_arrive``.
-The interpreter runs a block's threads in lock step and counts whole warps arriving: kernels whose
-arrivals come before the waits in program order run (and compare with torch), a wait that needs
-later arrivals raises. CUDA emits ``bar.sync`` / ``bar.arrive`` and keeps its own named barriers
-(warp specialization) out of such kernels. The frontend checks the arguments."""
+The interpreter runs the warps of a block side by side, each waiting at its barriers (results
+against torch, deadlocks found); CUDA emits ``bar.sync`` / ``bar.arrive`` and keeps its own named
+barriers (warp specialization) out of such kernels. The frontend checks the arguments."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from tests.null.cuda_helpers import cuda_source, sass_text
 from tests.null.located import located_errors
 from tilelang_x.core_ir.errors import (
     BackendNotImplementedError,
+    DeadlockError,
     TileLangError,
     TileLangSyntaxError,
     VerificationError,
@@ -46,14 +46,43 @@ def test_two_groups_of_warps_reduce_at_their_own_barriers() -> None:
     torch.testing.assert_close(out, torch.stack([x[:128].sum(), x[128:].max()]))
 
 
-def test_a_wait_for_threads_that_arrive_later_raises() -> None:
-    """The producer's branch runs first, all of its steps: its wait for the consumer's first
-    `slot empty` arrival can not be satisfied in lock step."""
-    x = torch.randn(8, 32)
-    with pytest.raises(BackendNotImplementedError, match=r"T.sync_threads\(s \+ 3, 64\).*32 of its 64 threads have "
-                       r"arrived.*lock step") as info:
-        _interp(K.pipelined_warps.get_ir(8, 5))(x, torch.zeros_like(x), 0)
-    assert "named_barriers.py:" in str(info.value)
+def test_two_warps_pipeline_through_two_slots() -> None:
+    """Each warp loops inside its own branch: the producer runs ahead until it waits for a slot the
+    consumer has not emptied yet."""
+    x = torch.randn(16, 32)
+    y = torch.zeros_like(x)
+    _interp(K.pipelined_warps.get_ir(16, 5))(x, y, 0)
+    torch.testing.assert_close(y, x * 3)
+
+
+def test_a_consumer_branch_before_its_producer_waits_for_it() -> None:
+    @T.prim_func
+    def main(X: T.Tensor((32,), T.float32), Y: T.Tensor((32,), T.float32)):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((32,), T.float32)
+            if tx >= 32:
+                T.sync_threads(1, 64)
+                Y[tx - 32] = S[tx - 32]
+            else:
+                S[tx] = X[tx]
+                T.named_barrier_arrive(1, 64)
+
+    x, y = torch.randn(32), torch.zeros(32)
+    _interp(main)(x, y)
+    assert torch.equal(y, x)
+
+
+def test_a_barrier_that_never_completes_is_a_deadlock() -> None:
+    @T.prim_func
+    def main(X: T.Tensor((64,), T.float32)):
+        with T.Kernel(2, threads=128):
+            tx = T.get_thread_binding()
+            if tx < 64:
+                T.sync_threads(1, 96)  # E:hang
+
+    raises(DeadlockError, "hang", lambda: _interp(main)(torch.zeros(64)),
+           "deadlock in block (0): every warp that has not ended waits", "warp 1 at T.sync_threads(1, 96)")
 
 
 def test_a_whole_block_barrier_by_name_and_barrier_0() -> None:
@@ -97,10 +126,18 @@ def test_part_of_a_warp_or_another_count_or_id_is_an_error() -> None:
             for k in T.serial(3):
                 T.sync_threads(k + 14, 64)  # E:far
 
+    @T.prim_func
+    def ragged(X: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=48):  # E:ragged
+            tx = T.get_thread_binding()
+            if tx < 32:
+                T.sync_threads(1, 32)
+
     x = torch.zeros(64)
     raises(TileLangError, "half", lambda: _interp(half_warp)(x), "only some threads of warp 0")
+    raises(BackendNotImplementedError, "ragged", lambda: _interp(ragged)(x), "48 threads, not whole warps")
     raises(TileLangError, "recount", lambda: _interp(recount)(x), "barrier 1 is in use by 64 threads, not 128")
-    raises(TileLangError, "far", lambda: _interp(far)(x), "barrier id 16")
+    raises(TileLangError, "far", lambda: _interp(far)(x), "barrier id 16 in warp 0")
 
 
 # ---- the frontend and the verifier --------------------------------------------------------------

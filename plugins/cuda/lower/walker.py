@@ -194,7 +194,7 @@ class _Walker:
             out: Stmt = Block(lower(), "divergent", s.loc)
         finally:
             self.div -= 1
-        if self.div or not any(isinstance(n, (Store, TileOp)) and _shared_write(n) for n in walk(s)):
+        if self.div or not any(isinstance(n, (Store, TileOp, E.AtomicFetch)) and _shared_write(n) for n in walk(s)):
             return out
         return Seq((out, Barrier(s.loc)), s.loc)
 
@@ -380,8 +380,10 @@ def whole_slot(lc: Any, buf: Any, indices: tuple[E.Expr, ...], loc: Any) -> E.Ex
     return slot
 
 
-def _shared_write(n: Stmt) -> bool:
-    """Whether ``n`` (a store or tile op) writes global or shared memory."""
+def _shared_write(n: Stmt | E.AtomicFetch) -> bool:
+    """Whether ``n`` (a store, tile op or atomic update) writes global or shared memory."""
+    if isinstance(n, E.AtomicFetch):
+        return True
     if isinstance(n, Store):
         return n.buffer.scope in ("global", "shared")
     return any(r.buffer.scope in ("global", "shared") for r in written_regions(n))  # type: ignore[arg-type]
