@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .buffer import Buffer, Region
 from .errors import VerificationError
-from .expr import Load
+from .expr import AtomicFetch, Load
 from .source import SourceLoc
 from .stmt import (
     Alloc,
@@ -75,6 +75,11 @@ class _Checker:
 
     def run(self) -> None:
         k = self.kernel
+        fetch = next((n for n in walk(k.body) if isinstance(n, AtomicFetch)), None)
+        if fetch is not None and has_regions(k.body):
+            self.fail(f"T.atomic_{fetch.kind}(..., return_prev=True) in a kernel with T.ws regions is not supported",
+                      fetch.loc, "update without return_prev=True, or read the element with T.atomic_load after a "
+                      "barrier")
         named = next((n for n in walk(k.body) if isinstance(n, NamedBarrier)), None)
         if named is not None:
             self.fail(f"{named.call} in a kernel with T.ws regions or barriers: the backend synchronizes the regions "

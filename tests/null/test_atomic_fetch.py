@@ -24,6 +24,7 @@ from tilelang_x.core_ir.errors import (
     RaceError,
     ShapeMismatchError,
     TileLangSyntaxError,
+    VerificationError,
 )
 
 where, raises = located_errors(__file__)
@@ -272,3 +273,16 @@ def test_cuda_a_branch_that_only_updates_is_followed_by_the_block_barrier() -> N
     out = torch.zeros(128, dtype=torch.int32)
     _interp(main)(torch.zeros(1, dtype=torch.int32), out)
     assert bool((out == 64).all())
+
+
+def test_a_kernel_with_ws_regions_refuses_it() -> None:
+    @T.prim_func
+    def main(C: T.Tensor((1,), T.int32), Out: T.Tensor((128,), T.int32)):
+        with T.Kernel(1, threads=256):
+            with T.ws(0):
+                Out[0] = T.atomic_add(C[0], 1, return_prev=True)  # E:ws
+            with T.ws(1):
+                for i in T.Parallel(128):
+                    Out[i] = 1
+
+    raises(VerificationError, "ws", lambda: _interp(main), "return_prev=True) in a kernel with T.ws regions")
