@@ -8,12 +8,13 @@ import tilelang_x.language as T
 @tilelang.jit
 def ticket_queue(tiles: int, blocks: int, tile: int = 64):
     """Persistent blocks take tiles from a queue: each ticket ``t`` (the counter's value before the
-    block's increment) is a tile the block doubles and claims in ``Owner``; every tile is taken
-    exactly once when every ticket is distinct."""
+    block's increment) is a tile the block doubles, records itself as the ``Owner`` of and counts in
+    ``Claims``; every tile is claimed exactly once when every ticket is distinct."""
 
     @T.prim_func
     def main(X: T.Tensor((tiles * tile,), T.float32), Counter: T.Tensor((1,), T.int32),
-             Y: T.Tensor((tiles * tile,), T.float32), Owner: T.Tensor((tiles,), T.int32)):
+             Y: T.Tensor((tiles * tile,), T.float32), Owner: T.Tensor((tiles,), T.int32),
+             Claims: T.Tensor((tiles,), T.int32)):
         with T.Kernel(blocks, threads=128) as bx:
             t = T.alloc_var(T.int32)
             t = T.atomic_add(Counter[0], 1, return_prev=True)
@@ -21,6 +22,7 @@ def ticket_queue(tiles: int, blocks: int, tile: int = 64):
                 for i in T.Parallel(tile):
                     Y[t * tile + i] = X[t * tile + i] * 2
                 Owner[t] = bx
+                T.atomic_add(Claims[t], 1)
                 t = T.atomic_add(Counter[0], 1, return_prev=True)
 
     return main

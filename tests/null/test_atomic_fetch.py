@@ -40,9 +40,10 @@ def test_every_block_takes_distinct_tickets_from_the_queue() -> None:
     tiles, blocks = 16, 3
     x = torch.randn(tiles * 64)
     counter, owner = torch.zeros(1, dtype=torch.int32), torch.full((tiles,), -1, dtype=torch.int32)
-    y = torch.zeros_like(x)
-    _interp(K.ticket_queue.get_ir(tiles, blocks))(x, counter, y, owner)
+    y, claims = torch.zeros_like(x), torch.zeros(tiles, dtype=torch.int32)
+    _interp(K.ticket_queue.get_ir(tiles, blocks))(x, counter, y, owner, claims)
     torch.testing.assert_close(y, x * 2)
+    assert bool((claims == 1).all())
     # blocks run one after another here: block 0 takes every tile, each block one ticket past the end
     assert int(counter) == tiles + blocks
     assert torch.equal(owner, torch.zeros(tiles, dtype=torch.int32))
@@ -201,7 +202,7 @@ def test_cuda_block_level_update_is_thread_0s_shared_with_the_block() -> None:
     fetches = re.findall(r"__syncthreads\(\);\s*if \(tx == 0\) \{\s*(\w+)\[0\] = atomicAdd\(&Counter\[0\], 1\);"
                          r"\s*\}\s*__syncthreads\(\);\s*int (\w+) = \1\[0\];\s*t = \2;", body)
     assert len(fetches) == 2, body
-    assert body.count("atomicAdd") == 2
+    assert body.count("atomicAdd(&Counter") == 2
 
 
 def test_cuda_per_iteration_and_per_thread_updates_return_into_the_thread() -> None:

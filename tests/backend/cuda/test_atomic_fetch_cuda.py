@@ -19,8 +19,10 @@ def test_every_tile_of_the_queue_is_taken_exactly_once(tiles: int, blocks: int) 
         counter = torch.zeros(1, dtype=torch.int32, device="cuda")
         y = torch.zeros_like(x)
         owner = torch.full((tiles,), -1, dtype=torch.int32, device="cuda")
-        kernel(x, counter, y, owner)
+        claims = torch.zeros(tiles, dtype=torch.int32, device="cuda")
+        kernel(x, counter, y, owner, claims)
         torch.testing.assert_close(y, x * 2)
+        assert bool((claims == 1).all()), claims
         # each block stops at its first ticket past the end: one per block
         assert int(counter) == tiles + blocks
         assert bool(((owner >= 0) & (owner < blocks)).all())
