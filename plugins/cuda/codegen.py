@@ -44,6 +44,7 @@ from .lir import (
     SmemAddr,
 )
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
+from .named_barriers import check_ids
 from .rasterize import block_remap
 from .rng import rng_call
 from .warp import thread_index, warp_header, warp_op
@@ -119,6 +120,7 @@ def eval_ctype(dt: DType) -> str:
 
 def generate(func: PrimFunc, ctx: Any) -> str:
     """CUDA source of the lowered ``func``; stores the ``KernelMeta`` in ``ctx.data["cuda.meta"]``."""
+    check_ids(func.body)
     gen = _Gen(func, ctx)
     source = gen.run()
     ctx.data["cuda.meta"] = gen.meta

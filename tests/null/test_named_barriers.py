@@ -18,6 +18,7 @@ from tests.null.located import located_errors
 from tilelang_x.core_ir.errors import (
     BackendNotImplementedError,
     DeadlockError,
+    NotSupportedError,
     TileLangError,
     TileLangSyntaxError,
     VerificationError,
@@ -250,3 +251,18 @@ def test_cuda_does_not_warp_specialize_a_kernel_with_named_barriers() -> None:
     src, ctx = cuda_source(_gemm(True), "sm_90a")
     body = src.split('extern "C"')[-1]
     assert "cuda.ws" not in ctx.data and "tlx_named_bar_sync" not in body and "tlx_bar_sync(1, 128);" in body
+
+
+def test_cuda_refuses_named_barriers_beside_the_compilers_own() -> None:
+    """Never the case by construction (above); the check before codegen keeps it so."""
+    from tilelang_x.core_ir.source import SourceLoc
+    from tilelang_x.core_ir.stmt import Seq
+    from tilelang_x.plugins.cuda.lir import Evaluate, Intrin
+    from tilelang_x.plugins.cuda.named_barriers import check_ids
+
+    user = Evaluate(Intrin("tlx_bar_sync", (T.int32(1), T.int32(64))), SourceLoc("k.py", 7))
+    ws = Evaluate(Intrin("tlx_named_bar_sync", (T.int32(1), T.int32(256))))
+    check_ids(Seq((user,)))
+    with pytest.raises(NotSupportedError, match=r"k.py:7: .*share ids with the ones the compiler placed "
+                       r"\(tlx_named_bar_sync\)"):
+        check_ids(Seq((ws, user)))

@@ -33,6 +33,7 @@ from ..grid_sync import lower_sync
 from ..launch_bounds import MIN_BLOCKS
 from ..layout import spread_over_threads
 from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
+from ..named_barriers import named_barrier
 from ..nests import element_atomic
 from ..warp_specialize import leader_only, lower_ws
 from .atomic import tile_atomic, vector_red
@@ -274,15 +275,6 @@ class _Walker:
             return Store(lc.local_of(buf), (slot,), n.value, n.loc)
 
         return rewrite(node, fn)
-
-
-def named_barrier(s: NamedBarrier) -> Evaluate:
-    """``bar.sync id, count`` / ``bar.arrive id, count``. The compiler's own named barriers (warp
-    specialization, pingpong, stream-K, ``T.ws`` regions) never share a kernel with these: the
-    first three are off in kernels that query threads or name barriers (``uses_simt``), and
-    ``verify_ws`` refuses named barriers beside ``T.ws`` regions and mbarriers."""
-    fn = "tlx_bar_arrive" if s.arrive else "tlx_bar_sync"
-    return Evaluate(Intrin(fn, (s.barrier_id, E.const(s.count))), s.loc)
 
 
 def printf_escape(text: str) -> str:
