@@ -266,3 +266,10 @@ def test_cuda_refuses_named_barriers_beside_the_compilers_own() -> None:
     with pytest.raises(NotSupportedError, match=r"k.py:7: .*share ids with the ones the compiler placed "
                        r"\(tlx_named_bar_sync\)"):
         check_ids(Seq((ws, user)))
+
+
+def test_interp_tile_ops_and_pipelined_loops_run_once_for_the_block_of_warps() -> None:
+    a, b = torch.randn(512, 512).half(), torch.randn(512, 512).half()
+    c = torch.zeros(512, 512)
+    _interp(_gemm(True))(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-2, rtol=1e-2)
