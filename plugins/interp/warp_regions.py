@@ -1,4 +1,5 @@
-"""Compiling a kernel with ``T.ws`` regions or explicit mbarriers for the interpreter.
+"""Compiling a kernel with ``T.ws`` regions, explicit mbarriers or named barriers for the
+interpreter.
 
 Each block runs as a ``team.Team`` of members, one per warpgroup (one member when the kernel has
 barriers but no regions). Every member runs the whole body; ``WarpSpecialize`` runs its body on
@@ -109,7 +110,6 @@ class Regions:
     def run_block(self, env: list, block: tuple[int, ...], body: Fn) -> None:
         """Run one block (its variables already bound in ``env``) as a team."""
         frame = env[FRAME]
-
         bind = self.bind
 
         def fork(team: Team, i: int) -> list[Any]:
