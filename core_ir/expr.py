@@ -378,6 +378,31 @@ class AtomicLoad(Element):
         return ("atomic_load", *self.element_key(), self.order)
 
 
+#: the read-modify-write kinds ``T.atomic_*(..., return_prev=True)`` takes
+FETCH_KINDS = ("add", "max", "min")
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class AtomicFetch(Element):
+    """``T.atomic_<kind>(buffer[indices], value, return_prev=True)``: atomically combines
+    ``value`` (already of the buffer's dtype) into one element of a global or shared buffer, and
+    is the element's value before. It has a side effect, so it stands only as the whole ``init``
+    of the ``Alloc`` of a ``var`` buffer (the frontend puts it there; ``verify`` checks it):
+    evaluated once, where that statement runs. Passes must not copy, fold or move it."""
+
+    kind: str
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    value: Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (*self.indices, self.value)
+
+    def structural_key(self) -> tuple:
+        return ("atomic_fetch", self.kind, *self.element_key(), self.value.structural_key())
+
+
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
 class ThreadIndex(Expr):
     """``T.get_thread_binding(dim)``: the index of the executing thread along dimension ``dim``

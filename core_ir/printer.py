@@ -21,6 +21,7 @@ from .stmt import (
     If,
     Jump,
     Kernel,
+    NamedBarrier,
     PrimFunc,
     Print,
     Seq,
@@ -118,6 +119,9 @@ class _Printer:
             return f"T.call_extern({dtype!r}, {e.name!r}{''.join(', ' + self.expr(a) for a in e.args)})"
         if isinstance(e, E.Load):
             return f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
+        if isinstance(e, E.AtomicFetch):
+            element = f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
+            return f"T.atomic_{e.kind}({element}, {self.expr(e.value)}, return_prev=True)"
         if isinstance(e, E.AtomicLoad):
             element = f"{self.buf(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]"
             return f"T.atomic_load({element}, memory_order={e.order!r})"
@@ -209,7 +213,7 @@ class _Printer:
             self.stmt(s.body, depth + 1)
         elif isinstance(s, Print):
             self.emit(depth, f"T.print({self.value(s.value)}, msg={s.msg!r})")
-        elif isinstance(s, Sync):
+        elif isinstance(s, (Sync, NamedBarrier)):
             self.emit(depth, s.call)
         elif isinstance(s, Jump):
             self.emit(depth, s.kind)

@@ -31,6 +31,7 @@ from .dtypes import DType
 from .evaluate import evaluate
 from .expr import (
     COMPARE_OPS,
+    AtomicFetch,
     AtomicLoad,
     BinOp,
     Call,
@@ -291,6 +292,11 @@ class _Ctx:
         if isinstance(e, AtomicLoad):
             idx = tuple(self.simp(i) for i in e.indices)
             return e if all(a is b for a, b in zip(idx, e.indices)) else AtomicLoad(e.buffer, idx, e.order, e.loc)
+        if isinstance(e, AtomicFetch):  # operands only: never folded
+            idx = tuple(self.simp(i) for i in e.indices)
+            v = self.simp(e.value)
+            same = v is e.value and all(a is b for a, b in zip(idx, e.indices))
+            return e if same else AtomicFetch(e.kind, e.buffer, idx, v, e.loc)
         if isinstance(e, Call):
             args = tuple(self.simp(a) for a in e.args)
             return e if all(a is b for a, b in zip(args, e.args)) else Call(e.name, args, e.dtype)

@@ -176,6 +176,31 @@ class Sync(Stmt):
         return SYNC_CALLS[self.scope]
 
 
+#: The ids of named barriers a kernel may use (0 is the barrier of the whole block, ``__syncthreads``).
+NAMED_BARRIER_IDS = range(1, 16)
+
+
+@dataclass(**_NODE)
+class NamedBarrier(Stmt):
+    """A barrier of part of the block (CUDA's named barriers): ``T.sync_threads(barrier_id,
+    arrive_count)`` (``arrive`` False) waits until ``count`` threads, those that call it included,
+    have arrived at barrier ``barrier_id`` since it last completed; ``T.named_barrier_arrive``
+    (``arrive`` True) arrives without waiting. Threads arrive a whole warp at a time, so ``count``
+    is a multiple of 32 and the threads of a warp reach the statement together. ``barrier_id`` is
+    an int32 expression (a constant one is checked to be in ``NAMED_BARRIER_IDS`` when built)."""
+
+    barrier_id: Expr
+    count: int
+    arrive: bool = False
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def call(self) -> str:
+        """How the kernel spells it."""
+        fn = "T.named_barrier_arrive" if self.arrive else "T.sync_threads"
+        return f"{fn}({self.barrier_id}, {self.count})"
+
+
 #: How a kernel spells each ``Sync`` scope.
 SYNC_CALLS: dict[str, str] = {"block": "T.sync_threads()", "warp": "T.sync_warp()", "grid": "T.sync_grid()",
                               "pdl_trigger": "T.pdl_trigger()", "pdl_sync": "T.pdl_sync()"}

@@ -12,7 +12,9 @@ them:
   varying index, or under control flow that is divergent relative to the buffer's declaration
   (inside an ``if`` / ``while`` on a varying condition, or a loop with varying bounds, that the
   declaration is outside of: the threads that skip the write keep their old value);
-- a serial loop's variable is varying when its bounds are.
+- a serial loop's variable is varying when its bounds are;
+- the previous value an atomic update returns (``AtomicFetch``) is varying when its operands are,
+  or when it runs under divergent control flow (each thread that gets there makes its own update).
 
 Writes feed reads (a variable assigned a varying value at the end of a loop makes reads at the
 start of the next iteration varying), so the analysis iterates to a fixpoint. ``T.Parallel``
@@ -23,8 +25,8 @@ varying values out of them (``core_ir.verify_simt``).
 from __future__ import annotations
 
 from .buffer import Buffer, Region
-from .expr import AtomicLoad, Expr, Load, ThreadIndex, Var, WarpOp
-from .stmt import Alloc, For, If, Kernel, Seq, Stmt, Store, While
+from .expr import AtomicFetch, AtomicLoad, Expr, Load, ThreadIndex, Var, WarpOp
+from .stmt import Alloc, For, If, Kernel, NamedBarrier, Seq, Stmt, Store, While
 from .tileops import Atomic, Copy, CumSum, Fill, Gemm, GemmSp, Reduce, TileOp
 from .visit import walk
 
@@ -36,8 +38,9 @@ PRIVATE_SCOPES = ("local", "var")
 
 def uses_simt(node: Stmt) -> bool:
     """Whether ``node`` contains a thread index or a warp operation (without them every value of
-    the block is uniform)."""
-    return any(isinstance(n, (ThreadIndex, WarpOp)) for n in walk(node))
+    the block is uniform), or a named barrier (which parts of the block reach: the backends keep
+    the block's threads as the kernel wrote them)."""
+    return any(isinstance(n, (ThreadIndex, WarpOp, NamedBarrier)) for n in walk(node))
 
 
 def written_regions(op: TileOp) -> tuple[Region, ...]:
@@ -134,7 +137,9 @@ class Uniformity:
         elif isinstance(s, Alloc):
             self._level.setdefault(id(s.buffer.storage), depth)
             if s.init is not None:
-                self._write(s.buffer, self.varying(s.init), depth)
+                # under divergent control flow each thread that gets there makes its own atomic update
+                own = depth > 0 and isinstance(s.init, AtomicFetch)
+                self._write(s.buffer, own or self.varying(s.init), depth)
         elif isinstance(s, Store):
             varying = self.varying(s.value) or any(self.varying(i) for i in s.indices)
             self._write(s.buffer, varying, depth)

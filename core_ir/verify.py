@@ -20,7 +20,7 @@ from typing import Any
 
 from .buffer import Buffer, Region, known_scope
 from .errors import ShapeMismatchError, VerificationError
-from .expr import AtomicLoad, Expr, Load, Var
+from .expr import AtomicFetch, AtomicLoad, Expr, Load, Var
 from .source import SourceLoc
 from .stmt import (
     LOOP_KINDS,
@@ -31,6 +31,7 @@ from .stmt import (
     If,
     Jump,
     Kernel,
+    NamedBarrier,
     PrimFunc,
     Print,
     Seq,
@@ -97,10 +98,19 @@ class _Verifier:
         self.stmt(f.body)
 
     # ---- expressions ------------------------------------------------------------------------
-    def expr(self, e: Any) -> None:
+    def expr(self, e: Any, fetch: bool = False) -> None:
+        """Check expression ``e``; ``fetch``: it is the ``init`` of a ``var``, where an
+        ``AtomicFetch`` may stand (as the whole expression)."""
         if not isinstance(e, Expr):
             return
-        stack = [e]
+        if fetch and isinstance(e, AtomicFetch):
+            self.access(e.buffer, e.indices, e.loc)
+            if e.buffer.scope not in ("global", "shared"):
+                self.fail(f"atomic update of `{e.buffer.name}`, a {e.buffer.scope} buffer", loc=e.loc,
+                          hint="atomics update global or shared memory")
+            stack: list[Expr] = list(e.children())
+        else:
+            stack = [e]
         while stack:
             node = stack.pop()
             if isinstance(node, Var):
@@ -110,6 +120,9 @@ class _Verifier:
                         hint="loop and block variables exist only inside their loop or T.Kernel",
                     )
                 continue
+            if isinstance(node, AtomicFetch):
+                self.fail(f"T.atomic_{node.kind}(..., return_prev=True) inside an expression: it must be the whole "
+                          "initial value of a variable (a pass moved it)", loc=node.loc)
             if isinstance(node, (Load, AtomicLoad)):
                 self.access(node.buffer, node.indices, node.loc)
             stack.extend(node.children())
@@ -239,7 +252,9 @@ class _Verifier:
             self.tile_op(s)
         elif isinstance(s, Assert):
             self.expr(s.cond)
-        elif isinstance(s, Sync):
+        elif isinstance(s, (Sync, NamedBarrier)):
+            if isinstance(s, NamedBarrier):
+                self.expr(s.barrier_id)
             if self.parallel_depth:
                 self.fail(f"{s.call} inside a T.Parallel loop", loc=s.loc,
                           hint="a T.Parallel body runs once per element; put the barrier before or after the loop")
@@ -299,7 +314,7 @@ class _Verifier:
         for e in b.shape:
             self.expr(e)
         if a.init is not None:
-            self.expr(a.init)
+            self.expr(a.init, fetch=b.scope == "var")
 
     def tile_op(self, op: TileOp) -> None:
         what = f"T.{op.name}"

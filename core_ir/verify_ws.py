@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .buffer import Buffer, Region
 from .errors import VerificationError
-from .expr import Load
+from .expr import AtomicFetch, Load
 from .source import SourceLoc
 from .stmt import (
     Alloc,
@@ -23,6 +23,7 @@ from .stmt import (
     BarrierWait,
     For,
     Kernel,
+    NamedBarrier,
     PrimFunc,
     Stmt,
     Store,
@@ -74,6 +75,16 @@ class _Checker:
 
     def run(self) -> None:
         k = self.kernel
+        fetch = next((n for n in walk(k.body) if isinstance(n, AtomicFetch)), None)
+        if fetch is not None and has_regions(k.body):
+            self.fail(f"T.atomic_{fetch.kind}(..., return_prev=True) in a kernel with T.ws regions is not supported",
+                      fetch.loc, "update without return_prev=True, or read the element with T.atomic_load after a "
+                      "barrier")
+        named = next((n for n in walk(k.body) if isinstance(n, NamedBarrier)), None)
+        if named is not None:
+            self.fail(f"{named.call} in a kernel with T.ws regions or barriers: the backend synchronizes the regions "
+                      "with named barriers of its own", named.loc,
+                      "order the regions with T.alloc_barrier's mbarriers (T.barrier_arrive / T.barrier_wait)")
         if Uniformity(k.body).simt:
             self.fail("thread queries and warp operations are not supported in a kernel with T.ws regions or "
                       "barriers", k.loc, "compute per-warpgroup work with tile ops inside T.ws regions")

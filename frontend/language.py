@@ -147,6 +147,7 @@ from .surface import (
     loop_break,
     max_value,
     min_value,
+    named_barrier_arrive,
     popcount,
     reduce,
     reduce_absmax,
@@ -264,8 +265,8 @@ __all__ = [
     # annotations, debugging
     "annotate_layout", "annotate_restrict_buffers", "annotate_l2_hit_ratio", "annotate_safe_value",
     "annotate_min_blocks_per_sm", "use_swizzle", "annotate_pass_configs", "annotate_compile_flags",
-    "print", "device_assert", "assume", "sync_threads", "sync_warp", "wait_wgmma", "sync_grid", "pdl_trigger",
-    "pdl_sync",
+    "print", "device_assert", "assume", "sync_threads", "named_barrier_arrive", "sync_warp", "wait_wgmma",
+    "sync_grid", "pdl_trigger", "pdl_sync",
     # threads and warps
     "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
     "get_block_bindings", "get_block_extent", "get_block_extents", "get_lane_idx", "get_warp_idx",

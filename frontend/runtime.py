@@ -309,6 +309,8 @@ class Runtime:
             return old
         if type(new) is Buffer:
             b.name_buffer(new, name)
+        elif isinstance(new, E.Load) and new.buffer.scope == "var":  # e.g. the variable of a return_prev atomic
+            b.name_buffer(new.buffer, name)
         elif b.kernel_open and isinstance(new, E.Expr) and E.contains(new, E.WarpOp):
             # TileLang evaluates an assigned expression where it is assigned (a let binding); for a warp
             # operation that matters (its lanes must all reach it), so it is kept in a variable

@@ -26,7 +26,18 @@ from ..core_ir.errors import (
 )
 from ..core_ir.layout import MetadataLayout
 from ..core_ir.source import SourceLoc, caller_loc
-from ..core_ir.stmt import Alloc, Annotate, Assert, For, Print, Store, Sync, freeze_annotations
+from ..core_ir.stmt import (
+    NAMED_BARRIER_IDS,
+    Alloc,
+    Annotate,
+    Assert,
+    For,
+    NamedBarrier,
+    Print,
+    Store,
+    Sync,
+    freeze_annotations,
+)
 from ..core_ir.tileops import BIT_ATOMIC_KINDS, BIT_REDUCE_KINDS, REDUCE_KINDS, Atomic, Copy, CumSum, Fill, Gemm, Reduce
 from . import builder as bld
 from .fold import fold_extent
@@ -699,13 +710,12 @@ def _memory_order(order: Any, allowed: tuple[str, ...], what: str, loc: SourceLo
     return order
 
 
-def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str, order: str | None = None) -> None:
+def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str, order: str | None = None) -> E.Expr | None:
     b = bld.require_kernel(what)
     loc = caller_loc()
-    if return_prev:
-        raise TileLangSyntaxError(f"{what}(..., return_prev=True) is not supported", loc=loc,
-                                  hint="read the old value separately if you need it")
     d = _operand(dst, f"{what} destination")
+    if _py_bool(return_prev, f"{what} return_prev", loc):
+        return _atomic_fetch(b, kind, d, value, what, loc)
     tile_value = (type(value) is Buffer and value.scope != "var") or isinstance(value, Region)
     if tile_value:
         rv = _region(value, f"{what} value")
@@ -726,6 +736,32 @@ def _atomic(kind: str, dst: Any, value: Any, return_prev: bool, what: str, order
                  "atomics update global or shared memory; registers need no atomics", loc)
     op.check()
     b.emit(op)
+    return None
+
+
+def _atomic_fetch(b: Any, kind: str, d: Any, value: Any, what: str, loc: SourceLoc | None) -> E.Load:
+    """``return_prev=True``: the update of one element, run where the call stands; the result reads
+    a hidden variable holding the element's value before it (so the update runs once however often
+    the result is used, and assigning it to a ``T.alloc_var`` stores it there)."""
+    if kind not in E.FETCH_KINDS:
+        raise NotSupportedError(f"{what}(..., return_prev=True) is not supported", loc=loc,
+                                hint="only T.atomic_add, T.atomic_max and T.atomic_min return the previous value; "
+                                "drop return_prev=True")
+    rd = _one_element(d) if isinstance(d, _Point) else d
+    tile_value = (type(value) is Buffer and value.scope != "var") or isinstance(value, Region)
+    if tile_value or any(E.as_int(x) != 1 for x in rd.extents):
+        raise ShapeMismatchError(
+            f"{what}(..., return_prev=True) returns the previous value of one element, but the destination "
+            f"`{rd.buffer.name}` region is [{', '.join(str(x) for x in rd.extents)}]"
+            + (" and the value is a tile" if tile_value else ""),
+            loc=loc, hint=f"index one element and pass a scalar value, e.g. old = {what}({rd.buffer.name}[i], 1, "
+            "return_prev=True); for a tile drop return_prev=True")
+    _check_scope(rd, ("global", "shared"), what, "destination",
+                 "atomics update global or shared memory; registers need no atomics", loc)
+    dt = rd.buffer.dtype
+    prev = b.new_buffer("prev", (1,), dt, "var", loc)
+    b.emit(Alloc(prev, E.AtomicFetch(kind, rd.buffer, rd.starts, E.cast(value, dt), loc), loc=loc))
+    return E.Load(prev, (E.const(0),), loc)
 
 
 def _check_bitwise(dst: Region, value: Any, what: str, loc: SourceLoc | None) -> None:
@@ -745,19 +781,20 @@ def _check_bitwise(dst: Region, value: Any, what: str, loc: SourceLoc | None) ->
 
 
 def atomic_add(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False,
-               use_tma: bool = False) -> None:
-    """Atomically add ``value`` (a scalar, or a tile of the destination's shape) to ``dst``."""
-    _atomic("add", dst, value, return_prev, "T.atomic_add")
+               use_tma: bool = False) -> E.Expr | None:
+    """Atomically add ``value`` (a scalar, or a tile of the destination's shape) to ``dst``; with
+    ``return_prev=True`` (one element, a scalar value) the element's value before the addition."""
+    return _atomic("add", dst, value, return_prev, "T.atomic_add")
 
 
-def atomic_max(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
-    """Atomic maximum."""
-    _atomic("max", dst, value, return_prev, "T.atomic_max")
+def atomic_max(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> E.Expr | None:
+    """Atomic maximum (``return_prev=True``: the element's value before, as ``T.atomic_add``)."""
+    return _atomic("max", dst, value, return_prev, "T.atomic_max")
 
 
-def atomic_min(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
-    """Atomic minimum."""
-    _atomic("min", dst, value, return_prev, "T.atomic_min")
+def atomic_min(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> E.Expr | None:
+    """Atomic minimum (``return_prev=True``: the element's value before, as ``T.atomic_add``)."""
+    return _atomic("min", dst, value, return_prev, "T.atomic_min")
 
 
 def atomic_or(dst: Any, value: Any, memory_order: str | None = None, return_prev: bool = False) -> None:
@@ -808,6 +845,10 @@ def _atomic_add_lanes(dst: Any, value: Any, lanes: int, return_prev: bool, what:
     """Atomically add the ``lanes`` elements that start at ``value`` along its last dimension to
     the ``lanes`` that start at ``dst``: one atomic per element (each is atomic on its own, as in
     TileLang's packed form)."""
+    if _py_bool(return_prev, f"{what} return_prev", caller_loc()):
+        raise NotSupportedError(f"{what}(..., return_prev=True) is not supported", loc=caller_loc(),
+                                hint=f"call old = T.atomic_add(dst, value, return_prev=True) once per element "
+                                f"instead of {what}")
     for name, x in (("destination", dst), ("value", value)):
         if not isinstance(x, E.Load):
             raise TileLangTypeError(
@@ -935,14 +976,60 @@ def print_(obj: Any, msg: str = "", warp_group_id: int | None = None, warp_id: i
 
 
 def sync_threads(barrier_id: Any = None, arrive_count: Any = None) -> None:
-    """``T.sync_threads()``: every thread of the block waits here (``__syncthreads``)."""
+    """``T.sync_threads()``: every thread of the block waits here (``__syncthreads``).
+    ``T.sync_threads(barrier_id, arrive_count)``: a barrier of part of the block, named
+    ``barrier_id`` (1..15): the calling threads wait until ``arrive_count`` threads (a multiple of 32;
+    default: the block) have arrived at it, with ``T.named_barrier_arrive`` or here."""
     b = bld.require_kernel("T.sync_threads")
     loc = caller_loc()
-    if barrier_id is not None or arrive_count is not None:
-        raise TileLangSyntaxError("T.sync_threads(barrier_id=..., arrive_count=...) is not supported", loc=loc,
-                                  hint="named barriers belong to the backend (warp specialization); call "
-                                  "T.sync_threads() for the whole block")
-    b.emit(Sync("block", loc=loc))
+    if barrier_id is None and arrive_count is None:
+        b.emit(Sync("block", loc=loc))
+        return
+    threads = math.prod(b.kernel_frame.threads)
+    bar_id, count = _named_barrier("T.sync_threads", barrier_id, arrive_count, threads, loc)
+    whole = isinstance(bar_id, int) and bar_id == 0
+    b.emit(Sync("block", loc=loc) if whole else NamedBarrier(E.convert(bar_id), count, loc=loc))
+
+
+def named_barrier_arrive(barrier_id: Any, arrive_count: Any = None) -> None:
+    """``T.named_barrier_arrive(barrier_id, arrive_count)``: the calling threads arrive at named
+    barrier ``barrier_id`` (1..15) and go on without waiting; the threads waiting there with
+    ``T.sync_threads(barrier_id, arrive_count)`` go on once ``arrive_count`` have arrived."""
+    b = bld.require_kernel("T.named_barrier_arrive")
+    loc = caller_loc()
+    threads = math.prod(b.kernel_frame.threads)
+    bar_id, count = _named_barrier("T.named_barrier_arrive", barrier_id, arrive_count, threads, loc)
+    if isinstance(bar_id, int) and bar_id == 0:
+        raise TileLangSyntaxError("T.named_barrier_arrive(0, ...): barrier 0 is the whole block's (T.sync_threads()), "
+                                  "which every thread waits at", loc=loc, hint="name a barrier from 1 to 15")
+    b.emit(NamedBarrier(E.convert(bar_id), count, arrive=True, loc=loc))
+
+
+def _named_barrier(what: str, barrier_id: Any, arrive_count: Any, threads: int,
+                   loc: SourceLoc | None) -> tuple[E.Expr | int, int]:
+    """The checked (id, thread count) of a named barrier: a constant id is a Python int (0 only
+    for the whole block), another an int32 expression (checked where it runs: the interpreter)."""
+    bar_id: E.Expr | int | None = E.as_int(barrier_id)
+    last = NAMED_BARRIER_IDS[-1]
+    symbolic = bar_id is None and (isinstance(barrier_id, E.Expr) or type(barrier_id) is Buffer)
+    if symbolic and E.convert(barrier_id).dtype.is_int:
+        bar_id = E.cast(E.convert(barrier_id), dtypes.int32)
+    elif bar_id is None or isinstance(barrier_id, builtins.bool) or not 0 <= bar_id <= last:
+        raise TileLangSyntaxError(f"{what}: barrier_id={barrier_id!r} is not a barrier id: expected an integer "
+                                  f"from 1 to {last}", loc=loc, hint="CUDA has 16 named barriers per block; 0 is "
+                                  "the whole block's")
+    count = threads if arrive_count is None else E.as_int(arrive_count)
+    if count is None or isinstance(arrive_count, builtins.bool):
+        raise TileLangSyntaxError(f"{what}: arrive_count={arrive_count!r} must be a Python int", loc=loc,
+                                  hint="give the number of threads that meet at the barrier, e.g. 64 for two warps")
+    if count <= 0 or count % 32 or count > threads:
+        raise TileLangSyntaxError(f"{what}: arrive_count={count} must be a positive multiple of 32 (threads arrive "
+                                  f"a warp at a time) and at most the block's {threads} threads", loc=loc,
+                                  hint="count the threads of the whole warps that meet there")
+    if isinstance(bar_id, int) and bar_id == 0 and count != threads:
+        raise TileLangSyntaxError(f"{what}: barrier 0 is the whole block's ({threads} threads), not {count}", loc=loc,
+                                  hint=f"name a barrier from 1 to {NAMED_BARRIER_IDS[-1]} for part of the block")
+    return bar_id, count
 
 
 def sync_warp(mask: Any = None) -> None:

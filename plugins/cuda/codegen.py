@@ -44,6 +44,7 @@ from .lir import (
     SmemAddr,
 )
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
+from .named_barriers import check_ids
 from .rasterize import block_remap
 from .rng import rng_call
 from .smem_plan import PLAN, plan_shared
@@ -120,6 +121,7 @@ def eval_ctype(dt: DType) -> str:
 
 def generate(func: PrimFunc, ctx: Any) -> str:
     """CUDA source of the lowered ``func``; stores the ``KernelMeta`` in ``ctx.data["cuda.meta"]``."""
+    check_ids(func.body)
     gen = _Gen(func, ctx)
     source = gen.run()
     ctx.data["cuda.meta"] = gen.meta
@@ -528,7 +530,9 @@ class _Gen:
         dt = s.buffer.dtype
         ptr = f"&{self.ref(s.buffer, s.indices)}"
         val = self.expr(s.value, True)
-        if s.kind == "store":
+        if s.prev is not None:
+            self.emit(d, f"{self.ref(s.prev, (E.const(0),))} = {_fetch_atomic(s.kind, dt, ptr, val, s.loc)};")
+        elif s.kind == "store":
             bits, to_bits, _ = _atomic_word(dt, f"T.atomic_store on {dt}", s.loc)
             self.emit(d, f"tlx_st_{_ORDER_FN[s.order or 'seq_cst']}_{bits}({ptr}, {to_bits.format(val)});")
         elif s.kind in ("or", "and", "xor"):
@@ -749,6 +753,30 @@ def _atomic_word(dt: DType, what: str, loc: Any) -> tuple[int, str, str]:
         raise BackendNotImplementedError(f"{what} is not supported on CUDA (32- and 64-bit types only)", loc=loc,
                                          hint="keep flags and counters in an int32 / int64 buffer")
     return form
+
+
+#: the atomics that return the previous value, per kind: dtype -> C expression of (ptr, value)
+_FETCH_FORMS = {
+    "add": {"float16": "tlx_atomic_fetch_add_h({}, {})", "bfloat16": "tlx_atomic_fetch_add_b({}, {})",
+            "float32": "atomicAdd({}, {})", "float64": "atomicAdd({}, {})", "int32": "atomicAdd({}, {})",
+            "uint32": "atomicAdd({}, {})", "uint64": "atomicAdd({}, {})",
+            "int64": "(long long)atomicAdd((unsigned long long*){}, (unsigned long long)({}))"},
+    **{kind: {"float32": f"tlx_atomic_fetch_{kind}_f({{}}, {{}})", "int32": f"atomic{kind.capitalize()}({{}}, {{}})",
+              "uint32": f"atomic{kind.capitalize()}({{}}, {{}})", "uint64": f"atomic{kind.capitalize()}({{}}, {{}})",
+              "int64": f"atomic{kind.capitalize()}((long long*){{}}, {{}})"} for kind in ("max", "min")},
+}
+
+
+def _fetch_atomic(kind: str, dt: DType, ptr: str, val: str, loc: Any) -> str:
+    """The atomic ``kind`` of ``val`` into ``*ptr`` as an expression: the element's previous value
+    (``T.atomic_<kind>(..., return_prev=True)``; the dtypes of the statement forms)."""
+    form = _FETCH_FORMS[kind].get(dt.name)
+    if form is None:
+        names = ", ".join(_FETCH_FORMS[kind])
+        raise BackendNotImplementedError(
+            f"T.atomic_{kind}(..., return_prev=True) on {dt} is not supported on CUDA", loc=loc,
+            hint=f"keep the element in a buffer of one of {names}")
+    return form.format(ptr, val)
 
 
 def _bitwise_atomic(kind: str, dt: DType, ptr: str, val: str, loc: Any) -> str:

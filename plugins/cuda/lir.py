@@ -128,7 +128,8 @@ class AsyncWait(Stmt):
 
 @dataclass(**_NODE)
 class AtomicStore(Stmt):
-    """``atomic<kind>(&buffer[indices], value)``; ``order`` is the memory order of a ``store``."""
+    """``atomic<kind>(&buffer[indices], value)``; ``order`` is the memory order of a ``store``;
+    ``prev``: a buffer whose element 0 receives the element's previous value (``return_prev``)."""
 
     kind: str
     buffer: Buffer
@@ -136,6 +137,7 @@ class AtomicStore(Stmt):
     value: Expr
     order: str | None = None
     loc: SourceLoc | None = field(default=None, compare=False)
+    prev: Buffer | None = None
     name = "atomic"
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -29,6 +30,7 @@ from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, SpinWaitError, TileLangError
+from tilelang_x.core_ir.expr import WARP_SIZE
 from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import (
     Alloc,
@@ -39,6 +41,7 @@ from tilelang_x.core_ir.stmt import (
     If,
     Jump,
     Kernel,
+    NamedBarrier,
     PrimFunc,
     Print,
     Seq,
@@ -121,7 +124,7 @@ class Compiler(ExprCompiler):
         """Indices of the buffer parameters the kernel may write (through a view too)."""
         written: set[int] = set()
         for node in walk(self.func.body):
-            if isinstance(node, Store):
+            if isinstance(node, (Store, E.AtomicFetch)):
                 written.add(id(node.buffer.storage))
             elif isinstance(node, (Copy, Fill, Reduce, CumSum, Atomic)):
                 written.add(id(node.dst.buffer.storage))
@@ -482,8 +485,12 @@ class Compiler(ExprCompiler):
         slots = [self.var_slot(v) for v in s.block_vars]
         types = [numerics.storage_dtype(v.dtype).type for v in s.block_vars]
         uni = Uniformity(s.body)
-        bind_threads = self._threads(s, uni) if uni.simt else None
-        regions = self.regions = Regions(self, s) if uses_barriers(s.body) else None
+        named = any(isinstance(n, NamedBarrier) for n in walk(s.body))
+        if named:
+            self._check_warp_team(s)
+        bind_threads = self._threads(s, uni, named) if uni.simt else None
+        regions = self.regions = Regions(self, s, bind_threads if named else None) \
+            if named or uses_barriers(s.body) else None
         try:
             body = self.stmt(s.body)
         finally:
@@ -514,6 +521,16 @@ class Compiler(ExprCompiler):
             frame.first_block = True
 
         return kernel
+
+    @staticmethod
+    def _check_warp_team(s: Kernel) -> None:
+        """A kernel with named barriers runs as a team of whole warps, one block at a time."""
+        grid = any(isinstance(n, Sync) and n.scope == "grid" for n in walk(s.body))
+        if s.num_threads % WARP_SIZE or grid:
+            what = "T.sync_grid()" if grid else f"{s.num_threads} threads, not whole warps"
+            raise BackendNotImplementedError(
+                f"the interpreter runs a kernel with named barriers as a team of whole warps; this one has {what}",
+                loc=s.loc, hint="launch a multiple of 32 threads; split the kernel at the grid barrier")
 
     def _grid_kernel(self, fgrid: list[Fn], slots: list[int], types: list[Any], bind_threads: Fn | None, body: Fn,
                      loc: SourceLoc | None) -> Fn:
@@ -547,27 +564,28 @@ class Compiler(ExprCompiler):
 
         return sync_grid
 
-    def _threads(self, s: Kernel, uni: Uniformity) -> Fn:
-        """Set up a kernel that uses thread queries or warp operations: its statements run with one
-        lane per thread (the linear thread index), its per-thread buffers hold one copy per lane.
-        Returns the binder of the lanes' thread indices."""
+    def _threads(self, s: Kernel, uni: Uniformity, warps: bool = False) -> Callable[[list, int], None]:
+        """Set up a kernel that uses thread queries, warp operations or named barriers: its
+        statements run with one lane per thread (the linear thread index), its per-thread buffers
+        hold one copy per lane; with ``warps`` (named barriers) one lane per thread of one warp,
+        each warp a member of the block's team (``warp_regions``). Returns the binder of the lanes'
+        thread indices: ``bind(env, i)`` gives them warp ``i``'s threads (with ``warps``) or the
+        block's."""
         self.uni = uni
-        self.nthreads = n = s.num_threads
-        lanes = len(self.objects)
+        self.nthreads = lanes = WARP_SIZE if warps else s.num_threads
+        slot = len(self.objects)
         self.objects.append(("threads", s))
-        self.thread_par = Par(1, 1, (lanes,))
-        linear = np.arange(n, dtype=np.int32)
-        values = {lanes: linear}
-        stride = 1
-        for d, extent in enumerate(s.threads):
+        self.thread_par = Par(1, 1, (slot,))
+        for d in range(len(s.threads)):
             self.thread_slots[d] = len(self.objects)
             self.objects.append(("thread", d))
-            values[self.thread_slots[d]] = (linear // stride % extent).astype(np.int32)
-            stride *= extent
+        dims = [(self.thread_slots[d], math.prod(s.threads[:d]), extent) for d, extent in enumerate(s.threads)]
 
-        def bind(env: list) -> None:
-            for slot, v in values.items():
-                env[slot] = v
+        def bind(env: list, i: int = 0) -> None:
+            linear = np.arange(i * lanes, (i + 1) * lanes, dtype=np.int32)
+            env[slot] = linear
+            for k, stride, extent in dims:
+                env[k] = linear // stride % extent
 
         return bind
 

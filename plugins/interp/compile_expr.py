@@ -20,7 +20,7 @@ from tilelang_x.core_ir.stmt import PrimFunc
 
 from . import numerics
 from .ieee import ieee_function
-from .lanes import out_of_bounds, vec_load
+from .lanes import check_lanes, out_of_bounds, vec_load
 from .runtime import FRAME, MASK, UNBOUND, is_vec
 from .warp import warp_fn
 
@@ -89,6 +89,10 @@ _MATH: dict[str, Callable[..., Any]] = {
     "nearbyint": np.rint, "popcount": _popcount, "clz": _clz,
 }
 _MATH.update({fast: _MATH[accurate] for fast, accurate in E.FAST_MATH.items()})
+
+
+#: how ``T.atomic_<kind>(..., return_prev=True)`` combines the value into the element
+_FETCH: dict[str, Callable[[Any, Any], Any]] = {"add": np.add, "max": np.maximum, "min": np.minimum}
 
 
 # ---- the compiler ------------------------------------------------------------------------------
@@ -385,6 +389,57 @@ class ExprCompiler:
             raise BackendNotImplementedError(f"the interpreter evaluates T.{e.op} only in the statements of a "
                                              "T.Kernel body", loc=loc)
         return warp_fn(e, [self.expr(a, loc) for a in e.args], self.nthreads, loc)
+
+    def _atomicfetch(self, e: E.AtomicFetch, loc: SourceLoc | None) -> Fn:
+        """``T.atomic_<kind>(..., return_prev=True)``: one element updated, its value before
+        returned. Lanes that run it together (a ``T.Parallel`` body, threads under a divergent
+        branch) update one after another in lane order, each seeing the updates before its own,
+        as one order a GPU's atomics may take. Every element must be in bounds."""
+        buf = e.buffer
+        bk = self.buffer_slot(buf)
+        fidx = [self.expr(i, loc) for i in e.indices]
+        fv = self.expr(e.value, loc)
+        combine = _FETCH[e.kind]
+        narrow = numerics.is_narrow(buf.dtype)
+        where = e.loc or loc
+        name = buf.name
+        what = f"T.atomic_{e.kind}(..., return_prev=True) of"
+        race = buf if id(buf.storage) in self.race_candidates else None
+
+        def update(arr: np.ndarray, ix: tuple, v: Any) -> Any:
+            old = arr[ix]
+            new = combine(old, v)
+            arr[ix] = numerics.round_to(new, buf.dtype) if narrow else new
+            return old
+
+        def fetch(env: list) -> Any:
+            arr = env[bk]
+            if arr is UNBOUND:
+                raise TileLangError(f"buffer `{name}` is updated before it is allocated", loc=where)
+            idx = tuple(f(env) for f in fidx)
+            v = fv(env)
+            frame, mask = env[FRAME], env[MASK]
+            races = frame.races if race is not None else None
+            if mask is None and not frame.grids and not is_vec(v) and not any(is_vec(i) for i in idx):
+                for i, n in zip(idx, arr.shape):
+                    if not 0 <= i < n:
+                        out_of_bounds(what, name, idx, arr.shape, where)
+                if races is not None:
+                    races.atomic(buf, arr, idx, frame.block_id, where)
+                return update(arr, idx, v)
+            shapes = [frame.lane_shape, np.shape(v), *(np.shape(i) for i in idx)]
+            shape = np.broadcast_shapes(*shapes, *([] if mask is None else [mask.shape]))
+            active = np.ones(shape, dtype=bool) if mask is None else np.broadcast_to(mask, shape)
+            sel = tuple(np.broadcast_to(np.asarray(i, dtype=np.int64), shape)[active] for i in idx)
+            vals = np.broadcast_to(v, shape)[active]
+            check_lanes(what, name, sel, arr.shape, where)
+            if races is not None and len(vals):
+                races.atomic(buf, arr, sel, frame.block_id, where)
+            out = np.zeros(shape, dtype=arr.dtype)
+            out[active] = [update(arr, ix, x) for ix, x in zip(zip(*sel), vals)]
+            return out
+
+        return fetch
 
     def _atomicload(self, e: E.AtomicLoad, loc: SourceLoc | None) -> Fn:
         """Blocks run one after another and a block's statements in order, so every load is atomic;

@@ -27,7 +27,7 @@ def out_of_bounds(what: str, name: str, idx: tuple, shape: tuple, loc: SourceLoc
     )
 
 
-def _check_lanes(what: str, name: str, idx: tuple, shape: tuple, loc: SourceLoc | None, nl: int = 0) -> None:
+def check_lanes(what: str, name: str, idx: tuple, shape: tuple, loc: SourceLoc | None, nl: int = 0) -> None:
     """Raise for the first lane whose index is outside ``shape`` (``idx``: broadcast arrays or
     scalars, already restricted to the active lanes)."""
     bad = None
@@ -72,14 +72,14 @@ def vec_load(env: list, arr: np.ndarray, idx: tuple, name: str, loc: SourceLoc |
     races = env[FRAME].races if race is not None else None
     if mask is None or _in_bounds(idx, arr.shape):
         if mask is None:
-            _check_lanes("read of", name, idx, arr.shape, loc, nl)
+            check_lanes("read of", name, idx, arr.shape, loc, nl)
         if races is not None:
             races.read(race, arr, idx if mask is None else _active(mask, idx)[1], env[FRAME].block_id, loc)
         return arr[idx]
     # only the active lanes load; the others read zero
     m, sel = _active(mask, idx)
     shape = m.shape
-    _check_lanes("read of", name, sel, arr.shape, loc, nl)
+    check_lanes("read of", name, sel, arr.shape, loc, nl)
     if races is not None:
         races.read(race, arr, sel, env[FRAME].block_id, loc)
     out = np.zeros(shape, dtype=arr.dtype)
@@ -107,7 +107,7 @@ def vec_store(env: list, arr: np.ndarray, idx: tuple, v: Any, name: str, loc: So
         vals = np.broadcast_to(v, shape).reshape(-1)
     if not len(vals):
         return
-    _check_lanes("write to", name, sel, arr.shape, loc, nl)
+    check_lanes("write to", name, sel, arr.shape, loc, nl)
     races = env[FRAME].races if race is not None else None
     if races is not None:
         races.store(race, arr, sel, vals, env[FRAME].block_id, loc)

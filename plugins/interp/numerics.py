@@ -104,7 +104,7 @@ def round_to(values: Any, dt: DType) -> Any:
     scalar = arr.ndim == 0 and not isinstance(values, np.ndarray)
     exact_in_f32 = arr.dtype in (np.float32, np.float16) or (arr.dtype.kind in "iub" and arr.dtype.itemsize <= 2)
     if dt.name == "bfloat16" and exact_in_f32:
-        out = _bf16_from_f32(np.ascontiguousarray(arr, dtype=np.float32))
+        out = _bf16_from_f32(np.ascontiguousarray(arr, dtype=np.float32)).reshape(arr.shape)  # (0-d stays 0-d)
     else:
         out = _round_generic(arr.astype(np.float64), dt.name).astype(np.float32)
     return out[()] if scalar else out

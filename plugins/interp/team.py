@@ -1,15 +1,18 @@
-"""Running the warpgroups of one block side by side: ``T.ws`` regions and mbarriers.
+"""Running the warpgroups (or warps) of one block side by side: ``T.ws`` regions, mbarriers and
+named barriers.
 
 In a kernel with ``T.ws`` regions (or explicit barriers) each warpgroup of a block is a *member*
 of the block's ``Team``: a Python thread with its own copy of the slots (a forked ``Frame``, so its
 own loop variables and ``var`` / ``local`` buffers, as registers are per thread), sharing the
-block's shared and fragment arrays. Exactly one member runs at a time; it keeps running until it
-must wait, then the next member that can go on runs, in warpgroup order after it. So runs are
-deterministic, and the interpreter's tile ops stay atomic.
+block's shared and fragment arrays. In a kernel with named barriers each warp is a member. Exactly
+one member runs at a time; it keeps running until it must wait, then the next member that can go
+on runs, in member order after it. So runs are deterministic, and the interpreter's tile ops stay
+atomic.
 
 A member waits at
 - a ``T.barrier_wait`` whose phase has not completed (``MBarriers``);
-- a *meeting*: a statement the region's warpgroups (all warpgroups outside regions) execute
+- a ``T.sync_threads(id, count)`` until the named barrier completes (``NamedBarriers``);
+- a *meeting*: a statement the region's warpgroups (all members outside regions) execute
   together (a tile op, a ``T.Parallel`` loop, an allocation, a store to shared memory, a
   ``T.sync_threads()``). The last member to arrive runs it once, for all of them; the others go on
   after it. This is the block barrier a GPU needs around such statements anyway.
@@ -23,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...core_ir.errors import DeadlockError
+from ...core_ir.errors import DeadlockError, TileLangError
+from ...core_ir.expr import WARP_SIZE
 from ...core_ir.source import SourceLoc
 from .turns import TakingTurns, run_side_by_side
 
-__all__ = ["MBarriers", "Team", "run_team"]
+__all__ = ["MBarriers", "NamedBarriers", "Team", "run_team"]
 
 _RUN, _WAIT, _DONE = "run", "wait", "done"
 
@@ -54,12 +58,46 @@ class MBarriers:
         return self.phase[k] != parity
 
 
-class Team(TakingTurns):
-    """The members (warpgroups) of one block; see the module docstring."""
+_MBARRIER_HINT = ("check the arrive counts (threads that arrive per phase) and the parities: a wait for parity p "
+                  "returns once the barrier's phase of parity p has completed; a fresh barrier is in phase 0, so "
+                  "waiting for parity 1 returns at once")
+_NAMED_HINT = ("check the named barriers' arrive counts: barrier id completes once arrive_count threads (whole warps) "
+               "have arrived at it with T.sync_threads(id, count) or T.named_barrier_arrive(id, count)")
 
-    def __init__(self, n: int, block: tuple[int, ...]) -> None:
+
+class NamedBarriers:
+    """The named barriers of one block: per id, the threads arrived since it last completed, the
+    count it completes at, and how many times it has completed. Threads arrive a warp at a time."""
+
+    def __init__(self) -> None:
+        self.state: dict[int, list[int]] = {}  # id -> [threads arrived, count, completions]
+
+    def arrive(self, bar: int, count: int, call: str, loc: SourceLoc | None) -> int:
+        """A warp arrives at barrier ``bar`` of ``count`` threads; returns the completions before."""
+        st = self.state.setdefault(bar, [0, count, 0])
+        if st[0] and st[1] != count:
+            raise TileLangError(f"{call}: barrier {bar} is in use by {st[1]} threads, not {count}", loc=loc,
+                                hint="every use of a named barrier gives the same arrive_count")
+        st[1] = count
+        done = st[2]
+        st[0] += WARP_SIZE
+        if st[0] == count:
+            st[0], st[2] = 0, done + 1
+        return done
+
+    def completed(self, bar: int, before: int) -> bool:
+        """Whether barrier ``bar`` has completed since it had completed ``before`` times."""
+        return self.state[bar][2] != before
+
+
+class Team(TakingTurns):
+    """The members (warpgroups or warps) of one block; see the module docstring."""
+
+    def __init__(self, n: int, block: tuple[int, ...], member: str = "warpgroup") -> None:
         super().__init__()
         self.block = block
+        self.member = member
+        self.named = NamedBarriers()
         self.state = [_RUN] * n
         self.waits: list[tuple[Callable[[], bool], SourceLoc | None, str] | None] = [None] * n
         self.envs: list[list[Any]] = []
@@ -91,7 +129,7 @@ class Team(TakingTurns):
             return
         seen = m[1]
         others = ", ".join(str(j) for j in members if j not in m[0])
-        self.wait_until(i, lambda: m[1] != seen, loc, f"{what}, which warpgroup(s) {others} must reach too")
+        self.wait_until(i, lambda: m[1] != seen, loc, f"{what}, which {self.member}(s) {others} must reach too")
 
     def finish(self, i: int) -> None:
         with self.cond:
@@ -112,22 +150,20 @@ class Team(TakingTurns):
         waiting = [(j, w) for j, w in enumerate(self.waits) if self.state[j] == _WAIT and w is not None]
         if waiting:
             block = ", ".join(str(b) for b in self.block)
-            lines = "; ".join(f"warpgroup {j} at {w[2]} ({w[1]})" for j, w in waiting)
+            lines = "; ".join(f"{self.member} {j} at {w[2]} ({w[1]})" for j, w in waiting)
             self.error = DeadlockError(
-                f"deadlock in block ({block}): every warpgroup that has not ended waits, so none can go on "
+                f"deadlock in block ({block}): every {self.member} that has not ended waits, so none can go on "
                 f"(on a GPU the kernel would hang): {lines}", loc=waiting[0][1][1],
-                hint="check the arrive counts (threads that arrive per phase) and the parities: a wait for "
-                "parity p returns once the barrier's phase of parity p has completed; a fresh barrier is in "
-                "phase 0, so waiting for parity 1 returns at once")
+                hint=_NAMED_HINT if self.member == "warp" else _MBARRIER_HINT)
         self.turn = n
         self.cond.notify_all()
 
 
 def run_team(n: int, block: tuple[int, ...], fork: Callable[[Team, int], list[Any]],
-             body: Callable[[list[Any]], None]) -> None:
+             body: Callable[[list[Any]], None], member: str = "warpgroup") -> None:
     """Run ``body`` once per member of a block's team of ``n``; ``fork(team, i)`` makes member
     ``i``'s environment."""
-    team = Team(n, block)
+    team = Team(n, block, member)
     team.envs = [fork(team, i) for i in range(n)]
 
     def run(i: int) -> None:
@@ -135,4 +171,4 @@ def run_team(n: int, block: tuple[int, ...], fork: Callable[[Team, int], list[An
         body(team.envs[i])
         team.finish(i)
 
-    run_side_by_side(n, run, team, lambda i: f"warpgroup {i} of block {block}")
+    run_side_by_side(n, run, team, lambda i: f"{member} {i} of block {block}")

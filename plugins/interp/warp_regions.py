@@ -1,4 +1,5 @@
-"""Compiling a kernel with ``T.ws`` regions or explicit mbarriers for the interpreter.
+"""Compiling a kernel with ``T.ws`` regions, explicit mbarriers or named barriers for the
+interpreter.
 
 Each block runs as a ``team.Team`` of members, one per warpgroup (one member when the kernel has
 barriers but no regions). Every member runs the whole body; ``WarpSpecialize`` runs its body on
@@ -7,6 +8,14 @@ execute together become meetings (``Team.meet``): tile ops, ``T.Parallel`` loops
 stores of shared or fragment memory, ``T.print``, ``T.sync_threads()``. What belongs to each
 thread runs in every member on its own copy: control flow, ``var`` / ``local`` buffers, barrier
 arrivals and waits. Each member arrives at a barrier with its warpgroup's threads.
+
+A kernel with named barriers (``T.sync_threads(id, count)``) runs as a team of warps instead, each
+member with the 32 lanes of its threads, so that a warp can wait at a barrier while others go on.
+Outside control flow that differs between threads, what the block does together is a meeting as
+above; a statement each thread makes for itself (a store at a per-thread index, a per-thread
+atomic, a branch on the thread index) that writes shared or global memory runs in each member
+and is followed by a meeting with nothing to run: the barrier of the block CUDA puts there. Inside
+such control flow every statement is each thread's own.
 """
 
 from __future__ import annotations
@@ -16,8 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.errors import TileLangError
+from tilelang_x.core_ir.expr import WARP_SIZE
 from tilelang_x.core_ir.stmt import (
+    NAMED_BARRIER_IDS,
     Alloc,
     Assert,
     BarrierArrive,
@@ -28,6 +40,7 @@ from tilelang_x.core_ir.stmt import (
     If,
     Jump,
     Kernel,
+    NamedBarrier,
     Seq,
     Stmt,
     Store,
@@ -35,13 +48,13 @@ from tilelang_x.core_ir.stmt import (
     WarpSpecialize,
     While,
 )
-from tilelang_x.core_ir.tileops import TileOp
+from tilelang_x.core_ir.tileops import Atomic, TileOp
 from tilelang_x.core_ir.uniformity import written_regions
 from tilelang_x.core_ir.verify_ws import WARPGROUP, has_regions
 from tilelang_x.core_ir.visit import walk
 
 from .compile_expr import Fn
-from .runtime import FRAME
+from .runtime import FRAME, MASK
 from .team import MBarriers, Team, run_team
 
 if TYPE_CHECKING:
@@ -51,12 +64,21 @@ __all__ = ["Regions"]
 
 _PRIVATE = ("var", "local")
 #: Statements every member runs for itself (control flow, per-thread work, barrier operations).
-_OWN = (Seq, If, While, Jump, Assert, ExprStmt, WarpSpecialize, BarrierArrive, BarrierWait)
+_OWN = (Seq, If, While, Jump, Assert, ExprStmt, WarpSpecialize, BarrierArrive, BarrierWait, NamedBarrier)
 
 
 def _team(env: list) -> tuple[Team, int]:
     frame = env[FRAME]
     return frame.turns, frame.turn
+
+
+def _shared_write(n: Any) -> bool:
+    """Whether ``n`` writes global or shared memory (a store, a tile op, an atomic update)."""
+    if isinstance(n, Store):
+        return n.buffer.storage.scope in ("global", "shared")
+    if isinstance(n, TileOp):
+        return any(r.buffer.storage.scope in ("global", "shared") for r in written_regions(n))
+    return isinstance(n, E.AtomicFetch)
 
 
 def _private(s: Stmt) -> bool:
@@ -73,9 +95,13 @@ def _private(s: Stmt) -> bool:
 class Regions:
     """The compile-time state of one kernel with regions or barriers (see the module docstring)."""
 
-    def __init__(self, comp: Compiler, kernel: Kernel) -> None:
+    def __init__(self, comp: Compiler, kernel: Kernel, bind: Callable[[list, int], None] | None = None) -> None:
+        """``bind``: a kernel with named barriers, one member per warp; ``bind(env, i)`` gives member
+        ``i`` its threads."""
         self.comp = comp
-        self.members = kernel.num_threads // WARPGROUP if has_regions(kernel.body) else 1
+        self.bind = bind
+        group = WARP_SIZE if bind is not None else WARPGROUP
+        self.members = kernel.num_threads // group if bind is not None or has_regions(kernel.body) else 1
         self.threads = kernel.num_threads // self.members  # each member's threads
         self.everyone = tuple(range(self.members))
         self.region: tuple[int, ...] = self.everyone  # the members of the region being compiled
@@ -84,11 +110,15 @@ class Regions:
     def run_block(self, env: list, block: tuple[int, ...], body: Fn) -> None:
         """Run one block (its variables already bound in ``env``) as a team."""
         frame = env[FRAME]
+        bind = self.bind
 
         def fork(team: Team, i: int) -> list[Any]:
-            return frame.fork(block, team, i).env
+            env = frame.fork(block, team, i).env
+            if bind is not None:
+                bind(env, i)
+            return env
 
-        run_team(self.members, block, fork, body)
+        run_team(self.members, block, fork, body, "warp" if bind is not None else "warpgroup")
 
     # ---- statements -----------------------------------------------------------------------------
     def stmt(self, s: Stmt) -> Fn | None:
@@ -103,6 +133,8 @@ class Regions:
             return self._arrive(s)
         if isinstance(s, BarrierWait):
             return self._wait(s)
+        if isinstance(s, NamedBarrier):
+            return self._named(s)
         return None
 
     def wrap(self, s: Stmt, fn: Fn | None) -> Fn | None:
@@ -110,9 +142,23 @@ class Regions:
         members when they execute ``s`` together."""
         if isinstance(s, Sync) and s.scope == "block":
             fn = lambda env: None  # noqa: E731 - a meeting with nothing to run
-        if fn is None or isinstance(s, _OWN) or isinstance(s, For) and s.kind != "parallel" or _private(s) \
+        if fn is None:
+            return None
+        if self.bind is not None:
+            if self.comp.divergence:  # each thread's own, where the others may never come
+                return fn
+            if self._own_shared_write(s):
+                return self._then_meet(s, fn)
+            if isinstance(s, Alloc) and isinstance(s.init, E.AtomicFetch):  # the block's one update
+                return self._meeting(s, fn, copy=True)
+        if isinstance(s, _OWN) or isinstance(s, For) and s.kind != "parallel" or _private(s) \
                 or isinstance(s, Alloc) and s.buffer.scope == "barrier":
             return fn
+        return self._meeting(s, fn)
+
+    def _meeting(self, s: Stmt, fn: Fn, copy: bool = False) -> Fn:
+        """``fn`` run once by the last of the region's members to reach ``s``; ``copy``: the slots it
+        binds are per-thread buffers, which each member gets a copy of."""
         members = self.region
         binds = self._binds(s)
         what = f"`{type(s).__name__}`" if not isinstance(s, TileOp) else f"T.{s.name}"
@@ -126,11 +172,36 @@ class Regions:
                 fn(env)
                 for j in members:
                     for k in binds:
-                        team.envs[j][k] = env[k]
+                        team.envs[j][k] = env[k].copy() if copy and j != i else env[k]
 
             team.meet(i, key, members, run, loc, what)
 
         return meeting
+
+    def _then_meet(self, s: Stmt, fn: Fn) -> Fn:
+        """``fn`` run by each member, then a meeting of all with nothing to run."""
+        members, loc, key = self.everyone, s.loc, id(s)
+        what = f"the barrier after `{type(s).__name__}`"
+
+        def own_then_meet(env: list) -> None:
+            fn(env)
+            team, i = _team(env)
+            team.meet(i, key, members, lambda: None, loc, what)
+
+        return own_then_meet
+
+    def _own_shared_write(self, s: Stmt) -> bool:
+        """Whether each thread makes ``s`` itself (a per-thread index or value, or a branch on the
+        thread index) and it writes shared or global memory."""
+        uni = self.comp.uni
+        assert uni is not None
+        if isinstance(s, (If, While)) or isinstance(s, For) and s.kind != "parallel":
+            return uni.divergent(s) and any(_shared_write(n) for n in walk(s))
+        if isinstance(s, Store):
+            return _shared_write(s) and (uni.varying(s.value) or any(uni.varying(i) for i in s.indices))
+        if isinstance(s, Atomic):
+            return isinstance(s.value, E.Expr) and (uni.varying(s.value) or uni.varying_region(s.dst))
+        return isinstance(s, Alloc) and isinstance(s.init, E.AtomicFetch) and uni.varying_buffer(s.buffer)
 
     def _binds(self, s: Stmt) -> list[int]:
         """The slots that running ``s`` binds, which every member must see."""
@@ -190,6 +261,32 @@ class Regions:
             bars.arrive(k, threads)
 
         return arrive
+
+    def _named(self, s: NamedBarrier) -> Fn:
+        """A warp arrives at a named barrier (whole: all of its threads reach it, or none); at a
+        ``T.sync_threads`` it then waits until the barrier completes."""
+        fid = self.comp.expr(s.barrier_id, s.loc)
+        count, arrive, loc, call = s.count, s.arrive, s.loc, s.call
+        last = NAMED_BARRIER_IDS[-1]
+
+        def named(env: list) -> None:
+            mask = env[MASK]
+            if mask is not None and not np.all(mask):
+                raise TileLangError(f"{call}: only some threads of warp {env[FRAME].turn} reach it; a warp arrives at "
+                                    "a named barrier as a whole", loc=loc,
+                                    hint="branch on the warp (e.g. `if tx // 32 == 0:`), not on single threads, "
+                                    "around named barriers")
+            ids = np.unique(fid(env))
+            if len(ids) != 1 or not 1 <= ids[0] <= last:
+                raise TileLangError(f"{call}: barrier id {', '.join(str(i) for i in ids)} in warp {env[FRAME].turn}; "
+                                    f"the threads of a warp name one barrier from 1 to {last}", loc=loc)
+            bar = int(ids[0])
+            team, i = _team(env)
+            before = team.named.arrive(bar, count, call, loc)
+            if not arrive:
+                team.wait_until(i, lambda: team.named.completed(bar, before), loc, call)
+
+        return named
 
     def _wait(self, s: BarrierWait) -> Fn:
         which = self._which(s)

@@ -1,5 +1,6 @@
 """T.sync_threads / T.sync_warp: accepted where TileLang kernels put them (the interpreter runs
-statements in order for the whole block; CUDA emits the barrier), refused inside T.Parallel."""
+statements in order for the whole block; CUDA emits the barrier), refused inside T.Parallel.
+Named barriers (T.sync_threads(id, count)) are in test_named_barriers.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import torch
 import tilelang_x as tilelang
 import tilelang_x.language as T
 from tilelang_x import knobs
-from tilelang_x.errors import TileLangSyntaxError, VerificationError
+from tilelang_x.errors import VerificationError
 
 
 @tilelang.jit(out_idx=[-1])
@@ -54,16 +55,6 @@ def test_inside_parallel_is_refused() -> None:
     with pytest.raises(VerificationError, match=r"T.sync_threads\(\) inside a T.Parallel loop") as info:
         tilelang.compile(main, target="interp")
     assert info.value.loc is not None and info.value.loc.line == _line("inside")
-
-
-def test_named_barriers_are_refused() -> None:
-    with pytest.raises(TileLangSyntaxError, match="barrier_id=..., arrive_count=...") as info:
-        @T.prim_func
-        def main(X: T.Tensor((64,), T.float32)):
-            with T.Kernel(1, threads=64):
-                T.sync_threads(1, 64)  # E:named
-
-    assert info.value.loc is not None and info.value.loc.line == _line("named")
 
 
 def _line(marker: str) -> int:

@@ -263,6 +263,10 @@ TLX_DEV double tlx_shfl_xor_d(double v, int m) { return __shfl_xor_sync(0xffffff
 TLX_DEV long long tlx_shfl_xor_l(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 TLX_DEV unsigned int tlx_shfl_xor_u(unsigned int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 
+// ---- named barriers (T.sync_threads(id, count), T.named_barrier_arrive): whole warps arrive ---------
+TLX_DEV void tlx_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+TLX_DEV void tlx_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+
 // ---- atomics ---------------------------------------------------------------------------------------
 TLX_DEV void tlx_atomic_add_h(tlx_half* p, float v) {
   tlx_half h = tlx_f2h(v);
@@ -285,6 +289,35 @@ TLX_DEV void tlx_atomic_max_f(float* p, float v) {
 }
 TLX_DEV void tlx_atomic_min_f(float* p, float v) {
   if (v >= 0.0f) atomicMin((int*)p, __float_as_int(v)); else atomicMax((unsigned int*)p, __float_as_uint(v));
+}
+// the same updates returning the element's previous value (return_prev=True); generic addresses,
+// so a shared or a global element
+TLX_DEV tlx_half tlx_atomic_fetch_add_h(tlx_half* p, float v) {
+  tlx_half h = tlx_f2h(v), old;
+  asm volatile("atom.add.noftz.f16 %0, [%1], %2;" : "=h"(old.x) : "l"(p), "h"(h.x) : "memory");
+  return old;
+}
+TLX_DEV tlx_bf16 tlx_atomic_fetch_add_b(tlx_bf16* p, float v) {
+  unsigned long long a = (unsigned long long)p;
+  unsigned int* w = (unsigned int*)(a & ~3ull);
+  unsigned int sh = (a & 2ull) ? 16u : 0u, old = *w, assumed;
+  tlx_bf16 cur;
+  do {
+    assumed = old;
+    cur.x = (unsigned short)((assumed >> sh) & 0xffffu);
+    tlx_bf16 nv = tlx_f2b(tlx_b2f(cur) + v);
+    unsigned int next = (assumed & ~(0xffffu << sh)) | ((unsigned int)nv.x << sh);
+    old = atomicCAS(w, assumed, next);
+  } while (old != assumed);
+  return cur;
+}
+TLX_DEV float tlx_atomic_fetch_max_f(float* p, float v) {
+  return v >= 0.0f ? __int_as_float(atomicMax((int*)p, __float_as_int(v)))
+                   : __uint_as_float(atomicMin((unsigned int*)p, __float_as_uint(v)));
+}
+TLX_DEV float tlx_atomic_fetch_min_f(float* p, float v) {
+  return v >= 0.0f ? __int_as_float(atomicMin((int*)p, __float_as_int(v)))
+                   : __uint_as_float(atomicMax((unsigned int*)p, __float_as_uint(v)));
 }
 // bitwise atomics on 8/16-bit integers: the same operation on the aligned 32-bit word holding the
 // element, with bits that leave the other bytes as they are (0 for or/xor, 1 for and)

@@ -4,6 +4,10 @@ between two barriers and every thread reads the slot: ``if`` and ``while`` on it
 barrier under them is legal), and the other threads' later reads are ordered after thread 0's
 acquire by the barrier. Inside ``T.Parallel`` each iteration's load is its own thread's, and so is
 a load whose address or control flow differs per thread (``core_ir.uniformity``).
+
+An atomic update that returns the previous value (``AtomicFetch``, ``return_prev=True``) is
+fetched the same way: once per block, by thread 0, into the slot (the update happens once); a
+per-thread one is each thread's own update (``fetch_store``).
 """
 
 from __future__ import annotations
@@ -13,22 +17,23 @@ from collections.abc import Callable
 from typing import Any
 
 from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer
 from ....core_ir.errors import BackendNotImplementedError
 from ....core_ir.stmt import For, If, Jump, Seq, Stmt, Store, While
 from ....core_ir.tileops import TileOp
 from ....core_ir.visit import children, rewrite
-from ..lir import Barrier, by_thread_0
+from ..lir import AtomicStore, Barrier, by_thread_0
 
 #: the expression fields of the statements that hold other statements (which are lowered on their own)
 _OWN_FIELDS = {If: ("cond",), While: ("cond",), For: ("start", "extent")}
 
 
 def uniform_atomic_loads(s: Stmt, lc: Any, lower: Callable[[Stmt], Stmt], fix: Callable[[Any], Any],
-                         per_thread: Callable[[E.AtomicLoad], bool] | None = None) -> Stmt | None:
-    """``s`` lowered with its own atomic loads read once per block, or None when it has none.
-    ``per_thread`` picks the loads each thread makes itself (in a kernel with thread queries: an
-    address that differs per thread, or a load under a per-thread condition, where the block's
-    barriers cannot be)."""
+                         per_thread: Callable[[E.Element], bool] | None = None) -> Stmt | None:
+    """``s`` lowered with its own atomic loads (and fetches) read once per block, or None when it
+    has none. ``per_thread`` picks the loads each thread makes itself (in a kernel with thread
+    queries: an address that differs per thread, or a load under a per-thread condition, where the
+    block's barriers cannot be)."""
     fields = _OWN_FIELDS.get(type(s))
     loads = [ld for ld in _own_loads(s, fields) if per_thread is None or not per_thread(ld)]
     if not loads:
@@ -43,7 +48,10 @@ def uniform_atomic_loads(s: Stmt, lc: Any, lower: Callable[[Stmt], Stmt], fix: C
         if id(ld) not in slots:
             ws = lc.workspace("aload", 1, ld.dtype)
             slots[id(ld)] = E.Load(ws, (E.const(0),), ld.loc)
-            fetches.append(Store(ws, (E.const(0),), fix(ld), ld.loc))
+            if isinstance(ld, E.AtomicFetch):
+                fetches.append(fetch_store(fix(ld), ws))
+            else:
+                fetches.append(Store(ws, (E.const(0),), fix(ld), ld.loc))
     fetch = Seq((Barrier(s.loc), by_thread_0(Seq(tuple(fetches)), s.loc), Barrier(s.loc)))
 
     def swap(n: Any) -> Any:
@@ -58,14 +66,19 @@ def uniform_atomic_loads(s: Stmt, lc: Any, lower: Callable[[Stmt], Stmt], fix: C
     return Seq((fetch, lower(reads)), s.loc)
 
 
-def _own_loads(s: Stmt, fields: tuple[str, ...] | None) -> list[E.AtomicLoad]:
-    """The outermost atomic loads of ``s`` (of its ``fields`` when given); one whose indices hold
-    another is fetched whole."""
+def fetch_store(fetch: E.AtomicFetch, prev: Buffer) -> AtomicStore:
+    """The update ``fetch`` as a statement that puts the previous value into ``prev[0]``."""
+    return AtomicStore(fetch.kind, fetch.buffer, fetch.indices, fetch.value, None, fetch.loc, prev)
+
+
+def _own_loads(s: Stmt, fields: tuple[str, ...] | None) -> list[E.AtomicLoad | E.AtomicFetch]:
+    """The outermost atomic loads and fetches of ``s`` (of its ``fields`` when given); one whose
+    indices hold another is fetched whole."""
     stack: list[Any] = [s] if fields is None else [getattr(s, f) for f in fields if getattr(s, f) is not None]
     out = []
     while stack:
         n = stack.pop()
-        if isinstance(n, E.AtomicLoad):
+        if isinstance(n, (E.AtomicLoad, E.AtomicFetch)):
             out.append(n)
         else:
             stack.extend(children(n))

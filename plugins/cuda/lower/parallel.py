@@ -13,7 +13,7 @@ from typing import Any
 from ....core_ir import expr as E
 from ....core_ir.buffer import Region
 from ....core_ir.errors import LayoutError
-from ....core_ir.stmt import For, If, Seq, Stmt, Store
+from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
 from ....core_ir.tileops import ReducerUpdate
 from ....core_ir.visit import rewrite, substitute
 from ..analysis import prove_lt
@@ -80,14 +80,19 @@ def lower_nest(nest: For, lay: Fragment | None, lc: Any) -> Stmt:
 
 
 def lower_inner(body: Stmt, lc: Any) -> Stmt:
-    """Nested serial loops inside a parallel body: record their ranges; scalar atomics become
-    ``AtomicStore``s."""
+    """Nested serial loops inside a parallel body: record their ranges; scalar atomics (those that
+    return the previous value too) become ``AtomicStore``s."""
     from ....core_ir.tileops import Atomic, ReducerUpdate, TileOp
     from ....core_ir.visit import walk
+    from .atomic_load import fetch_store
 
     def atom(n: Any) -> Any:
         if isinstance(n, Atomic) and not isinstance(n.value, Region):
             return element_atomic(n, n.dst.starts, n.value)
+        if isinstance(n, Alloc) and isinstance(n.init, E.AtomicFetch):
+            # a replicated iteration skips the update (replica guard) and sees 0
+            zero = Alloc(n.buffer, E.const(0, n.buffer.dtype), n.loc)
+            return Seq((zero, fetch_store(n.init, n.buffer)), n.loc)
         if isinstance(n, TileOp) and not isinstance(n, ReducerUpdate):  # updates: after the replica guard
             raise LayoutError(f"T.{n.name} inside a T.Parallel loop is not supported on CUDA", loc=n.loc)
         return None

@@ -9,7 +9,22 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.errors import LayoutError
-from ....core_ir.stmt import Alloc, Annotate, Assert, ExprStmt, For, If, Kernel, Print, Seq, Stmt, Store, Sync, While
+from ....core_ir.stmt import (
+    Alloc,
+    Annotate,
+    Assert,
+    ExprStmt,
+    For,
+    If,
+    Kernel,
+    NamedBarrier,
+    Print,
+    Seq,
+    Stmt,
+    Store,
+    Sync,
+    While,
+)
 from ....core_ir.tileops import Atomic, TileOp
 from ....core_ir.uniformity import Uniformity, written_regions
 from ....core_ir.visit import rewrite, walk
@@ -18,10 +33,11 @@ from ..grid_sync import lower_sync
 from ..launch_bounds import MIN_BLOCKS
 from ..layout import spread_over_threads
 from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
+from ..named_barriers import named_barrier
 from ..nests import element_atomic
 from ..warp_specialize import leader_only, lower_ws
 from .atomic import tile_atomic, vector_red
-from .atomic_load import uniform_atomic_loads
+from .atomic_load import fetch_store, uniform_atomic_loads
 from .parallel import lower_nest
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
@@ -44,7 +60,7 @@ class _Walker:
         self.div = 0  # divergent `if` / loops around the statement being lowered
         self.region: tuple[int, ...] | None = None  # the T.ws region being lowered (warp_specialize.py)
 
-    def per_thread_load(self, ld: E.AtomicLoad) -> bool:
+    def per_thread_load(self, ld: E.Element) -> bool:
         """Whether each thread makes atomic load ``ld`` itself (see ``uniform_atomic_loads``)."""
         return self.uni is not None and (self.div > 0 or self.uni.varying(ld))
 
@@ -90,6 +106,9 @@ class _Walker:
             body = self.stmt(s.body)
             allocs = tuple(Alloc(b) for b in lc.workspaces)
             return Kernel(s.grid, s.block_vars, s.threads, Seq(allocs + (body,)), s.annotations, s.loc)
+        if isinstance(s, Alloc) and isinstance(s.init, E.AtomicFetch):  # each thread's own update
+            own = Seq((Alloc(s.buffer, None, s.loc), Block(fetch_store(self.fix(s.init), s.buffer), "atomic", s.loc)))
+            return own if self.div else Seq((own, Barrier(s.loc)), s.loc)
         if isinstance(s, Alloc):
             if s.buffer.scope == "fragment":
                 return Alloc(lc.local_of(s.buffer), None, s.loc)
@@ -144,6 +163,8 @@ class _Walker:
             return self.fix(device_assert(s))
         if isinstance(s, ExprStmt):
             return self.fix(Evaluate(s.value, s.loc))
+        if isinstance(s, NamedBarrier):
+            return self.fix(named_barrier(s))
         if isinstance(s, Sync):
             if s.scope == "block":
                 return Barrier(s.loc)
@@ -174,7 +195,7 @@ class _Walker:
             out: Stmt = Block(lower(), "divergent", s.loc)
         finally:
             self.div -= 1
-        if self.div or not any(isinstance(n, (Store, TileOp)) and _shared_write(n) for n in walk(s)):
+        if self.div or not any(isinstance(n, (Store, TileOp, E.AtomicFetch)) and _shared_write(n) for n in walk(s)):
             return out
         return Seq((out, Barrier(s.loc)), s.loc)
 
@@ -351,8 +372,10 @@ def whole_slot(lc: Any, buf: Any, indices: tuple[E.Expr, ...], loc: Any) -> E.Ex
     return slot
 
 
-def _shared_write(n: Stmt) -> bool:
-    """Whether ``n`` (a store or tile op) writes global or shared memory."""
+def _shared_write(n: Stmt | E.AtomicFetch) -> bool:
+    """Whether ``n`` (a store, tile op or atomic update) writes global or shared memory."""
+    if isinstance(n, E.AtomicFetch):
+        return True
     if isinstance(n, Store):
         return n.buffer.scope in ("global", "shared")
     return any(r.buffer.scope in ("global", "shared") for r in written_regions(n))  # type: ignore[arg-type]
