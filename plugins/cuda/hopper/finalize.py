@@ -21,9 +21,12 @@ from ....core_ir import expr as E
 from ....core_ir.stmt import Kernel, PrimFunc, Seq
 from ....core_ir.visit import rewrite, walk
 from ..lir import Barrier, Evaluate, Intrin, is_call
+from ..perf_options import pass_configs
 from .config import hopper_config
 from .header import WGMMA_FORMS, hopper_header, wgmma_source
-from .pingpong import pingpong
+from .lazy_waits import KEY as LAZY
+from .lazy_waits import lazy_waits
+from .pingpong import pingpong, takes
 from .tma import TmaSpec
 
 _HOPPER_PREFIXES = ("tlx_wgmma", "tlx_mbar", "tlx_tma", "tlx_fence_proxy", "TLX_SETMAXNREG")
@@ -55,7 +58,10 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         return None
 
     body = func.body
-    if ws is not None and hopper_config(ctx).pingpong:
+    cfg = hopper_config(ctx)
+    if ws is not None and pass_configs(ctx).get(LAZY, True):
+        body = lazy_waits(body, lambda loop: cfg.pingpong and takes(loop, ws["consumers"]))
+    if ws is not None and cfg.pingpong:
         body = pingpong(body, ws["consumers"])
     body = rewrite(body, fix)
     if ws is not None:

@@ -81,9 +81,11 @@ def _turns(loop: Stmt, wg: E.Expr) -> Stmt:
     return rewrite(loop, fn)
 
 
-def _qualifies(loop: For) -> bool:
+def takes(loop: For, consumers: int) -> bool:
+    """Whether ping-pong scheduling takes ``loop`` (a consumer loop of ``consumers`` threads)."""
     nodes = list(walk(loop.body))
-    return not any(isinstance(n, Barrier) for n in nodes) and \
+    return consumers == 256 and bool(loop.ann().get(CONSUMER_LOOP)) and \
+        not any(isinstance(n, Barrier) for n in nodes) and \
         any(isinstance(n, Intrin) and n.fn == "tlx_wgmma_arrive" for n in nodes)
 
 
@@ -110,7 +112,7 @@ def pingpong(body: Stmt, consumers: int) -> Stmt:
             return None
         stmts = list(n.stmts)
         for i, s in enumerate(stmts):
-            if isinstance(s, For) and s.ann().get(CONSUMER_LOOP) and _qualifies(s):
+            if isinstance(s, For) and takes(s, consumers):
                 lo, hi = i, i + 1
                 if s.ann().get(ROTATED) and 0 < i < len(stmts) - 1 and _barriers_first(stmts[i - 1]) \
                         and not any(isinstance(x, Barrier) for x in walk(stmts[i + 1])):

@@ -67,6 +67,25 @@ TLX_DEV void tlx_tma_store_5d(const tlx_tmap& m, tlx_u32 src, int c0, int c1, in
   asm volatile(TLX_TMA_HEAD "5d" TLX_TMA_STORE_TAIL " [%0, {%2, %3, %4, %5, %6}], [%1];"
                :: "l"((tlx_u64)&m), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
 }
+// TMA reductions (lower/tma_reduce.py): the box in shared memory added into the tensor, element
+// type from the map; the same bulk groups as the stores (commit, wait_group.read)
+#define TLX_TMA_RED_TAIL ".global.shared::cta.add.tile.bulk_group"
+TLX_DEV void tlx_tma_reduce_add_2d(const tlx_tmap& m, tlx_u32 src, int c0, int c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d" TLX_TMA_RED_TAIL " [%0, {%2, %3}], [%1];"
+               :: "l"((tlx_u64)&m), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+TLX_DEV void tlx_tma_reduce_add_3d(const tlx_tmap& m, tlx_u32 src, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d" TLX_TMA_RED_TAIL " [%0, {%2, %3, %4}], [%1];"
+               :: "l"((tlx_u64)&m), "r"(src), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+TLX_DEV void tlx_tma_reduce_add_4d(const tlx_tmap& m, tlx_u32 src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d" TLX_TMA_RED_TAIL " [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"((tlx_u64)&m), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+TLX_DEV void tlx_tma_reduce_add_5d(const tlx_tmap& m, tlx_u32 src, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.reduce.async.bulk.tensor.5d" TLX_TMA_RED_TAIL " [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"((tlx_u64)&m), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4) : "memory");
+}
 TLX_DEV void tlx_tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 TLX_DEV void tlx_tma_store_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 TLX_DEV void tlx_tma_store_wait_read1() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }

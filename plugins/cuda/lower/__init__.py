@@ -98,6 +98,8 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     body = lower_body(func.body, lc, dispatch)
     if lc.defer_store_drain and lc.tmaps:
         body = _drain_after_tiles(body, ctx.data["cuda.persistent"].j)
+    if lc.tma_reduce:
+        body = _drain_reductions(body)
     if lc.tmaps:
         ctx.data["cuda.tmaps"] = [*ctx.data.get("cuda.tmaps", ()), *lc.tmaps.values()]
     if lc.aligns:
@@ -110,12 +112,30 @@ def _tma_store_setup(func: PrimFunc, ctx: Any, lc: LowerCtx) -> None:
     are written only by fragment copies is read from the function before the Hopper pipeline
     (whose TMA loads no longer name the tensors they read)."""
     from ..hopper.config import hopper_config
+    from ..perf_options import pass_configs
+    from .tma_reduce import KEY as REDUCE_KEY
+    from .tma_reduce import reduce_only_params
     from .tma_store import store_only_params
 
     if not hopper_config(ctx).tma:
         return
+    source = ctx.data.get("cuda.source_func", func)
     lc.tma_params = tuple(func.params)
-    lc.tma_store_dsts = store_only_params(ctx.data.get("cuda.source_func", func))
+    lc.tma_store_dsts = store_only_params(source)
+    lc.tma_reduce = bool(pass_configs(ctx).get(REDUCE_KEY, True))
+    lc.tma_reduce_dsts = reduce_only_params(source) if lc.tma_reduce else frozenset()
+
+
+def _drain_reductions(body: Stmt) -> Stmt:
+    """The kernel's TMA reductions have read their slots before it ends (lower/tma_reduce.py)."""
+    from ....core_ir.stmt import Kernel
+    from ....core_ir.visit import rewrite
+    from .tma_reduce import drain_at_exit
+
+    def fn(n: Any) -> Any:
+        return dataclasses.replace(n, body=drain_at_exit(n.body)) if isinstance(n, Kernel) else None
+
+    return rewrite(body, fn)
 
 
 def _drain_after_tiles(body: Stmt, tile: Any) -> Stmt:

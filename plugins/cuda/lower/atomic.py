@@ -44,6 +44,11 @@ def vector_red(op: Atomic, lc: Any) -> Stmt | None:
 
 
 def _lower(op: Atomic, lc: Any) -> Stmt:
+    from .tma_reduce import lower_tma_reduce, tma_reduce_plan
+
+    plan = tma_reduce_plan(op, lc)
+    if plan is not None:
+        return lower_tma_reduce(op, plan, lc)
     vector = vector_red(op, lc)
     if vector is not None:
         return vector

@@ -50,6 +50,10 @@ class LowerCtx:
     #: swizzle), added to the loads' ones in ``cuda.tmaps``
     tma_params: tuple[Any, ...] = ()
     tma_store_dsts: frozenset[int] = frozenset()
+    #: TMA reductions of float32 accumulators (lower/tma_reduce.py): on, and the ids of the
+    #: parameters the kernel touches only by tile atomic adds of fragments
+    tma_reduce: bool = False
+    tma_reduce_dsts: frozenset[int] = frozenset()
     tmaps: dict[tuple, Any] = field(default_factory=dict)
     #: workspaces aligned to more than 16 bytes (codegen reads it as ``cuda.smem_align``)
     aligns: dict[Buffer, int] = field(default_factory=dict)

@@ -50,7 +50,7 @@ from .tma_store import TmaStore, drain, issue, reuse_wait, store_map, tile_wait,
 _CVT = {dtypes.float16.name: "tlx_cvt_h2", dtypes.bfloat16.name: "tlx_cvt_b2"}
 
 
-def _wgmma_shape(lay: Fragment, m: int, n: int) -> tuple[int, int] | None:
+def wgmma_shape(lay: Fragment, m: int, n: int) -> tuple[int, int] | None:
     """(wgm, wgn) when ``lay`` is exactly the wgmma accumulator of an m × n tile."""
     if lay.rep or lay.threads % 128:
         return None
@@ -83,7 +83,7 @@ def staged_plan(op: Copy, lc: Any) -> tuple[Fragment, int, int, int, TmaStore | 
     lay = plan[0]
     m, n = (E.as_int(e) for e in squeezed(op.src))
     assert m is not None and n is not None
-    shape = _wgmma_shape(lay, m, n)
+    shape = wgmma_shape(lay, m, n)
     if shape is None or lay.threads != lc.threads:
         return None
     if divisor(dst.starts[-1]) % 8 or divisor(dst.buffer.shape[-1]) % 8:
@@ -139,7 +139,7 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
         row0 = ((wg_m * mi + mb) * 4 + (THREAD // 32) % 4) * 16
         col0 = wg_n * nn + cc * chunk
         if j >= slots:
-            stmts.extend(reuse_wait(tma) if tma is not None else [Evaluate(Intrin("__syncwarp", ()), op.loc)])
+            stmts.extend(reuse_wait(tma.slots) if tma is not None else [Evaluate(Intrin("__syncwarp", ()), op.loc)])
         elif j == 0 and tma is not None and lc.defer_store_drain:
             stmts.extend(tile_wait())  # the previous tile's stores, left in flight, have read the slots
         elif j == 0:  # run again (a loop, a persistent kernel's next tile): the last use of the slots is done

@@ -88,15 +88,16 @@ def _lane0(*calls: Intrin) -> Stmt:
     return If(E.binary("==", THREAD % 32, 0), body[0] if len(body) == 1 else Seq(body), None)
 
 
-def reuse_wait(plan: TmaStore) -> list[Stmt]:
-    """Before a slot is written again: its store has read it."""
-    return [_lane0(Intrin(f"tlx_tma_store_wait_read{plan.slots - 1}", ())), Evaluate(Intrin("__syncwarp", ()))]
+def reuse_wait(slots: int) -> list[Stmt]:
+    """Before a slot of a warp's ``slots`` is written again: its store has read it."""
+    return [_lane0(Intrin(f"tlx_tma_store_wait_read{slots - 1}", ())), Evaluate(Intrin("__syncwarp", ()))]
 
 
-def issue(spec: TmaSpec, ws: Buffer, base: E.Expr, idx: tuple[E.Expr, ...]) -> list[Stmt]:
-    """After a chunk's stmatrix into the slot at ``base``: the store of its box at ``idx``."""
+def issue(spec: TmaSpec, ws: Buffer, base: E.Expr, idx: tuple[E.Expr, ...], kind: str = "store") -> list[Stmt]:
+    """After a chunk's writes into the slot at ``base``: the store of its box at ``idx`` (``kind``
+    ``reduce_add``: its addition, lower/tma_reduce.py)."""
     coords = int32_coords(list(reversed(idx)))
-    store = Intrin(f"tlx_tma_store_{len(coords)}d", (spec.var, SmemAddr(ws, (base,), "r"), *coords))
+    store = Intrin(f"tlx_tma_{kind}_{len(coords)}d", (spec.var, SmemAddr(ws, (base,), "r"), *coords))
     return [Evaluate(Intrin("tlx_fence_proxy_async", ())), Evaluate(Intrin("__syncwarp", ())),
             _lane0(store, Intrin("tlx_tma_store_commit", ()))]
 
