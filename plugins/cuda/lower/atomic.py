@@ -4,7 +4,8 @@ into a float32 global region whose adjacent columns a thread holds in runs (the 
 accumulators hold pairs: FlashAttention backward's dQ) takes one ``red.global.add.v2/.v4.f32``
 per run, as the vector epilogue stores them (lower/epilogue.py), instead of one atomic each; so
 does a ``T.Parallel`` nest that adds such a fragment element by element (``T.atomic_add(dQ[r + i,
-j], dq[i, j])``, TileLang's older examples: ``tile_atomic``). A
+j], dq[i, j])``, TileLang's older examples: ``tile_atomic``); on sm_90a the tile form of a wgmma
+accumulator into a tensor only such adds touch goes by TMA reductions instead (lower/tma_reduce.py). A
 releasing ``T.atomic_store`` outside a parallel loop first synchronizes the block, so that the
 writes of all its threads are released (the store itself is one thread's)."""
 
