@@ -47,10 +47,11 @@ def test_a_swizzle_request_yields_to_the_wgmma_panel() -> None:
 def test_every_backward_gemm_runs_on_tensor_cores(name: str, gemms: int) -> None:
     """sm_90a: the five gemms (K·Qᵀ, V·dOᵀ, Pᵀ·dO and dSᵀ·Q from registers, dS·K with dSᵀ
     transposed from shared memory) are wgmma, one HGMMA per k-step of 16; sm_80: mma.sync. dQ is
-    added by float32 reductions (``RED``) in both."""
+    added by TMA reductions (``UTMAREDG``, lower/tma_reduce.py) on sm_90a, by float32 reductions
+    (``RED``) on sm_80."""
     func = suite_funcs()[name]
-    hopper = sass_ops(func(), r"\b(HGMMA|HMMA|REDG?)\.")
-    assert hopper.get("HGMMA") == gemms and "HMMA" not in hopper and hopper.get("REDG")
+    hopper = sass_ops(func(), r"\b(HGMMA|HMMA|REDG?|UTMAREDG)\b")
+    assert hopper.get("HGMMA") == gemms and "HMMA" not in hopper and hopper.get("UTMAREDG") and "REDG" not in hopper
     ampere = sass_ops(func(), r"\b(HGMMA|HMMA|REDG?)\.", arch="sm_80")
     assert ampere.get("HMMA") and "HGMMA" not in ampere and ampere.get("RED")
 
@@ -90,8 +91,8 @@ def test_a_layout_of_a_global_tensor_is_accepted_and_not_used(caplog: pytest.Log
 
 
 @pytest.mark.parametrize("arch, tile_atomic, want", [
-    ("sm_90a", True, "REDG.E.ADD.F32x2."),  # the accumulator's column pairs: one vector reduction each
-    ("sm_90a", False, "REDG.E.ADD.F32x2."),  # the same nest of element atomics is the same additions
+    ("sm_90a", True, "REDG.E.ADD.F32x2."),  # TMA reductions off: one vector reduction per column pair
+    ("sm_90a", False, "REDG.E.ADD.F32x2."),  # a nest of element atomics: the same additions
     ("sm_80", True, "RED.E.ADD.F32."),  # no vector reductions before sm_90
 ])
 def test_dq_tile_atomic_adds_column_pairs_on_sm90(arch: str, tile_atomic: bool, want: str) -> None:
@@ -99,5 +100,7 @@ def test_dq_tile_atomic_adds_column_pairs_on_sm90(arch: str, tile_atomic: bool, 
 
     func = attention_bwd.flash_bwd.get_ir(1, 2, 256, 128, False, block_M=128, block_N=64, threads=256,
                                           tile_atomic=tile_atomic)
-    ops = sass_ops(func, r"\b(REDG?\.E\.ADD\.F32(?:x2)?\.)", arch)
+    # on sm_90a the tile form goes by TMA reductions (test_cuda_tma_reduce.py): compared with them off
+    configs = {"tlx.tma_reduce": False} if tile_atomic else None
+    ops = sass_ops(func, r"\b(REDG?\.E\.ADD\.F32(?:x2)?\.)", arch, configs)
     assert set(ops) == {want}, ops
