@@ -100,7 +100,7 @@ def test_dq_tile_atomic_adds_column_pairs_on_sm90(arch: str, tile_atomic: bool, 
 
     func = attention_bwd.flash_bwd.get_ir(1, 2, 256, 128, False, block_M=128, block_N=64, threads=256,
                                           tile_atomic=tile_atomic)
-    # on sm_90a the tile form goes by TMA reductions (test_cuda_tma_reduce.py): compared with them off
-    configs = {"tlx.tma_reduce": False} if tile_atomic else None
+    # on sm_90a both forms go by TMA reductions (test_cuda_tma_reduce.py): compared with them off
+    configs = {"tlx.tma_reduce": False}
     ops = sass_ops(func, r"\b(REDG?\.E\.ADD\.F32(?:x2)?\.)", arch, configs)
     assert set(ops) == {want}, ops

@@ -44,13 +44,16 @@ def vector_red(op: Atomic, lc: Any) -> Stmt | None:
     return lower_vector_store(copy, *plan, lc, "tlx_red_add")
 
 
-def _lower(op: Atomic, lc: Any) -> Stmt:
+def tile_red(op: Atomic, lc: Any) -> Stmt | None:
+    """``op`` (tile form) as TMA reductions (lower/tma_reduce.py) or vector reductions, or ``None``."""
     from .tma_reduce import lower_tma_reduce, tma_reduce_plan
 
     plan = tma_reduce_plan(op, lc)
-    if plan is not None:
-        return lower_tma_reduce(op, plan, lc)
-    vector = vector_red(op, lc)
+    return lower_tma_reduce(op, plan, lc) if plan is not None else vector_red(op, lc)
+
+
+def _lower(op: Atomic, lc: Any) -> Stmt:
+    vector = tile_red(op, lc)
     if vector is not None:
         return vector
     if isinstance(op.value, Region):

@@ -51,14 +51,22 @@ class TmaReduce:
 
 
 def reduce_only_params(func: PrimFunc) -> frozenset[int]:
-    """Ids of the buffer parameters ``func`` touches only as destinations of tile atomic adds of
-    fragments (not through views)."""
-    adds = {id(n.dst) for n in walk(func.body) if isinstance(n, Atomic) and n.kind == "add"
-            and isinstance(n.value, Region) and n.value.buffer.scope == "fragment" and n.dst.buffer.base is None}
+    """Ids of the buffer parameters ``func`` touches only by adds of fragment tiles, as tile atomics
+    or as the ``T.Parallel`` nests of element atomics that are one (``atomic.tile_atomic``), not
+    through views."""
+    from ....core_ir.stmt import For
+    from .atomic import tile_atomic
+
+    adds: list[Atomic] = [n for n in walk(func.body) if isinstance(n, Atomic) and n.kind == "add"
+                          and isinstance(n.value, Region) and n.value.buffer.scope == "fragment"]
+    for n in walk(func.body):
+        if isinstance(n, For) and n.kind == "parallel" and tile_atomic(n) is not None:
+            adds += [a for a in walk(n.body) if isinstance(a, Atomic)]
+    dsts = {id(a.dst) for a in adds if a.dst.buffer.base is None}
     other = {id(n.buffer.storage) for n in walk(func.body)
-             if isinstance(getattr(n, "buffer", None), Buffer) and id(n) not in adds}
-    return frozenset(id(p) for p in func.params if isinstance(p, Buffer) and id(p) not in other
-                     and any(id(n.dst.buffer) == id(p) for n in walk(func.body) if isinstance(n, Atomic)))
+             if isinstance(getattr(n, "buffer", None), Buffer) and id(n) not in dsts}
+    targets = {id(a.dst.buffer) for a in adds}
+    return frozenset(id(p) for p in func.params if isinstance(p, Buffer) and id(p) in targets and id(p) not in other)
 
 
 def tma_reduce_plan(op: Atomic, lc: Any) -> TmaReduce | None:

@@ -36,7 +36,7 @@ from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evalua
 from ..named_barriers import named_barrier
 from ..nests import element_atomic
 from ..warp_specialize import leader_only, lower_ws
-from .atomic import tile_atomic, vector_red
+from .atomic import tile_atomic, tile_red
 from .atomic_load import fetch_store, uniform_atomic_loads
 from .parallel import lower_nest
 
@@ -116,7 +116,7 @@ class _Walker:
         if isinstance(s, For):
             if s.kind == "parallel":
                 tile = tile_atomic(s) if lc.vector_red else None
-                vector = vector_red(tile, lc) if tile is not None else None
+                vector = tile_red(tile, lc) if tile is not None else None
                 if vector is not None:
                     return vector
                 entry = lc.loops.get(id(s))
