@@ -217,3 +217,10 @@ def test_guarded_kernels_compile(name: str, arch: str) -> None:
 def test_while_loop_suite_kernel_guards_only_the_lower_bound() -> None:
     source = cuda_source(control_flow.first_below.get_ir(64, 40, -1.0), "sm_80")[0]
     assert "((0 <= col) ? A[" in source
+
+
+def test_suite_kernels_get_guards_only_where_an_access_is_unprovable() -> None:
+    # `first_below`: `col`, a variable, may be negative as far as anyone can prove; `scale_first_rows`:
+    # the bound `n` is a scalar argument, not Y's length
+    guarded = {name for name, make in suite_funcs().items() if _core(make()) != _core(make(), OFF)}
+    assert guarded == {"first_below_while_loop_break", "grid_from_integer_argument"}
