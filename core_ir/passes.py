@@ -5,6 +5,8 @@
   included. Parameters stay in place, so the call signature does not change; the bindings are
   recorded in the function's ``attrs`` (and so in its text, the cache key).
 - ``simplify``: ``simplify_stmt`` over the body, knowing that tensor dimensions are >= 0.
+- ``safe_access``: element accesses to global tensors that may fall outside their tensor are
+  guarded (``core_ir.safe_access``; off with the pass config ``tl.disable_safe_memory_legalize``).
 - ``verify``: the IR verifier.
 
 Each is ``fn(func, ctx) -> func`` for ``core_ir.stages.run_stages``.
@@ -18,6 +20,7 @@ from typing import Any
 from .buffer import Buffer
 from .errors import TileLangError
 from .expr import Const, Expr, Var, convert, free_vars
+from .safe_access import safe_access
 from .simplify import simplify as simplify_expr
 from .simplify_stmt import simplify_stmt
 from .stages import StageContext
@@ -150,4 +153,4 @@ def verify(func: PrimFunc, ctx: StageContext) -> PrimFunc:
     return func
 
 
-CORE_STAGES = [("specialize", specialize), ("simplify", simplify), ("verify", verify)]
+CORE_STAGES = [("specialize", specialize), ("simplify", simplify), ("safe_access", safe_access), ("verify", verify)]

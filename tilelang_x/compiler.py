@@ -1,7 +1,7 @@
 """The compile driver: tile-level ``PrimFunc`` → ``JITKernel`` for one target.
 
 ``compile_prim_func`` resolves the target, runs the core stages (``specialize``, ``simplify``,
-``verify``) and the backend's stages (``tlx_pipeline``) through one stage runner, then
+``safe_access``, ``verify``) and the backend's stages (``tlx_pipeline``) through one stage runner, then
 ``tlx_codegen`` → ``tlx_compile`` → ``tlx_load``. Kernels are cached in memory, keyed by the
 function's text, ``out_idx``, the target and the options; the expensive part of a compile (the
 device toolchain) is cached on disk by the backend itself through ``tilelang_x.cache``.

@@ -1,7 +1,7 @@
 """``tilelang_x.PassConfigKey``: TileLang's names for the ``pass_configs`` keys.
 
 ``@tilelang.jit(pass_configs={tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER: True})`` is the same as
-the string key ``"tl.disable_tma_lower"``. The backends honour the keys marked below; the others
+the string key ``"tl.disable_tma_lower"``. The stages honour the keys marked below; the others
 are TileLang's own switches, accepted so that kernels carrying them compile, and ignored.
 """
 
@@ -30,12 +30,16 @@ class PassConfigKey(str, Enum):
     """Shared tiles never share bytes, even when they do not fit otherwise (``tlx.merge_shared``)."""
     TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE = "tl.enable_aggressive_shared_memory_merge"
     """Shared tiles never live at the same time share bytes even when the kernel fits without."""
+    # honoured by the core stages, for every backend
+    TL_DISABLE_SAFE_MEMORY_ACCESS = "tl.disable_safe_memory_legalize"
+    """No guards on element accesses to global tensors (``core_ir/safe_access.py``): one outside its
+    tensor is an error (the interpreter's ``OutOfBoundsError``) instead of a load of 0 or a dropped
+    store."""
     # TileLang's own, accepted and ignored
     TL_SIMPLIFY = "tl.Simplify"
     TL_DYNAMIC_ALIGNMENT = "tl.dynamic_alignment"
     TL_DISABLE_DYNAMIC_TAIL_SPLIT = "tl.disable_dynamic_tail_split"
     TL_CONFIG_INDEX_BITWIDTH = "tl.config_index_bitwidth"
-    TL_DISABLE_SAFE_MEMORY_ACCESS = "tl.disable_safe_memory_legalize"
     TL_PTXAS_REGISTER_USAGE_LEVEL = "tl.ptxas_register_usage_level"
     TL_ENABLE_PTXAS_VERBOSE_OUTPUT = "tl.enable_ptxas_verbose_output"
     TIR_DISABLE_VECTORIZE = "tir.disable_vectorize"

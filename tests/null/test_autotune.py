@@ -216,7 +216,8 @@ def test_eager_style_tunes_with_the_given_tensors(cache_dir: Path, monkeypatch: 
     assert tuned.compile(a, b) is result.kernel
 
 
-@tilelang.jit(out_idx=[-1])
+# without the guard of element accesses, shift=1's store past the end is a run error
+@tilelang.jit(out_idx=[-1], pass_configs={"tl.disable_safe_memory_legalize": True})
 def scale(N, block=32, shift=0, reps=1, spin=0):
     for _ in range(spin):  # a slow trace
         pass

@@ -1,4 +1,4 @@
-"""The target-agnostic stages run before every backend: specialize, simplify, verify."""
+"""The target-agnostic stages run before every backend: specialize, simplify, safe_access, verify."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _func():
 
 
 def test_core_stages_run_in_order() -> None:
-    assert [name for name, _ in CORE_STAGES] == ["specialize", "simplify", "verify"]
+    assert [name for name, _ in CORE_STAGES] == ["specialize", "simplify", "safe_access", "verify"]
     out = run_stages(_func(), CORE_STAGES, StageContext(target=None))
     text = out.script()
     assert "C[bx * 32 + i, j] = S[i, j]" in text

@@ -1,0 +1,92 @@
+"""Kernels written as TileLang's DeepSeek v3.2 examples write them, relying on its guarded element
+accesses to global tensors (docs/language.md, "Out-of-range accesses"): a load outside reads 0, a
+store outside is dropped. None of them checks its indices."""
+
+import tilelang_x as tilelang
+import tilelang_x.language as T
+
+
+@tilelang.jit
+def indexer_logits(seq_q, seq_len_kv, heads, dim, block_N=64, block_Q=2, threads=128, dynamic=False):
+    """``Logits[t, n] = sum_h relu(K[n] . Q[t, h]) * W[t, h]``, as the indexer computes them: the
+    last block's ``block_N`` columns are stored whole, past ``seq_len_kv`` too (those stores are
+    dropped). ``dynamic``: ``seq_len_kv`` is a ``T.dynamic`` size."""
+    seq_kv = T.dynamic("seq_len_kv") if dynamic else seq_len_kv
+
+    @T.prim_func
+    def main(Q: T.Tensor((seq_q * heads, dim), T.float16), K: T.Tensor((seq_kv, dim), T.float16),
+             W: T.Tensor((seq_q, heads), T.float32), Logits: T.Tensor((seq_q, seq_kv), T.float32)):
+        with T.Kernel(T.ceildiv(seq_kv, block_N), seq_q // block_Q, threads=threads) as (bx, by):
+            q_s = T.alloc_shared((block_Q * heads, dim), T.float16)
+            k_s = T.alloc_shared((block_N, dim), T.float16)
+            s = T.alloc_fragment((block_N, block_Q * heads), T.float32)
+            s_heads = T.reshape(s, (block_N, block_Q, heads))
+            w = T.alloc_fragment((block_Q, heads), T.float32)
+            scores = T.alloc_fragment((block_N, block_Q), T.float32)
+            T.copy(Q[by * block_Q * heads, 0], q_s)
+            T.copy(K[bx * block_N, 0], k_s)
+            T.copy(W[by * block_Q, 0], w)
+            T.gemm(k_s, q_s, s, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
+            for n, g, h in T.Parallel(block_N, block_Q, heads):
+                s_heads[n, g, h] = T.max(s_heads[n, g, h], 0) * w[g, h]
+            T.reduce_sum(s_heads, scores, dim=-1, clear=True)
+            for g, n in T.Parallel(block_Q, block_N):
+                Logits[by * block_Q + g, bx * block_N + n] = scores[n, g]
+
+    return main
+
+
+@tilelang.jit
+def clean_logits(threads=128, block_K=256):
+    """``Logits[t, n] = -inf`` outside ``[Starts[t], Ends[t])``, a whole ``block_K`` row chunk at a
+    time: the last chunk runs past ``seq_len_kv`` (those stores are dropped)."""
+    seq_len = T.dynamic("seq_len")
+    seq_len_kv = T.dynamic("seq_len_kv")
+
+    @T.prim_func
+    def main(Logits: T.Tensor((seq_len, seq_len_kv), T.float32), Starts: T.Tensor((seq_len,), T.int32),
+             Ends: T.Tensor((seq_len,), T.int32)):
+        with T.Kernel(seq_len, threads=threads) as bx:
+            start = T.alloc_var(T.int32, Starts[bx])
+            end = T.alloc_var(T.int32, Ends[bx])
+            for n_i in T.Pipelined(T.ceildiv(seq_len_kv, block_K)):
+                for k_i in T.Parallel(block_K):
+                    idx = n_i * block_K + k_i
+                    if idx < start or idx >= end:
+                        Logits[bx, idx] = -T.infinity(T.float32)
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def sparse_gather_sum(seq_len, seq_len_kv, topk, dim, block_D=64, threads=128):
+    """``Out[t, d] = sum_i KV[Indices[t, i], d]``, as the sparse MLA gathers its keys: an index
+    equal to ``seq_len_kv`` marks an unused slot and reads zeros."""
+    @T.prim_func
+    def main(KV: T.Tensor((seq_len_kv, dim), T.float32), Indices: T.Tensor((seq_len, topk), T.int32),
+             Out: T.Tensor((seq_len, dim), T.float32)):
+        with T.Kernel(dim // block_D, seq_len, threads=threads) as (bx, by):
+            kv_f = T.alloc_fragment((topk, block_D), T.float32)
+            acc = T.alloc_fragment((block_D,), T.float32)
+            for i, d in T.Parallel(topk, block_D):
+                kv_f[i, d] = KV[Indices[by, i], bx * block_D + d]
+            T.reduce_sum(kv_f, acc, dim=0)
+            T.copy(acc, Out[by, bx * block_D])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def shifted_copy(n, shift, block=64):
+    """``Out[i] = A[i + shift]`` (zero past the end) and ``Acc[i + shift] += A[i]`` through a scalar
+    atomic, neither checked: a load, a store and an atomic that may fall outside."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), T.float32), Acc: T.Tensor((n,), T.float32), Out: T.Tensor((n,), T.float32)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                Out[bx * block + i] = A[bx * block + i + shift]
+            for i in T.Parallel(block):
+                T.atomic_add(Acc[bx * block + i + shift], A[bx * block + i])
+
+    return main

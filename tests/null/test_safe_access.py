@@ -1,0 +1,226 @@
+"""Guarded element accesses to global tensors (core_ir/safe_access.py, TileLang's
+``LegalizeSafeMemoryAccess``): the DeepSeek v3.2 kernels that rely on them run in the interpreter
+against torch, ``tl.disable_safe_memory_legalize`` gives back the out-of-bounds error, and the
+guards appear in the IR and the CUDA source only where an access cannot be proven in range."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import tilelang_x as tilelang
+import tilelang_x.language as T
+from tests.kernels import control_flow, elementwise, gemm
+from tests.kernels import safe_access as kernels
+from tests.null.cuda_helpers import cuda_source
+from tests.null.cuda_suite_funcs import suite_funcs
+from tilelang_x.core_ir.errors import OutOfBoundsError
+from tilelang_x.core_ir.passes import CORE_STAGES
+from tilelang_x.core_ir.stages import StageContext, run_stages
+from tilelang_x.core_ir.stmt import PrimFunc
+
+OFF = {tilelang.PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS: True}
+
+
+def _interp(func: PrimFunc, configs: dict | None = None) -> tilelang.JITKernel:
+    return tilelang.compile(func, target="interp", pass_configs=configs)
+
+
+def _core(func: PrimFunc, configs: dict | None = None) -> str:
+    """The IR after the core stages, as text."""
+    ctx = StageContext(None, {"pass_configs": configs or {}})
+    return run_stages(func, CORE_STAGES, ctx).script()
+
+
+def _line_of(text: str) -> int:
+    """The line of tests/kernels/safe_access.py holding ``text``."""
+    lines = open(kernels.__file__).read().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+def _logits_inputs(seq_kv: int) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(seq_kv)
+    q = torch.randn(4 * 4, 32, generator=gen).half()
+    k = torch.randn(seq_kv, 32, generator=gen).half()
+    w = torch.randn(4, 4, generator=gen)
+    ref = (torch.relu(k.float() @ q.float().T).reshape(seq_kv, 4, 4) * w[None]).sum(-1).T
+    return q, k, w, ref
+
+
+def _clean_inputs() -> tuple[torch.Tensor, ...]:
+    logits = torch.randn(6, 300)
+    starts = torch.tensor([0, 5, 10, 0, 299, 100], dtype=torch.int32)
+    ends = torch.tensor([300, 6, 250, 0, 300, 100], dtype=torch.int32)
+    want = logits.clone()
+    cols = torch.arange(300)
+    want[(cols[None, :] < starts[:, None].long()) | (cols[None, :] >= ends[:, None].long())] = float("-inf")
+    return logits, starts, ends, want
+
+
+def _gather_inputs() -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(1)
+    kv = torch.randn(100, 128, generator=gen)
+    idx = torch.randint(0, 100, (4, 16), generator=gen, dtype=torch.int32)
+    idx[:, -3:] = 100  # unused slots hold the sentinel seq_len_kv
+    ref = torch.cat([kv, torch.zeros(1, 128)])[idx.long()].sum(1)
+    return kv, idx, ref
+
+
+# ---- the TileLang examples' patterns in the interpreter --------------------------------------------
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_indexer_logits_store_past_seq_len_kv_is_dropped(dynamic: bool) -> None:
+    q, k, w, ref = _logits_inputs(100)
+    out = torch.full((4, 100), 7.0)
+    _interp(kernels.indexer_logits.get_ir(4, 100, 4, 32, dynamic=dynamic))(q, k, w, out)
+    torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_clean_logits_whole_rows_past_the_end_are_dropped() -> None:
+    logits, starts, ends, want = _clean_inputs()
+    _interp(kernels.clean_logits.get_ir())(logits, starts, ends)
+    assert torch.equal(logits, want)
+
+
+def test_sparse_gather_with_the_sentinel_index_reads_zeros() -> None:
+    kv, idx, ref = _gather_inputs()
+    torch.testing.assert_close(_interp(kernels.sparse_gather_sum.get_ir(4, 100, 16, 128))(kv, idx), ref)
+
+
+def test_load_store_and_scalar_atomic_outside_are_zero_and_dropped() -> None:
+    a, acc = torch.randn(200), torch.ones(200)
+    want_out, want_acc = torch.zeros(200), torch.ones(200)
+    want_out[:197] = a[3:]
+    want_acc[3:] += a[:197]
+    torch.testing.assert_close(_interp(kernels.shifted_copy.get_ir(200, 3))(a, acc), want_out)
+    torch.testing.assert_close(acc, want_acc)
+
+
+# ---- switched off: today's out-of-bounds errors ----------------------------------------------------
+
+@pytest.mark.parametrize(("case", "access"), [
+    ("logits", "Logits[by * block_Q + g, bx * block_N + n] = scores[n, g]"),
+    ("clean", "Logits[bx, idx] = -T.infinity(T.float32)"),
+    ("gather", "kv_f[i, d] = KV[Indices[by, i], bx * block_D + d]"),
+])
+def test_disabled_raises_out_of_bounds_naming_the_line(case: str, access: str) -> None:
+    if case == "logits":
+        q, k, w, _ = _logits_inputs(100)
+        run = lambda: _interp(kernels.indexer_logits.get_ir(4, 100, 4, 32), OFF)(q, k, w, torch.zeros(4, 100))  # noqa: E731
+    elif case == "clean":
+        logits, starts, ends, _ = _clean_inputs()
+        run = lambda: _interp(kernels.clean_logits.get_ir(), OFF)(logits, starts, ends)  # noqa: E731
+    else:
+        kv, idx, _ = _gather_inputs()
+        run = lambda: _interp(kernels.sparse_gather_sum.get_ir(4, 100, 16, 128), OFF)(kv, idx)  # noqa: E731
+    with pytest.raises(OutOfBoundsError) as err:
+        run()
+    assert err.value.loc is not None and err.value.loc.line == _line_of(access)
+    assert "safe_access.py:" in str(err.value)
+
+
+def test_disabled_through_the_body_annotation() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((8,), T.float32), Out: T.Tensor((8,), T.float32)):
+        T.annotate_pass_configs({"tl.disable_safe_memory_legalize": True})
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(8):
+                Out[i] = A[i + 1]
+
+    with pytest.raises(OutOfBoundsError):
+        tilelang.compile(main, target="interp")(torch.zeros(8), torch.zeros(8))
+
+
+# ---- which accesses get a guard ----------------------------------------------------------------------
+
+def test_guards_in_the_ir() -> None:
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(A: T.Tensor((n, 16), T.float32), B: T.Tensor((n,), T.float32), Idx: T.Tensor((4,), T.int32),
+             Out: T.Tensor((n, 16), T.float32)):
+        with T.Kernel(T.ceildiv(n, 32), threads=128) as bx:
+            s = T.alloc_shared((32,), T.float32)
+            for i, j in T.Parallel(32, 16):
+                Out[bx * 32 + i, j] = A[bx * 32 + i, j]  # dim 0 guarded against n, not dim 1
+            for i in T.Parallel(32):
+                if bx * 32 + i < n:
+                    B[bx * 32 + i] = T.if_then_else(bx * 32 + i >= 1, B[bx * 32 + i - 1], 0.0)  # proven
+            for i in T.Parallel(32):
+                s[i] = B[Idx[i % 4] - 1]  # data-dependent, may be negative: both sides checked
+            for i in T.Parallel(32):
+                s[i] = s[i + Idx[0]]  # shared: never guarded
+
+    text = _core(main)
+    # the store's guard proves the load
+    assert "if bx * 32 + i < n:\n                    Out[bx * 32 + i, j] = A[bx * 32 + i, j]" in text
+    assert text.count("bx * 32 + i_1 < n") == 1  # the user's own if, nothing added under it
+    assert "T.if_then_else(1 <= Idx[i_2 % 4] and Idx[i_2 % 4] < n + 1, B[Idx[i_2 % 4] - 1], 0.0)" in text
+    assert "s[i_3] = s[i_3 + Idx[0]]" in text
+    assert _core(main, OFF).count("if_then_else") == 1  # the user's own
+
+
+def test_facts_read_from_a_buffer_stop_holding_after_a_write() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((16,), T.float32), Out: T.Tensor((16,), T.float32)):
+        with T.Kernel(1, threads=32):
+            k = T.alloc_var(T.int32, 0)
+            while k < 16:
+                Out[k] = A[k]  # the while condition proves the upper bound
+                k += 1
+                Out[k] = A[k]  # no longer
+
+    text = _core(main)
+    assert "if 0 <= k[0]:\n                Out[k[0]] = A[k[0]]" in text
+    assert "if 0 <= k[0] and k[0] < 16:\n                Out[k[0]] = A[k[0]]" in text
+
+
+def test_persistent_loop_indices_are_proven_case_by_case() -> None:
+    # T.Persistent's tile coordinates are in range only for the waves each block runs
+    text = _core(suite_funcs()["block_sparse_matmul_persistent_continue"]())
+    assert "if_then_else" not in text
+
+
+def test_vector_add_and_gemm_epilogue_sources_unchanged() -> None:
+    for func in (elementwise.vector_add.get_ir(), gemm.matmul.get_ir(200, 136, 96, block_M=64, block_N=64),
+                 gemm.matmul.get_ir(128, 128, 256, relu=True, block_M=64, block_N=64)):
+        for arch in ("sm_80", "sm_90a"):
+            assert cuda_source(func, arch)[0] == cuda_source(func, arch, OFF)[0]
+
+
+def test_cuda_source_guards_only_unprovable_accesses() -> None:
+    source = cuda_source(kernels.indexer_logits.get_ir(4, 100, 4, 32, dynamic=True), "sm_80")[0]
+    assert "< seq_len_kv) {" in source  # the logits store
+    assert source.count("seq_len_kv") == cuda_source(
+        kernels.indexer_logits.get_ir(4, 100, 4, 32, dynamic=True), "sm_80", OFF)[0].count("seq_len_kv") + 1
+    gather = cuda_source(kernels.sparse_gather_sum.get_ir(4, 100, 16, 128), "sm_80")[0]
+    # the gathered row, checked both ways; not its column, nor Indices (both in range)
+    assert "] < 100)) ? KV[" in gather and "((0 <= Indices[" in gather
+    assert gather[gather.index("__global__"):].count(" ? ") == 1
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("name", ["logits", "clean", "gather", "shifted"])
+def test_guarded_kernels_compile(name: str, arch: str) -> None:
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
+
+    func = {"logits": lambda: kernels.indexer_logits.get_ir(4, 100, 4, 32, dynamic=True),
+            "clean": kernels.clean_logits.get_ir,
+            "gather": lambda: kernels.sparse_gather_sum.get_ir(4, 100, 16, 128),
+            "shifted": lambda: kernels.shifted_copy.get_ir(200, 3)}[name]()
+    source, ctx = cuda_source(func, arch)
+    if find_nvcc() is None and find_nvrtc() is None:
+        pytest.skip("needs nvcc or NVRTC")
+    assert len(compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0
+
+
+def test_while_loop_suite_kernel_guards_only_the_lower_bound() -> None:
+    source = cuda_source(control_flow.first_below.get_ir(64, 40, -1.0), "sm_80")[0]
+    assert "((0 <= col) ? A[" in source
+
+
+def test_suite_kernels_get_guards_only_where_an_access_is_unprovable() -> None:
+    # `first_below`: `col`, a variable, may be negative as far as anyone can prove; `scale_first_rows`:
+    # the bound `n` is a scalar argument, not Y's length
+    guarded = {name for name, make in suite_funcs().items() if _core(make()) != _core(make(), OFF)}
+    assert guarded == {"first_below_while_loop_break", "grid_from_integer_argument"}
