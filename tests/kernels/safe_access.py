@@ -4,6 +4,7 @@ store outside is dropped. None of them checks its indices."""
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
+from tests.kernels.views import weighted_scores
 
 
 @tilelang.jit
@@ -13,27 +14,7 @@ def indexer_logits(seq_q, seq_len_kv, heads, dim, block_N=64, block_Q=2, threads
     dropped). ``dynamic``: ``seq_len_kv`` is a ``T.dynamic`` size."""
     seq_kv = T.dynamic("seq_len_kv") if dynamic else seq_len_kv
 
-    @T.prim_func
-    def main(Q: T.Tensor((seq_q * heads, dim), T.float16), K: T.Tensor((seq_kv, dim), T.float16),
-             W: T.Tensor((seq_q, heads), T.float32), Logits: T.Tensor((seq_q, seq_kv), T.float32)):
-        with T.Kernel(T.ceildiv(seq_kv, block_N), seq_q // block_Q, threads=threads) as (bx, by):
-            q_s = T.alloc_shared((block_Q * heads, dim), T.float16)
-            k_s = T.alloc_shared((block_N, dim), T.float16)
-            s = T.alloc_fragment((block_N, block_Q * heads), T.float32)
-            s_heads = T.reshape(s, (block_N, block_Q, heads))
-            w = T.alloc_fragment((block_Q, heads), T.float32)
-            scores = T.alloc_fragment((block_N, block_Q), T.float32)
-            T.copy(Q[by * block_Q * heads, 0], q_s)
-            T.copy(K[bx * block_N, 0], k_s)
-            T.copy(W[by * block_Q, 0], w)
-            T.gemm(k_s, q_s, s, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
-            for n, g, h in T.Parallel(block_N, block_Q, heads):
-                s_heads[n, g, h] = T.max(s_heads[n, g, h], 0) * w[g, h]
-            T.reduce_sum(s_heads, scores, dim=-1, clear=True)
-            for g, n in T.Parallel(block_Q, block_N):
-                Logits[by * block_Q + g, bx * block_N + n] = scores[n, g]
-
-    return main
+    return weighted_scores(seq_q, seq_kv, heads, dim, block_N, block_Q, threads, T.float16, guarded=False)
 
 
 @tilelang.jit

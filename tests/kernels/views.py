@@ -132,6 +132,13 @@ def head_weighted_scores(seq_q, seq_kv, heads, dim, block_N=64, block_Q=2, threa
     logits: the gemm accumulator ``[block_N, block_Q * heads]`` is read as ``[block_N, block_Q,
     heads]`` through a ``T.reshape`` of the fragment, and reduced over its heads. TileLang's indexer
     takes Q and K as ``T.float8_e4m3fn`` (``dtype``)."""
+    return weighted_scores(seq_q, seq_kv, heads, dim, block_N, block_Q, threads, dtype, guarded=True)
+
+
+def weighted_scores(seq_q, seq_kv, heads, dim, block_N, block_Q, threads, dtype, guarded):
+    """The kernel of ``head_weighted_scores``; unless ``guarded``, the last block's ``block_N``
+    columns are stored whole, past ``seq_kv`` too, as TileLang's indexer stores them
+    (kernels/safe_access.py)."""
 
     @T.prim_func
     def main(Q: T.Tensor((seq_q * heads, dim), dtype), K: T.Tensor((seq_kv, dim), dtype),
@@ -151,7 +158,10 @@ def head_weighted_scores(seq_q, seq_kv, heads, dim, block_N=64, block_Q=2, threa
                 s_heads[n, g, h] = T.max(s_heads[n, g, h], 0) * w[g, h]
             T.reduce_sum(s_heads, scores, dim=-1, clear=True)
             for g, n in T.Parallel(block_Q, block_N):
-                if bx * block_N + n < seq_kv:
-                    Out[by * block_Q + g, bx * block_N + n] = scores[n, g]
+                if guarded:
+                    if bx * block_N + n < seq_kv:
+                        Out[by * block_Q + g, bx * block_N + n] = scores[n, g]
+                else:
+                    Out[by * block_Q + g, bx * block_N + n] = scores[n, g]  # the last block: past seq_kv too
 
     return main
