@@ -71,3 +71,17 @@ def shifted_copy(n, shift, block=64):
                 T.atomic_add(Acc[bx * block + i + shift], A[bx * block + i])
 
     return main
+
+
+def window_inputs() -> tuple:
+    """Logits ``[6, 300]`` with windows ``[Starts, Ends)`` (empty, whole, at the edges), and the
+    logits ``clean_logits`` leaves: -inf outside each row's window."""
+    import torch
+
+    logits = torch.randn(6, 300)
+    starts = torch.tensor([0, 5, 10, 0, 299, 100], dtype=torch.int32)
+    ends = torch.tensor([300, 6, 250, 0, 300, 100], dtype=torch.int32)
+    want = logits.clone()
+    cols = torch.arange(300)
+    want[(cols[None, :] < starts[:, None].long()) | (cols[None, :] >= ends[:, None].long())] = float("-inf")
+    return logits, starts, ends, want

@@ -126,14 +126,10 @@ def mask_outside_window(threads: int = 128, block_K: int = 256):
 
 
 def test_tvm_thread_binding_spelling_runs_and_compiles() -> None:
+    from tests.kernels.safe_access import window_inputs
     from tests.null.cuda_helpers import cuda_source
 
-    logits = torch.randn(6, 300)
-    starts = torch.tensor([0, 5, 10, 0, 299, 100], dtype=torch.int32)
-    ends = torch.tensor([300, 6, 250, 0, 300, 100], dtype=torch.int32)
-    want = logits.clone()
-    cols = torch.arange(300)
-    want[(cols[None, :] < starts[:, None].long()) | (cols[None, :] >= ends[:, None].long())] = float("-inf")
+    logits, starts, ends, want = window_inputs()
     kernel = tilelang.compile(mask_outside_window.get_ir(), target="interp")
     kernel(logits, starts, ends)
     assert torch.equal(logits, want)

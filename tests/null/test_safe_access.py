@@ -47,16 +47,6 @@ def _logits_inputs(seq_kv: int) -> tuple[torch.Tensor, ...]:
     return q, k, w, ref
 
 
-def _clean_inputs() -> tuple[torch.Tensor, ...]:
-    logits = torch.randn(6, 300)
-    starts = torch.tensor([0, 5, 10, 0, 299, 100], dtype=torch.int32)
-    ends = torch.tensor([300, 6, 250, 0, 300, 100], dtype=torch.int32)
-    want = logits.clone()
-    cols = torch.arange(300)
-    want[(cols[None, :] < starts[:, None].long()) | (cols[None, :] >= ends[:, None].long())] = float("-inf")
-    return logits, starts, ends, want
-
-
 def _gather_inputs() -> tuple[torch.Tensor, ...]:
     gen = torch.Generator().manual_seed(1)
     kv = torch.randn(100, 128, generator=gen)
@@ -77,7 +67,7 @@ def test_indexer_logits_store_past_seq_len_kv_is_dropped(dynamic: bool) -> None:
 
 
 def test_clean_logits_whole_rows_past_the_end_are_dropped() -> None:
-    logits, starts, ends, want = _clean_inputs()
+    logits, starts, ends, want = kernels.window_inputs()
     _interp(kernels.clean_logits.get_ir())(logits, starts, ends)
     assert torch.equal(logits, want)
 
@@ -108,7 +98,7 @@ def test_disabled_raises_out_of_bounds_naming_the_line(case: str, access: str) -
         q, k, w, _ = _logits_inputs(100)
         run = lambda: _interp(kernels.indexer_logits.get_ir(4, 100, 4, 32), OFF)(q, k, w, torch.zeros(4, 100))  # noqa: E731
     elif case == "clean":
-        logits, starts, ends, _ = _clean_inputs()
+        logits, starts, ends, _ = kernels.window_inputs()
         run = lambda: _interp(kernels.clean_logits.get_ir(), OFF)(logits, starts, ends)  # noqa: E731
     else:
         kv, idx, _ = _gather_inputs()
