@@ -18,7 +18,9 @@ loop ends and wgmma groups complete inside the statement that issues them, so no
 still touches the earlier tile by then. Not shared: tiles allocated below the top level, the staged
 epilogue's warp-private slots (TMA stores read them after the statement that wrote them), 8-byte
 words (mbarriers: PTX requires ``mbarrier.inval`` before their memory is reused), and every tile of
-a kernel with ``T.ws`` regions (whose statements run side by side, not in order).
+a kernel with ``T.ws`` regions (whose statements run side by side, not in order) or warp-specialized
+by the compiler (its tiles are all used inside the one statement that splits the roles, and its
+barriers become the consumers' alone).
 """
 
 from __future__ import annotations
@@ -135,7 +137,9 @@ def plan_shared(kernel: Any, ctx: Any, merge: bool | None = None) -> SmemPlan:
     limit = CAPABILITIES.get(getattr(ctx.target, "arch", None) or "", {}).get("max_smem")
     if merge is None:
         merge = isinstance(limit, int) and total > limit
-    if not merge or any(isinstance(n, WarpSpecialize) for n in walk(kernel.body)):
+    # warp-specialized kernels: hopper_finalize makes every barrier one of the consumers alone
+    specialized = ctx.data.get("cuda.ws") is not None or any(isinstance(n, WarpSpecialize) for n in walk(kernel.body))
+    if not merge or specialized:
         return SmemPlan(offsets, total)
     stmts = _top_level(kernel.body)
     lc = ctx.data.get("cuda.lower")
