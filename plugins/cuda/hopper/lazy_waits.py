@@ -68,7 +68,9 @@ def _issue(s: Stmt) -> tuple[Block, _Group] | None:
 
 
 def _locals(s: Stmt) -> set[int]:
-    return {id(b) for n in walk(s) if isinstance(b := getattr(n, "buffer", None), Buffer) and b.scope == "local"}
+    """The register arrays ``s`` touches (a view's as the array owning its registers)."""
+    return {id(b.storage) for n in walk(s)
+            if isinstance(b := getattr(n, "buffer", None), Buffer) and b.scope == "local"}
 
 
 def _shared_writes(s: Stmt) -> set[int]:
@@ -124,7 +126,7 @@ def _lazy(body: Stmt) -> Stmt | None:
         if issue is not None:
             block, group = issue
             regs = _locals(block)
-            complete(max((i for i, g in enumerate(pending) if id(g.acc.buffer) in regs), default=-1))
+            complete(max((i for i, g in enumerate(pending) if id(g.acc.buffer.storage) in regs), default=-1))
             out.append(block)
             pending.append(group)
             issued += 1
@@ -139,7 +141,7 @@ def _lazy(body: Stmt) -> Stmt | None:
             need = list(range(len(pending)))
         else:
             regs, writes = _locals(s), _shared_writes(s)
-            need = [i for i, g in enumerate(pending) if id(g.acc.buffer) in regs or g.smem & writes]
+            need = [i for i, g in enumerate(pending) if id(g.acc.buffer.storage) in regs or g.smem & writes]
         complete(max(need, default=-1))
         out.append(s)
     complete(len(pending) - 1)
