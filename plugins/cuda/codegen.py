@@ -531,30 +531,17 @@ class _Gen:
         ptr = f"&{self.ref(s.buffer, s.indices)}"
         val = self.expr(s.value, True)
         if s.prev is not None:
-            self.emit(d, f"{self.ref(s.prev, (E.const(0),))} = {_fetch_atomic(s.kind, dt, ptr, val, s.loc)};")
+            what = f"T.atomic_{s.kind}(..., return_prev=True) on {dt}"
+            self.emit(d, f"{self.ref(s.prev, (E.const(0),))} = {_update(s.kind, dt, ptr, val, what, s.loc)};")
         elif s.kind == "store":
             bits, to_bits, _ = _atomic_word(dt, f"T.atomic_store on {dt}", s.loc)
             self.emit(d, f"tlx_st_{_ORDER_FN[s.order or 'seq_cst']}_{bits}({ptr}, {to_bits.format(val)});")
         elif s.kind in ("or", "and", "xor"):
             self.emit(d, _bitwise_atomic(s.kind, dt, ptr, val, s.loc))
-        elif s.kind == "add":
-            if dt == dtypes.float16:
-                self.emit(d, f"tlx_atomic_add_h({ptr}, {val});")
-            elif dt == dtypes.bfloat16:
-                self.emit(d, f"tlx_atomic_add_b({ptr}, {val});")
-            elif dt.name in ("float32", "float64", "int32", "uint32", "uint64"):
-                self.emit(d, f"atomicAdd({ptr}, {val});")
-            elif dt.name == "int64":
-                self.emit(d, f"atomicAdd((unsigned long long*){ptr}, (unsigned long long)({val}));")
-            else:
-                raise BackendNotImplementedError(f"T.atomic_add on {dt} is not supported on CUDA", loc=s.loc)
-        elif dt == dtypes.float32:
-            self.emit(d, f"tlx_atomic_{s.kind}_f({ptr}, {val});")
-        elif dt.name in ("int32", "uint32", "int64", "uint64"):
-            cast = "(long long*)" if dt.name == "int64" else ""
-            self.emit(d, f"atomic{s.kind.capitalize()}({cast}{ptr}, {val});")
+        elif s.kind == "add" and dt == dtypes.float16:  # no value back: a reduction
+            self.emit(d, f"tlx_atomic_add_h({ptr}, {val});")
         else:
-            raise BackendNotImplementedError(f"T.atomic_{s.kind} on {dt} is not supported on CUDA", loc=s.loc)
+            self.emit(d, _update(s.kind, dt, ptr, val, f"T.atomic_{s.kind} on {dt}", s.loc) + ";")
 
     def _atomic_load(self, e: E.AtomicLoad) -> str:
         bits, _, from_bits = _atomic_word(e.dtype, f"T.atomic_load of {e.dtype}", e.loc)
@@ -755,8 +742,9 @@ def _atomic_word(dt: DType, what: str, loc: Any) -> tuple[int, str, str]:
     return form
 
 
-#: the atomics that return the previous value, per kind: dtype -> C expression of (ptr, value)
-_FETCH_FORMS = {
+#: the atomic updates T.atomic_add/max/min per kind: dtype -> C expression of (ptr, value), whose
+#: value is the element's previous one (return_prev=True; a statement discards it)
+_UPDATES = {
     "add": {"float16": "tlx_atomic_fetch_add_h({}, {})", "bfloat16": "tlx_atomic_fetch_add_b({}, {})",
             "float32": "atomicAdd({}, {})", "float64": "atomicAdd({}, {})", "int32": "atomicAdd({}, {})",
             "uint32": "atomicAdd({}, {})", "uint64": "atomicAdd({}, {})",
@@ -767,15 +755,12 @@ _FETCH_FORMS = {
 }
 
 
-def _fetch_atomic(kind: str, dt: DType, ptr: str, val: str, loc: Any) -> str:
-    """The atomic ``kind`` of ``val`` into ``*ptr`` as an expression: the element's previous value
-    (``T.atomic_<kind>(..., return_prev=True)``; the dtypes of the statement forms)."""
-    form = _FETCH_FORMS[kind].get(dt.name)
+def _update(kind: str, dt: DType, ptr: str, val: str, what: str, loc: Any) -> str:
+    """The atomic ``kind`` of ``val`` into ``*ptr`` (``what``: the operation, for the error)."""
+    form = _UPDATES[kind].get(dt.name)
     if form is None:
-        names = ", ".join(_FETCH_FORMS[kind])
-        raise BackendNotImplementedError(
-            f"T.atomic_{kind}(..., return_prev=True) on {dt} is not supported on CUDA", loc=loc,
-            hint=f"keep the element in a buffer of one of {names}")
+        raise BackendNotImplementedError(f"{what} is not supported on CUDA", loc=loc,
+                                         hint=f"keep the element in a buffer of one of {', '.join(_UPDATES[kind])}")
     return form.format(ptr, val)
 
 

@@ -272,32 +272,14 @@ TLX_DEV void tlx_atomic_add_h(tlx_half* p, float v) {
   tlx_half h = tlx_f2h(v);
   asm volatile("red.global.add.noftz.f16 [%0], %1;" :: "l"(p), "h"(h.x) : "memory");
 }
-TLX_DEV void tlx_atomic_add_b(tlx_bf16* p, float v) {  // CAS on the enclosing 32-bit word (sm_80)
-  unsigned long long a = (unsigned long long)p;
-  unsigned int* w = (unsigned int*)(a & ~3ull);
-  unsigned int sh = (a & 2ull) ? 16u : 0u, old = *w, assumed;
-  do {
-    assumed = old;
-    tlx_bf16 cur; cur.x = (unsigned short)((assumed >> sh) & 0xffffu);
-    tlx_bf16 nv = tlx_f2b(tlx_b2f(cur) + v);
-    unsigned int next = (assumed & ~(0xffffu << sh)) | ((unsigned int)nv.x << sh);
-    old = atomicCAS(w, assumed, next);
-  } while (old != assumed);
-}
-TLX_DEV void tlx_atomic_max_f(float* p, float v) {
-  if (v >= 0.0f) atomicMax((int*)p, __float_as_int(v)); else atomicMin((unsigned int*)p, __float_as_uint(v));
-}
-TLX_DEV void tlx_atomic_min_f(float* p, float v) {
-  if (v >= 0.0f) atomicMin((int*)p, __float_as_int(v)); else atomicMax((unsigned int*)p, __float_as_uint(v));
-}
-// the same updates returning the element's previous value (return_prev=True); generic addresses,
-// so a shared or a global element
+// updates returning the element's previous value (return_prev=True; a plain T.atomic_* discards
+// it); generic addresses, so a shared or a global element
 TLX_DEV tlx_half tlx_atomic_fetch_add_h(tlx_half* p, float v) {
   tlx_half h = tlx_f2h(v), old;
   asm volatile("atom.add.noftz.f16 %0, [%1], %2;" : "=h"(old.x) : "l"(p), "h"(h.x) : "memory");
   return old;
 }
-TLX_DEV tlx_bf16 tlx_atomic_fetch_add_b(tlx_bf16* p, float v) {
+TLX_DEV tlx_bf16 tlx_atomic_fetch_add_b(tlx_bf16* p, float v) {  // CAS on the enclosing 32-bit word
   unsigned long long a = (unsigned long long)p;
   unsigned int* w = (unsigned int*)(a & ~3ull);
   unsigned int sh = (a & 2ull) ? 16u : 0u, old = *w, assumed;
