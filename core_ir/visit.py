@@ -12,7 +12,7 @@ from typing import Any
 
 from .buffer import Buffer, Region
 from .expr import Expr, Var
-from .stmt import Stmt
+from .stmt import Seq, Stmt
 
 Node = Expr | Stmt | Region
 
@@ -45,6 +45,13 @@ def walk(node: Node) -> Iterator[Node]:
         n = stack.pop()
         yield n
         stack.extend(reversed(list(children(n))))
+
+
+def flat_seq(s: Stmt) -> list[Stmt]:
+    """The statements of ``s`` in order, nested sequences flattened (``[s]`` for any other node)."""
+    if isinstance(s, Seq):
+        return [x for c in s.stmts for x in flat_seq(c)]
+    return [s]
 
 
 def rewrite(node: Any, fn: Callable[[Any], Any | None]) -> Any:

@@ -215,7 +215,7 @@ class _Gen:
                                self._workspace_per_block(kernel), self.cooperative,
                                # a cooperative launch already waits for the previous kernel
                                not self.cooperative and waits_for_previous(kernel.body, arch or "sm_80"),
-                               smem_tiles=self._smem_tiles())
+                               smem_tiles=self.smem_tiles)
         if uses_grid_header(kernel.body):
             self.ctx.data.setdefault("cuda.extra_headers", []).append(grid_header())
         if uses_ws_header(kernel.body):
@@ -326,10 +326,7 @@ class _Gen:
             plan = plan_shared(kernel, self.ctx, merge=False)
         self.smem = {b: plan.offsets[id(b)] for b in tiles}
         self.smem_total = plan.total
-
-    def _smem_tiles(self) -> tuple[tuple[str, int], ...]:
-        sizes = [(b.name, math.prod(b.static_shape() or (0,)) * b.dtype.bytes) for b in self.smem]
-        return tuple(sorted(sizes, key=lambda t: -t[1]))
+        self.smem_tiles = tuple(sorted(((b.name, plan.sizes[id(b)]) for b in tiles), key=lambda t: -t[1]))
 
     def _block_vars(self, kernel: Kernel) -> None:
         axes = ("x", "y", "z")

@@ -34,7 +34,7 @@ from ...core_ir import dtypes
 from ...core_ir.buffer import Buffer
 from ...core_ir.errors import BackendNotImplementedError
 from ...core_ir.stmt import Alloc, Annotate, PrimFunc, Seq, Stmt, WarpSpecialize
-from ...core_ir.visit import rewrite, walk
+from ...core_ir.visit import flat_seq, rewrite, walk
 from .layout import SharedLayout
 from .layout_inference import find_kernel
 from .lir import Barrier
@@ -50,6 +50,7 @@ PLAN = "cuda.smem_plan"
 @dataclasses.dataclass(frozen=True)
 class SmemPlan:
     offsets: dict[int, int]  # id(tile) -> byte offset in the block's dynamic shared memory
+    sizes: dict[int, int]  # id(tile) -> its bytes
     total: int  # bytes, a multiple of 16
     reuse_at: frozenset[int] = frozenset()  # top-level statements before which the block meets
 
@@ -69,11 +70,9 @@ def _up(x: int, align: int) -> int:
     return (x + align - 1) // align * align
 
 
-def _top_level(body: Stmt) -> list[Stmt]:
-    """The kernel body's statements, nested sequences flattened."""
-    if isinstance(body, Seq):
-        return [s for c in body.stmts for s in _top_level(c)]
-    return [body]
+def _end(offsets: dict[int, int], nbytes: dict[int, int]) -> int:
+    """The bytes the tiles at ``offsets`` span, rounded up to 16."""
+    return _up(max((off + nbytes[k] for k, off in offsets.items()), default=0), 16)
 
 
 def _lifetimes(stmts: list[Stmt], tiles: set[int]) -> dict[int, tuple[int, int]]:
@@ -132,34 +131,35 @@ def plan_shared(kernel: Any, ctx: Any, merge: bool | None = None) -> SmemPlan:
     aligns = ctx.data.get("cuda.smem_align", {})
     allocs = [n.buffer for n in walk(kernel.body) if isinstance(n, Alloc) and n.buffer.scope == "shared"]
     sizes = {id(b): _footprint(b, layouts, aligns) for b in allocs}
+    nbytes = {k: size for k, (size, _) in sizes.items()}
     offsets = _sequential(allocs, sizes)
-    total = _up(max((offsets[id(b)] + sizes[id(b)][0] for b in allocs), default=0), 16)
+    total = _end(offsets, nbytes)
     limit = CAPABILITIES.get(getattr(ctx.target, "arch", None) or "", {}).get("max_smem")
     if merge is None:
         merge = isinstance(limit, int) and total > limit
     # warp-specialized kernels: hopper_finalize makes every barrier one of the consumers alone
     specialized = ctx.data.get("cuda.ws") is not None or any(isinstance(n, WarpSpecialize) for n in walk(kernel.body))
     if not merge or specialized:
-        return SmemPlan(offsets, total)
-    stmts = _top_level(kernel.body)
+        return SmemPlan(offsets, nbytes, total)
+    stmts = flat_seq(kernel.body)
     lc = ctx.data.get("cuda.lower")
     private = set(getattr(lc, "warp_private", ()))
     top = {id(s.buffer) for s in stmts if isinstance(s, Alloc) and s.buffer.scope == "shared"}
     candidates = {id(b) for b in allocs if id(b) in top and _mergeable(b, private)}
     spans = _lifetimes(stmts, candidates)
     merged = _first_fit(allocs, sizes, spans)
-    merged_total = _up(max((merged[id(b)] + sizes[id(b)][0] for b in allocs), default=0), 16)
+    merged_total = _end(merged, nbytes)
     if merged_total >= total:
-        return SmemPlan(offsets, total)
+        return SmemPlan(offsets, nbytes, total)
     reuse_at = frozenset(spans[id(b)][0] for b in allocs if id(b) in spans and any(
-        id(a) in spans and spans[id(a)][1] < spans[id(b)][0] and _overlap(merged, sizes, a, b) for a in allocs))
+        id(a) in spans and spans[id(a)][1] < spans[id(b)][0] and _overlap(merged, nbytes, a, b) for a in allocs))
     log.debug("shared tiles reuse each other's bytes: %d bytes instead of %d (%s)", merged_total, total,
               ", ".join(f"{b.name} at {merged[id(b)]}" for b in allocs))
-    return SmemPlan(merged, merged_total, reuse_at)
+    return SmemPlan(merged, nbytes, merged_total, reuse_at)
 
 
-def _overlap(offsets: dict[int, int], sizes: dict[int, tuple[int, int]], a: Buffer, b: Buffer) -> bool:
-    return offsets[id(a)] < offsets[id(b)] + sizes[id(b)][0] and offsets[id(b)] < offsets[id(a)] + sizes[id(a)][0]
+def _overlap(offsets: dict[int, int], nbytes: dict[int, int], a: Buffer, b: Buffer) -> bool:
+    return offsets[id(a)] < offsets[id(b)] + nbytes[id(b)] and offsets[id(b)] < offsets[id(a)] + nbytes[id(a)]
 
 
 def merge_setting(configs: dict[str, Any]) -> bool | None:
@@ -179,7 +179,7 @@ def smem_plan_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if not plan.reuse_at:
         return func
     stmts: list[Stmt] = []
-    for i, s in enumerate(_top_level(kernel.body)):
+    for i, s in enumerate(flat_seq(kernel.body)):
         stmts += [Barrier(), s] if i in plan.reuse_at else [s]
     new = dataclasses.replace(kernel, body=Seq(tuple(stmts), getattr(kernel.body, "loc", None)))
     return dataclasses.replace(func, body=rewrite(func.body, lambda n: new if n is kernel else None))

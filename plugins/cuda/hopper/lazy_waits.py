@@ -28,7 +28,7 @@ from typing import Any
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import Alloc, For, Seq, Stmt, Store
-from ....core_ir.visit import rewrite, walk
+from ....core_ir.visit import flat_seq, rewrite, walk
 from ..lir import AtomicStore, Barrier, Block, Evaluate, Intrin, PtrTo, SmemAddr, is_call
 from .pingpong import CONSUMER_LOOP, ROTATED
 
@@ -44,17 +44,11 @@ class _Group:
     smem: set[int]  # shared tiles (storage ids) it reads
 
 
-def _leaves(s: Stmt) -> list[Stmt]:
-    if isinstance(s, Seq):
-        return [x for c in s.stmts for x in _leaves(c)]
-    return [s]
-
-
 def _issue(s: Stmt) -> tuple[Block, _Group] | None:
     """A lowered gemm ending in ``wait0; fence_regs(acc)``: the block without them, and its group."""
     if not (isinstance(s, Block) and s.label == "gemm"):
         return None
-    body = _leaves(s.body)
+    body = flat_seq(s.body)
     if len(body) < 2 or not is_call(body[-2], "tlx_wgmma_wait0") or not is_call(body[-1], "tlx_fence_regs") \
             or sum(is_call(x, "tlx_wgmma_commit") for x in body) != 1:
         return None
@@ -102,7 +96,7 @@ def _wait(pending: list[_Group], upto: int) -> list[Stmt]:
 
 
 def _lazy(body: Stmt) -> Stmt | None:
-    stmts = _leaves(body)
+    stmts = flat_seq(body)
     written = set().union(*(_shared_writes(s) for s in stmts))
     out: list[Stmt] = []
     pending: list[_Group] = []

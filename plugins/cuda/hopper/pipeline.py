@@ -45,7 +45,7 @@ from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Sync
 from ....core_ir.tileops import Copy, Gemm, ReducerInit
 from ....core_ir.uniformity import uses_simt
-from ....core_ir.visit import rewrite, substitute, views_of, walk
+from ....core_ir.visit import flat_seq, rewrite, substitute, views_of, walk
 from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
 from ..launch_bounds import annotated_min_blocks
@@ -207,12 +207,6 @@ def _plain_loop(loop: For, plans: list[TmaCopy], cx: _Ctx) -> Stmt:
 
 
 # ---- warp specialization -------------------------------------------------------------------------
-def _flatten(s: Stmt) -> list[Stmt]:
-    if isinstance(s, Seq):
-        return [x for c in s.stmts for x in _flatten(c)]
-    return [s]
-
-
 def _host_only(exprs: list[E.Expr], allowed: set[int]) -> bool:
     for e in exprs:
         if any(isinstance(n, (E.Load, E.AtomicLoad)) for n in walk(e)):
@@ -270,7 +264,7 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx, clustered: bool
         log.debug("the kernel at line %s asks for more than one block per SM: plain TMA pipeline (setmaxnreg plans "
                   "the registers of one)", getattr(kernel.loc, "line", "?"))
         return None
-    top = _flatten(kernel.body)
+    top = flat_seq(kernel.body)
     loops = [i for i, s in enumerate(top) if isinstance(s, For) and s.kind == "pipelined"]
     nested = [n for n in walk(kernel.body) if isinstance(n, For) and n.kind == "pipelined"]
     if len(loops) != 1 or len(nested) != 1:
