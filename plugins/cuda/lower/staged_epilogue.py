@@ -32,6 +32,8 @@ sm_90a, and when the workspace fits the shared memory limit. Switch: pass config
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ....core_ir import dtypes
@@ -77,6 +79,26 @@ def staged_plan(op: Copy, lc: Any) -> tuple[Fragment, int, int, int, TmaStore | 
         return None
     if dst.buffer.ndim < 2 or op.src.buffer.ndim != 2:
         return None
+    acc = wgmma_accumulator(op, lc)
+    if acc is None:
+        return None
+    lay, wgm, wgn = acc
+    if divisor(dst.starts[-1]) % 8 or divisor(dst.buffer.shape[-1]) % 8:
+        return None
+    m, n = (E.as_int(e) for e in squeezed(op.src))
+    assert m is not None and n is not None
+    nn = n // wgn
+    chunk = next(c for c in (64, 32, 16) if nn % c == 0)
+    warps, spare = lay.threads // 32, lc.smem_spare - lc.workspace_bytes()
+    tma = tma_store_plan(op, chunk, m // (64 * wgm) * (nn // chunk), warps, spare, lc)
+    if tma is None and warps * 16 * chunk * 2 + 16 > spare:
+        return None
+    return lay, wgm, wgn, chunk, tma
+
+
+def wgmma_accumulator(op: Copy, lc: Any) -> tuple[Fragment, int, int] | None:
+    """(loop layout, wgm, wgn) when fragment → global copy ``op`` (or an add of the same elements)
+    reads exactly a wgmma accumulator of the block's threads, else ``None``."""
     plan = vector_store_plan(op, lc)
     if plan is None:
         return None
@@ -86,15 +108,51 @@ def staged_plan(op: Copy, lc: Any) -> tuple[Fragment, int, int, int, TmaStore | 
     shape = wgmma_shape(lay, m, n)
     if shape is None or lay.threads != lc.threads:
         return None
-    if divisor(dst.starts[-1]) % 8 or divisor(dst.buffer.shape[-1]) % 8:
-        return None
-    nn = n // shape[1]
-    chunk = next(c for c in (64, 32, 16) if nn % c == 0)
-    warps, spare = lay.threads // 32, lc.smem_spare - lc.workspace_bytes()
-    tma = tma_store_plan(op, chunk, m // (64 * shape[0]) * (nn // chunk), warps, spare, lc)
-    if tma is None and warps * 16 * chunk * 2 + 16 > spare:
-        return None
-    return lay, shape[0], shape[1], chunk, tma
+    return lay, *shape
+
+
+@dataclass(frozen=True)
+class WarpChunk:
+    """One 16-row chunk a warp stages: its place in the walk, its slot's first element in the
+    workspace, its 64-row block and column chunk, and its first row and column in the tile."""
+
+    index: int
+    base: E.Expr
+    mb: int
+    cc: int
+    row0: E.Expr
+    col0: E.Expr
+
+
+def warp_chunks(m: int, n: int, wgm: int, wgn: int, chunk: int, slots: int) -> list[WarpChunk]:
+    """The ``16 × chunk`` chunks each warp of an ``m × n`` wgmma accumulator (``wgm × wgn``
+    warpgroups) stages in turn through its ``slots`` slots."""
+    mi, nn = m // (64 * wgm), n // wgn
+    wg_m = (THREAD // (128 * wgn)) % wgm if wgm > 1 else E.const(0)
+    wg_n = (THREAD // 128) % wgn if wgn > 1 else E.const(0)
+    warp, slot = THREAD // 32, 16 * chunk
+    out = []
+    for j, (mb, cc) in enumerate((mb, cc) for mb in range(mi) for cc in range(nn // chunk)):
+        base = warp * (slots * slot)
+        if j % slots:
+            base = base + (j % slots) * slot
+        row0 = ((wg_m * mi + mb) * 4 + warp % 4) * 16
+        out.append(WarpChunk(j, base, mb, cc, row0, wg_n * nn + cc * chunk))
+    return out
+
+
+def accumulator_reads(op: Copy, lay: Fragment, lc: Any) -> Callable[[int], E.Expr]:
+    """Register ``v`` of the wgmma accumulator ``op`` reads (the staged order), as float32."""
+    src = op.src
+    terms = local_map(lay, [0, 1], lc.frag(src.buffer))
+    assert terms is not None, "the op's loop layout holds the fragment (layout inference checked it)"
+    local = lc.local_of(src.buffer)
+
+    def reg(v: int) -> E.Expr:
+        value: E.Expr = E.Load(local, (slot_expr(terms, E.const(v)),), op.loc)
+        return value if src.buffer.dtype == dtypes.float32 else E.cast(value, dtypes.float32)
+
+    return reg
 
 
 def _swz(r: E.Expr, k: E.Expr, chunk: int) -> E.Expr:
@@ -109,35 +167,22 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
     src, dst = op.src, op.dst
     m, n = (E.as_int(e) for e in squeezed(src))
     assert m is not None and n is not None
-    mi, nn = m // (64 * wgm), n // wgn
-    terms = local_map(lay, [0, 1], lc.frag(src.buffer))
-    assert terms is not None, "the copy's loop layout holds the fragment (layout inference checked it)"
-    local = lc.local_of(src.buffer)
+    nn = n // wgn
+    reg = accumulator_reads(op, lay, lc)
     warps = lay.threads // 32
     slots = tma.slots if tma is not None else 1
     ws = lc.workspace("epi_stage", warps * slots * 16 * chunk, dst.buffer.dtype, tma.align if tma else 16,
                       warp_private=True)
     spec = store_map(tma, op, lc) if tma is not None else None
-    lane, warp = THREAD % 32, THREAD // 32
-    wg_m = (THREAD // (128 * wgn)) % wgm if wgm > 1 else E.const(0)
-    wg_n = (THREAD // 128) % wgn if wgn > 1 else E.const(0)
+    lane = THREAD % 32
     cvt = _CVT[dst.buffer.dtype.name]
-
-    def reg(v: int) -> E.Expr:
-        value: E.Expr = E.Load(local, (slot_expr(terms, E.const(v)),), op.loc)
-        return value if src.buffer.dtype == dtypes.float32 else E.cast(value, dtypes.float32)
 
     # stmatrix lane address: matrix i = lane / 8, its row lane % 8
     mat = lane // 8
     w_row = (mat % 2) * 8 + lane % 8
     stmts: list[Stmt] = []
-    chunks = [(mb, cc) for mb in range(mi) for cc in range(nn // chunk)]
-    for j, (mb, cc) in enumerate(chunks):
-        base = warp * (slots * 16 * chunk)
-        if j % slots:
-            base = base + (j % slots) * 16 * chunk
-        row0 = ((wg_m * mi + mb) * 4 + (THREAD // 32) % 4) * 16
-        col0 = wg_n * nn + cc * chunk
+    for c in warp_chunks(m, n, wgm, wgn, chunk, slots):
+        j = c.index
         if j >= slots:
             stmts.extend(reuse_wait(tma.slots) if tma is not None else [Evaluate(Intrin("__syncwarp", ()), op.loc)])
         elif j == 0 and tma is not None and lc.defer_store_drain:
@@ -147,16 +192,16 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
         for s in range(chunk // 16):
             regs = []
             for i in range(4):
-                ni = cc * (chunk // 8) + 2 * s + (i >> 1)
-                v = mb * (nn // 2) + ni * 4 + (i & 1) * 2
+                ni = c.cc * (chunk // 8) + 2 * s + (i >> 1)
+                v = c.mb * (nn // 2) + ni * 4 + (i & 1) * 2
                 regs.append(Intrin(cvt, (reg(v), reg(v + 1)), U32))
             k = mat // 2 + 2 * s
-            addr = SmemAddr(ws, (base + _swz(w_row, k, chunk),), "w")
+            addr = SmemAddr(ws, (c.base + _swz(w_row, k, chunk),), "w")
             stmts.append(Evaluate(Intrin("tlx_stsm_x4", (addr, *regs)), op.loc))
         if spec is not None:
-            stmts.extend(issue(spec, ws, base, _dst_index(op, row0, col0)))
+            stmts.extend(issue(spec, ws, c.base, _dst_index(op, c.row0, c.col0)))
         else:
-            stmts.extend(_lane_stores(op, ws, base, row0, col0, chunk, lc))
+            stmts.extend(_lane_stores(op, ws, c.base, c.row0, c.col0, chunk, lc))
     if spec is not None and not lc.defer_store_drain:
         stmts.append(drain())
     return Block(Seq(tuple(stmts), op.loc), "parallel", op.loc)

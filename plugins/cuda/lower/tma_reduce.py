@@ -22,18 +22,17 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
-from ....core_ir.buffer import Buffer, Region
+from ....core_ir.buffer import Region
 from ....core_ir.stmt import PrimFunc, Seq, Stmt
 from ....core_ir.tileops import Atomic, Copy
 from ....core_ir.visit import walk
 from ..hopper.layout import TMA_SWIZZLE
 from ..hopper.tma import tensor_map, tma_tensor
-from ..layout import Fragment, local_map, slot_expr
+from ..layout import Fragment
 from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo
 from ..nests import region_index, squeezed
-from .epilogue import vector_store_plan
-from .staged_epilogue import wgmma_shape
-from .tma_store import ROWS, drain, issue, reuse_wait, tile_wait
+from .staged_epilogue import accumulator_reads, warp_chunks, wgmma_accumulator
+from .tma_store import ROWS, drain, issue, params_only_at, reuse_wait, slots_that_fit, tile_wait
 
 KEY = "tlx.tma_reduce"
 CHUNK = 32  # float32 columns of a slot row: 128 bytes, one 128B swizzle row
@@ -62,11 +61,7 @@ def reduce_only_params(func: PrimFunc) -> frozenset[int]:
     for n in walk(func.body):
         if isinstance(n, For) and n.kind == "parallel" and tile_atomic(n) is not None:
             adds += [a for a in walk(n.body) if isinstance(a, Atomic)]
-    dsts = {id(a.dst) for a in adds if a.dst.buffer.base is None}
-    other = {id(n.buffer.storage) for n in walk(func.body)
-             if isinstance(getattr(n, "buffer", None), Buffer) and id(n) not in dsts}
-    targets = {id(a.dst.buffer) for a in adds}
-    return frozenset(id(p) for p in func.params if isinstance(p, Buffer) and id(p) in targets and id(p) not in other)
+    return params_only_at(func, [a.dst for a in adds])
 
 
 def tma_reduce_plan(op: Atomic, lc: Any) -> TmaReduce | None:
@@ -77,24 +72,19 @@ def tma_reduce_plan(op: Atomic, lc: Any) -> TmaReduce | None:
     if value.buffer.scope != "fragment" or value.buffer.dtype != dtypes.float32 or dst.buffer.dtype != dtypes.float32 \
             or id(dst.buffer) not in lc.tma_reduce_dsts or value.buffer.ndim != 2:
         return None
-    plan = vector_store_plan(Copy(value, dst, loc=op.loc), lc)
-    if plan is None:
+    acc = wgmma_accumulator(Copy(value, dst, loc=op.loc), lc)
+    if acc is None:
         return None
-    lay = plan[0]
+    lay, wgm, wgn = acc
     m, n = (E.as_int(e) for e in squeezed(value))
     assert m is not None and n is not None
-    shape = wgmma_shape(lay, m, n)
-    if shape is None or lay.threads != lc.threads or (n // shape[1]) % CHUNK:
-        return None
     found = tma_tensor(dst, lc.tma_params)
-    if found is None:
+    if (n // wgn) % CHUNK or found is None:
         return None
-    warps, spare = lay.threads // 32, lc.smem_spare - lc.workspace_bytes()
-    chunks = m // (64 * shape[0]) * (n // shape[1] // CHUNK)
-    for slots in range(min(chunks, 2), 0, -1):
-        if warps * slots * ROWS * CHUNK * 4 + ATOM <= spare:
-            return TmaReduce(lay, shape[0], shape[1], slots, found[0], tuple(found[1]))
-    return None
+    chunks = m // (64 * wgm) * (n // wgn // CHUNK)
+    slot_bytes = lay.threads // 32 * ROWS * CHUNK * 4
+    slots = slots_that_fit(chunks, slot_bytes, ATOM, lc.smem_spare - lc.workspace_bytes())
+    return TmaReduce(lay, wgm, wgn, slots, found[0], tuple(found[1])) if slots else None
 
 
 def lower_tma_reduce(op: Atomic, plan: TmaReduce, lc: Any) -> Stmt:
@@ -102,37 +92,24 @@ def lower_tma_reduce(op: Atomic, plan: TmaReduce, lc: Any) -> Stmt:
     assert isinstance(value, Region)
     m, n = (E.as_int(e) for e in squeezed(value))
     assert m is not None and n is not None
-    mi, nn = m // (64 * plan.wgm), n // plan.wgn
-    terms = local_map(plan.lay, [0, 1], lc.frag(value.buffer))
-    assert terms is not None, "the op's loop layout holds the fragment (layout inference checked it)"
-    local = lc.local_of(value.buffer)
+    nn = n // plan.wgn
+    reg = accumulator_reads(Copy(value, op.dst, loc=op.loc), plan.lay, lc)
     warps = plan.lay.threads // 32
-    slot = ROWS * CHUNK
-    ws = lc.workspace("red_stage", warps * plan.slots * slot, dtypes.float32, ATOM, warp_private=True)
+    ws = lc.workspace("red_stage", warps * plan.slots * ROWS * CHUNK, dtypes.float32, ATOM, warp_private=True)
     spec = tensor_map(lc.tmaps, op.dst, plan.arg, list(plan.dims), CHUNK, ROWS, TMA_SWIZZLE[CHUNK * 4])
-    lane, warp = THREAD % 32, THREAD // 32
-    wg_m = (THREAD // (128 * plan.wgn)) % plan.wgm if plan.wgm > 1 else E.const(0)
-    wg_n = (THREAD // 128) % plan.wgn if plan.wgn > 1 else E.const(0)
-
-    def reg(v: int) -> E.Expr:
-        return E.Load(local, (slot_expr(terms, E.const(v)),), op.loc)
-
+    lane = THREAD % 32
     stmts: list[Stmt] = list(tile_wait())  # the previous call's reductions have read the slots
-    chunks = [(mb, cc) for mb in range(mi) for cc in range(nn // CHUNK)]
-    for j, (mb, cc) in enumerate(chunks):
-        base = warp * (plan.slots * slot) + (j % plan.slots) * slot
-        if j >= plan.slots:
+    for c in warp_chunks(m, n, plan.wgm, plan.wgn, CHUNK, plan.slots):
+        if c.index >= plan.slots:
             stmts.extend(reuse_wait(plan.slots))
         for t in range(CHUNK // 8):  # the chunk's 8-column accumulator tiles: rows lane / 4 and + 8
             for h in range(2):
-                v = mb * (nn // 2) + (cc * (CHUNK // 8) + t) * 4 + h * 2
+                v = c.mb * (nn // 2) + (c.cc * (CHUNK // 8) + t) * 4 + h * 2
                 row, col = lane // 4 + h * 8, t * 8 + lane % 4 * 2
                 swizzled = E.binary("^", col // 4, row % 8)  # 16-byte unit of a 128-byte row
-                addr = PtrTo(ws, (base + row * CHUNK + swizzled * 4 + col % 4,), "w")
+                addr = PtrTo(ws, (c.base + row * CHUNK + swizzled * 4 + col % 4,), "w")
                 stmts.append(Evaluate(Intrin("tlx_st2", (addr, reg(v), reg(v + 1))), op.loc))
-        row0 = ((wg_m * mi + mb) * 4 + warp % 4) * ROWS
-        col0 = wg_n * nn + cc * CHUNK
-        stmts.extend(issue(spec, ws, base, region_index(op.dst, (row0, col0)), "reduce_add"))
+        stmts.extend(issue(spec, ws, c.base, region_index(op.dst, (c.row0, c.col0)), "reduce_add"))
     return Block(Seq(tuple(stmts), op.loc), "atomic", op.loc)
 
 

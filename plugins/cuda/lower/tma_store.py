@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ....core_ir import expr as E
-from ....core_ir.buffer import Buffer
+from ....core_ir.buffer import Buffer, Region
 from ....core_ir.stmt import If, PrimFunc, Seq, Stmt
 from ....core_ir.tileops import Copy
 from ....core_ir.visit import walk
@@ -51,16 +51,26 @@ class TmaStore:
     @property
     def align(self) -> int:
         """Bytes of one swizzle atom (8 slot rows): the workspace alignment."""
-        return 8 * self.chunk * 2
+        return atom_bytes(self.chunk)
+
+
+def atom_bytes(chunk: int) -> int:
+    """Bytes of one swizzle atom of 16-bit slots ``chunk`` columns wide (8 rows)."""
+    return 8 * chunk * 2
 
 
 def store_only_params(func: PrimFunc) -> frozenset[int]:
     """Ids of the buffer parameters ``func`` uses only as destinations of fragment copies (not
     through views)."""
-    epilogue = {id(n.dst) for n in walk(func.body) if isinstance(n, Copy) and n.src.buffer.scope == "fragment"
-                and n.dst.buffer.base is None}
+    return params_only_at(func, [n.dst for n in walk(func.body) if isinstance(n, Copy)
+                                 and n.src.buffer.scope == "fragment"])
+
+
+def params_only_at(func: PrimFunc, regions: list[Region]) -> frozenset[int]:
+    """Ids of the buffer parameters ``func`` names nowhere but in ``regions`` (not views)."""
+    mine = {id(r) for r in regions if r.buffer.base is None}
     other = {id(n.buffer.storage) for n in walk(func.body)
-             if isinstance(getattr(n, "buffer", None), Buffer) and id(n) not in epilogue}
+             if isinstance(getattr(n, "buffer", None), Buffer) and id(n) not in mine}
     return frozenset(id(p) for p in func.params if isinstance(p, Buffer) and id(p) not in other)
 
 
@@ -72,11 +82,14 @@ def tma_store_plan(op: Copy, chunk: int, chunks: int, warps: int, spare: int, lc
     found = tma_tensor(op.dst, lc.tma_params)
     if found is None:
         return None
-    for slots in range(min(chunks, 2), 0, -1):  # a second slot needs a second chunk
-        plan = TmaStore(found[0], tuple(found[1]), slots, chunk)
-        if warps * slots * ROWS * chunk * 2 + plan.align <= spare:
-            return plan
-    return None
+    slots = slots_that_fit(chunks, warps * ROWS * chunk * 2, atom_bytes(chunk), spare)
+    return TmaStore(found[0], tuple(found[1]), slots, chunk) if slots else None
+
+
+def slots_that_fit(chunks: int, slot_bytes: int, align: int, spare: int) -> int:
+    """Slots per warp (2, else 1; 0 when none fits) for ``chunks`` chunks a warp stages, one slot
+    of every warp taking ``slot_bytes`` of the ``spare`` shared bytes (``align``: the workspace's)."""
+    return next((k for k in range(min(chunks, 2), 0, -1) if k * slot_bytes + align <= spare), 0)
 
 
 def store_map(plan: TmaStore, op: Copy, lc: Any) -> TmaSpec:
