@@ -18,14 +18,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterator
 from typing import Any
 
 from . import dtypes
 from .arith import Interval
 from .buffer import Buffer, Region
 from .expr import (
-    COMPARE_OPS,
     AtomicFetch,
     BinOp,
     Const,
@@ -34,14 +32,13 @@ from .expr import (
     Load,
     Select,
     ThreadIndex,
-    UnaryOp,
     Var,
     binary,
     const,
     free_vars,
     select,
 )
-from .simplify import Bounds, as_linear, bounds_of, implied_bounds, simplify
+from .simplify import Bounds, as_linear, bounds_of, comparisons, implied_bounds, simplify
 from .stages import StageContext
 from .stmt import Alloc, For, If, Kernel, PrimFunc, Seq, Stmt, Store, While
 from .tileops import Atomic, TileOp
@@ -50,8 +47,6 @@ from .visit import rewrite, substitute, walk
 __all__ = ["KEY", "guard_global_accesses", "safe_access"]
 
 KEY = "tl.disable_safe_memory_legalize"
-
-_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 
 
 def safe_access(func: PrimFunc, ctx: StageContext) -> PrimFunc:
@@ -75,35 +70,14 @@ def guard_global_accesses(node: Stmt, bounds: Bounds | None = None) -> Stmt:
     return _Guard(dict(bounds or {})).stmt(node)
 
 
-def _comparisons(cond: Expr, truth: bool) -> Iterator[tuple[Expr, str, Expr]]:
-    """``(a, op, b)`` with ``op`` ``<=`` or ``==`` on integers, holding wherever ``cond`` evaluates
-    to ``truth``: its comparisons under ``and`` when true, ``or`` when false, and ``not``."""
-    if isinstance(cond, UnaryOp) and cond.op == "not":
-        yield from _comparisons(cond.a, not truth)
-        return
-    if not isinstance(cond, BinOp):
-        return
-    if cond.op in ("and", "or"):
-        if (cond.op == "and") == truth:
-            yield from _comparisons(cond.a, truth)
-            yield from _comparisons(cond.b, truth)
-        return
-    if cond.op not in COMPARE_OPS or cond.a.dtype.kind != "int" or cond.b.dtype.kind != "int":
-        return
-    op = cond.op if truth else _NEGATE[cond.op]
-    a, b = cond.a, cond.b
-    if op in (">", ">="):
-        a, b, op = b, a, "<" if op == ">" else "<="
-    if op == "<":
-        b, op = simplify(binary("-", b, 1)), "<="
-    if op in ("<=", "=="):
-        yield a, op, b
-
-
 def _facts(cond: Expr, truth: bool) -> tuple[Expr, ...]:
     """Integer expressions ``f`` with ``f >= 0`` wherever ``cond`` evaluates to ``truth``."""
     out: list[Expr] = []
-    for a, op, b in _comparisons(cond, truth):
+    for a, op, b in comparisons(cond, truth):
+        if op == "!=" or a.dtype.kind != "int" or b.dtype.kind != "int":
+            continue
+        if op == "<":
+            b = simplify(binary("-", b, 1))
         out.append(binary("-", b, a))
         if op == "==":
             out.append(binary("-", a, b))

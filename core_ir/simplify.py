@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from . import dtypes
@@ -931,29 +931,13 @@ class _Ctx:
         return None if out == self.bounds else out
 
     def _refine_into(self, out: dict[Var, Interval], cond: Expr, truth: bool) -> None:
-        if isinstance(cond, UnaryOp) and cond.op == "not":
-            self._refine_into(out, cond.a, not truth)
-            return
-        if not isinstance(cond, BinOp):
-            return
-        if cond.op in ("and", "or"):
-            if (cond.op == "and") == truth:
-                self._refine_into(out, cond.a, truth)
-                self._refine_into(out, cond.b, truth)
-            return
-        if cond.op not in COMPARE_OPS or cond.a.dtype.kind != "int":
-            return
-        op = cond.op if truth else _NEGATE[cond.op]
-        if op in (">", ">="):
-            d = self.sp(cond.b).add(self.sp(cond.a), -1)
-            op = "<" if op == ">" else "<="
-        else:
-            d = self.sp(cond.a).add(self.sp(cond.b), -1)
-        if op == "<":  # d < 0  iff  d + 1 <= 0
-            d, op = d.add_const(1), "<="
-        # now: d <= 0, d == 0 or d != 0
-        if op == "!=":
-            return
+        for a, op, b in comparisons(cond, truth):
+            if op != "!=":
+                d = self.sp(a).add(self.sp(b), -1)  # d < 0  iff  d + 1 <= 0
+                self._refine_by(out, d.add_const(1) if op == "<" else d, op == "==")
+
+    def _refine_by(self, out: dict[Var, Interval], d: _Poly, equal: bool) -> None:
+        """``out`` tightened by ``d == 0`` (``equal``) or ``d <= 0``."""
         for m, k in d.terms.items():
             if len(m) != 1 or k not in (1, -1):
                 continue
@@ -965,11 +949,11 @@ class _Ctx:
             lo, hi = None, None
             if k == 1:  # v <= -rest (== -rest)
                 hi = None if rlo is None else -rlo
-                if op == "==":
+                if equal:
                     lo = None if rhi is None else -rhi
             else:  # v >= rest (== rest)
                 lo = rlo
-                if op == "==":
+                if equal:
                     hi = rhi
             old_lo, old_hi = out.get(v, self.var_bounds(v))
             new_lo = lo if old_lo is None else old_lo if lo is None else max(lo, old_lo)
@@ -1084,6 +1068,29 @@ def prove(cond: Any, bounds: Bounds | None = None) -> bool | None:
     if isinstance(s, Const):
         return bool(s.value)
     return None
+
+
+def comparisons(cond: Expr, truth: bool) -> Iterator[tuple[Expr, str, Expr]]:
+    """``(a, op, b)`` for the integer comparisons ``a op b`` (``op``: ``<``, ``<=``, ``==`` or
+    ``!=``) that hold wherever ``cond`` evaluates to ``truth``: those under ``and`` when true, under
+    ``or`` when false, and through ``not``."""
+    if isinstance(cond, UnaryOp) and cond.op == "not":
+        yield from comparisons(cond.a, not truth)
+        return
+    if not isinstance(cond, BinOp):
+        return
+    if cond.op in ("and", "or"):
+        if (cond.op == "and") == truth:
+            yield from comparisons(cond.a, truth)
+            yield from comparisons(cond.b, truth)
+        return
+    if cond.op not in COMPARE_OPS or cond.a.dtype.kind != "int":
+        return
+    op = cond.op if truth else _NEGATE[cond.op]
+    if op in (">", ">="):
+        yield cond.b, "<" if op == ">" else "<=", cond.a
+    else:
+        yield cond.a, op, cond.b
 
 
 def implied_bounds(cond: Expr, truth: bool, bounds: Bounds | None = None) -> dict[Var, Interval] | None:
