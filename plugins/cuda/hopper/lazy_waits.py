@@ -97,7 +97,8 @@ def _wait(pending: list[_Group], upto: int) -> list[Stmt]:
 
 def _lazy(body: Stmt) -> Stmt | None:
     stmts = flat_seq(body)
-    written = set().union(*(_shared_writes(s) for s in stmts))
+    writes_of = [_shared_writes(s) for s in stmts]
+    written = set().union(*writes_of)
     out: list[Stmt] = []
     pending: list[_Group] = []
     releases: list[tuple[Stmt, int]] = []  # a stage release, with the groups issued before it
@@ -115,7 +116,7 @@ def _lazy(body: Stmt) -> Stmt | None:
             out.append(rel[0])
             releases.remove(rel)
 
-    for s in stmts:
+    for s, writes in zip(stmts, writes_of):
         issue = _issue(s)
         if issue is not None:
             block, group = issue
@@ -134,7 +135,7 @@ def _lazy(body: Stmt) -> Stmt | None:
         elif _opaque(s):
             need = list(range(len(pending)))
         else:
-            regs, writes = _locals(s), _shared_writes(s)
+            regs = _locals(s)
             need = [i for i, g in enumerate(pending) if id(g.acc.buffer.storage) in regs or g.smem & writes]
         complete(max(need, default=-1))
         out.append(s)
