@@ -92,15 +92,15 @@ def direct_store_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             return None
         stmts: list[Stmt | None] = list(n.stmts)
         for i, c1 in enumerate(stmts):
+            if not isinstance(c1, Copy):  # None: the second copy of an earlier pair, gone
+                continue
             for j in range(i + 1, len(stmts)):
                 c2 = stmts[j]
-                if c1 is None or not isinstance(c1, Copy):
-                    break
-                if c2 is None:  # the second copy of an earlier pair, gone
+                if c2 is None:
                     continue
                 direct = _pair(c1, c2, accumulators, uses)
                 if direct is not None:
-                    dropped.add(id(c1.dst.buffer))  # type: ignore[union-attr]
+                    dropped.add(id(c1.dst.buffer))
                     stmts[i], stmts[j] = direct, None
                     break
                 # the pair may sit apart (dV's copies, then dK's) if nothing between names its buffers
