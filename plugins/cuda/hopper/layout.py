@@ -120,7 +120,6 @@ def wgmma_a_fragment(m: int, k: int, wgm: int, wgn: int, origin: str = "") -> Fr
     return Fragment((_strip(rows), _strip(cols)), rep, 128 * wgm * wgn, origin)
 
 
-
 def swapped_row(w: E.Expr, g: E.Expr, mi: int, h: int, mi_n: int) -> E.Expr:
     """The C column (within a warpgroup's 64·mi_n) that row 16w + g + 8h of m64 block ``mi`` of a
     swapped gemm's wgmma computes. The rows are permuted so that a thread's own columns are adjacent
