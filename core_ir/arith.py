@@ -42,4 +42,10 @@ def round_float(v: float, dt: DType) -> float | None:
     if dt.name in ("float32", "float16"):
         with np.errstate(over="ignore", invalid="ignore"):
             return float(np.float32(v) if dt.name == "float32" else np.float16(v))
+    if dt.name == "bfloat16":
+        with np.errstate(over="ignore", invalid="ignore"):
+            bits = int(np.float32(v).view(np.uint32))
+        if bits & 0x7F800000 != 0x7F800000:  # finite: nearest even on the upper 16 bits (may give inf)
+            bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return float(np.uint32(bits).view(np.float32))
     return None

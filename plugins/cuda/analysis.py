@@ -76,6 +76,10 @@ def bounds(e: E.Expr, ranges: dict[E.Var, Range]) -> Range | None:
         return a[0] >> b[1], a[1] >> b[0]
     if e.op == "&" and b[0] == b[1] and b[0] >= 0 and a[0] >= 0:
         return 0, min(a[1], b[0])
+    if e.op == "|" and b[0] == b[1] and b[0] >= 0 and a[0] >= 0:
+        if b[0] & ((1 << a[1].bit_length()) - 1) == 0:  # disjoint bits: an addition
+            return a[0] + b[0], a[1] + b[0]
+        return max(a[0], b[0]), a[1] + b[0]
     if e.op == "min":
         return min(a[0], b[0]), min(a[1], b[1])
     if e.op == "max":

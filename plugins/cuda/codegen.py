@@ -45,6 +45,7 @@ from .lir import (
 )
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
 from .named_barriers import check_ids
+from .narrow_math import is_narrow_float, narrow_constant, needs_rounding
 from .rasterize import block_remap
 from .rng import rng_call
 from .smem_plan import PLAN, plan_shared
@@ -582,7 +583,8 @@ class _Gen:
                 return self.ref(value.buffer, value.indices)  # a 16/8-bit move, no float round trip
             if isinstance(value, E.Cast) and value.dtype == dt and value.a.dtype.is_float:
                 value = value.a  # the store rounds once
-            return f"{NARROW[dt.name][1]}({self.expr(value, True)})"
+            text = self._unrounded(value) if value.dtype == dt else self.expr(value)
+            return f"{NARROW[dt.name][1]}({_bare(text)})"
         text = self.expr(value, True)
         if value.dtype != dt:
             return f"({ctype(dt)})({text})"
@@ -591,11 +593,17 @@ class _Gen:
     # ---- expressions -----------------------------------------------------------------------------
     def expr(self, e: E.Expr, bare: bool = False) -> str:
         text = self._expr(e)
-        if bare and text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
-            return text[1:-1]
-        return text
+        return _bare(text) if bare else text
 
     def _expr(self, e: E.Expr) -> str:
+        """``e`` as its consumers see it: a narrow float result rounded to its dtype (``narrow_math``)."""
+        text = self._unrounded(e)
+        if needs_rounding(e, self.ranges):
+            back, to = NARROW[e.dtype.name]
+            return f"{back}({to}({text}))"
+        return text
+
+    def _unrounded(self, e: E.Expr) -> str:
         if isinstance(e, E.Var):
             if e is THREAD:
                 return "tx"
@@ -850,6 +858,13 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
+def _bare(text: str) -> str:
+    """``text`` without the parentheses around all of it."""
+    if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        return text[1:-1]
+    return text
+
+
 def _const(e: E.Const) -> str:
     dt = e.dtype
     if dt.is_bool:
@@ -859,7 +874,7 @@ def _const(e: E.Const) -> str:
         if dt.bits == 64 or not -(2**31) <= v < 2**31:
             return f"{v}LL" if dt.kind == "int" else f"{v}ULL"
         return f"{v}u" if dt.kind == "uint" and v >= 0 else str(v)
-    v = float(e.value)
+    v = narrow_constant(e) if is_narrow_float(dt) else float(e.value)
     suffix = "" if dt.bits == 64 else "f"
     if math.isinf(v):
         inf = "__int_as_float(0x7f800000)" if suffix else "__longlong_as_double(0x7ff0000000000000LL)"
