@@ -7,7 +7,8 @@ without pauses here and clocks down. Two identical kernels differed by up to 4 %
 
 Run: ``python bench/variants.py attention --dims 128 --variants '{"plain": {"tlx.ws_compute_loops":
 false}, "auto": {}}' --out $OUT/variants.json`` (``gemm`` takes ``--shapes MxNxK,...``;
-``attention_bwd`` times the backward's main kernel).
+``attention_bwd`` times the backward's main kernel; ``dequant`` the W4A16 GEMM of bench/dequant.py
+against cuBLAS on its fp16 weights).
 ``--back-to-back SECONDS`` adds ratios with each variant timed back to back for that long, in turns:
 the regime of a busy GPU at its power limit (GEMM 4096³ on the H200, 2026-11-30: cuBLAS 5 % ahead
 back to back while the L2-flushed rounds put ours level).
@@ -111,6 +112,30 @@ def _gemm_case(shape: str, args: Any) -> Case:
     return shape, build, lambda kern: kern(a, b), reference, 2.0 * m * n * k
 
 
+def _dequant_case(shape: str, args: Any) -> Case:
+    """W4A16 (bench/dequant.py's kernel and weights) against cuBLAS on the fp16 weights; ``--config``
+    BMxBNxBKxSTAGESxTHREADS[xREGISTERS[xWS]]."""
+    import torch
+    from dequant import quantized_weights
+
+    import tilelang_x
+    from tests.kernels import dequant
+
+    bm, bn, bk, st, th, *rest = (int(x) for x in args.config.split("x"))
+    registers, ws = (rest + [1, 1])[:2]
+    m, n, k = (int(x) for x in shape.split("x"))
+    a = torch.randn(m, k, device="cuda").half()
+    packed, scales, w16 = quantized_weights(n, k, 128)
+
+    def build(pc: dict[str, Any]) -> Any:
+        func = dequant.matmul_w4a16.get_ir(m, n, k, 128, block_M=bm, block_N=bn, block_K=bk, num_stages=st,
+                                           threads=th, registers=bool(registers))
+        return tilelang_x.compile(func, out_idx=[-1], pass_configs={"tlx.ws_compute_loops": bool(ws), **pc})
+
+    return f"w4a16_{shape}", build, lambda kern: kern(a, packed, scales), lambda: torch.matmul(a, w16.T), \
+        2.0 * m * n * k
+
+
 def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict[str, Any]:
     name, build, run, reference, flops = case
     ref = reference()
@@ -140,7 +165,7 @@ def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict
 
 def main() -> None:
     def extra(p: Any) -> None:
-        p.add_argument("kernel", choices=["attention", "attention_bwd", "gemm"])
+        p.add_argument("kernel", choices=["attention", "attention_bwd", "gemm", "dequant"])
         p.add_argument("--variants", required=True, help="JSON object: variant name -> pass_configs")
         p.add_argument("--dims", default="128")
         p.add_argument("--seq", type=int, default=4096)
@@ -154,14 +179,15 @@ def main() -> None:
                        "(the power-limited regime: ratio_back_to_back)")
 
     args = parse_args(__doc__ or "", extra)
-    args.config = args.config or {"attention": "128x128x2x256", "attention_bwd": "128x64x2x256"}.get(
-        args.kernel, "128x256x64x3x256")
+    args.config = args.config or {"attention": "128x128x2x256", "attention_bwd": "128x64x2x256",
+                                  "dequant": "256x128x64x4x256x1x1"}.get(args.kernel, "128x256x64x3x256")
     variants: dict[str, dict[str, Any]] = json.loads(args.variants)
     if args.kernel in ("attention", "attention_bwd"):
         case = _attention_case if args.kernel == "attention" else _attention_bwd_case
         cases = [case(int(d), causal, args) for d in args.dims.split(",") for causal in (False, True)]
     else:
-        cases = [_gemm_case(shape, args) for shape in args.shapes.split(",")]
+        case = _dequant_case if args.kernel == "dequant" else _gemm_case
+        cases = [case(shape, args) for shape in args.shapes.split(",")]
     rows = []
     for case in cases:
         rows.append(_measure(case, variants, args))

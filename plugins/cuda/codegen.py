@@ -24,6 +24,7 @@ from ...core_ir.visit import views_of, walk
 from .analysis import block_ranges, bounds, nonneg
 from .cluster import launch_dims
 from .grid_sync import COUNTER, grid_header, is_cooperative, uses_grid_header, waits_for_previous
+from .half_pairs import print_pair
 from .hopper.stream_k import uses_workspace
 from .launch_bounds import launch_bounds
 from .layout import SharedLayout
@@ -40,6 +41,7 @@ from .lir import (
     DevicePrint,
     Evaluate,
     Intrin,
+    PairStore,
     PtrTo,
     SmemAddr,
 )
@@ -426,6 +428,8 @@ class _Gen:
             self.emit(d, "}")
         elif isinstance(s, Store):
             self.emit(d, f"{self.ref(s.buffer, s.indices)} = {self.to_storage(s.value, s.buffer.dtype)};")
+        elif isinstance(s, PairStore):
+            self.emit(d, print_pair(self, s))
         elif isinstance(s, Alloc):
             self._alloc(s, d)
         elif isinstance(s, Evaluate):

@@ -142,6 +142,19 @@ class AtomicStore(Stmt):
 
 
 @dataclass(**_NODE)
+class PairStore(Stmt):
+    """``buffer[index] = lo; buffer[index + 1] = hi`` for a 16-bit float register array, computed
+    as one pair (``half_pairs``); ``index`` is even."""
+
+    buffer: Buffer
+    index: Expr
+    lo: Expr
+    hi: Expr
+    loc: SourceLoc | None = field(default=None, compare=False)
+    name = "pair_store"
+
+
+@dataclass(**_NODE)
 class Block(Stmt):
     """The lowered form of one tile op or parallel loop: synchronization is placed around it,
     never inside (its threads touch shared memory only in ways the op itself orders)."""

@@ -26,6 +26,9 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
   an FMA-computed remainder (``lower/reciprocal.py``): the division's quotient in every trial (a
   subnormal divisor gives infinities). Off: an IEEE division per element.
   Both paths.
+- ``tlx.half_pairs``: a ``T.Parallel`` nest writing a float16 / bfloat16 register fragment with
+  16-bit arithmetic computes slot pairs with ``f16x2`` / ``bf16x2`` instructions, and small integer
+  codes become float16 through their bits (``half_pairs.py``). Off: float32 per element. Both paths.
 - ``tlx.defer_store_drain``: in a persistent kernel, a tile's TMA stores stay in flight while the
   next tile computes; the next epilogue waits for them before its first slot write, and the block
   once after its last tile. Off: each epilogue waits for its own stores. H200 (2026-11-30,
@@ -57,6 +60,7 @@ class PerfOptions:
     tma_store: bool = True
     defer_store_drain: bool = True
     reciprocal_division: bool = True
+    half_pairs: bool = True
 
 
 def perf_options(ctx: Any) -> PerfOptions:
@@ -67,4 +71,5 @@ def perf_options(ctx: Any) -> PerfOptions:
 
     return PerfOptions(on("tlx.prefetch_fragments"), on("tlx.hoist_fragments"), on("tlx.fold_clear"),
                        on("tlx.vector_epilogue"), on("tlx.staged_epilogue"), on("tlx.tma_store"),
-                       on("tlx.defer_store_drain"), on("tlx.reciprocal_division"))
+                       on("tlx.defer_store_drain"), on("tlx.reciprocal_division"),
+                       on("tlx.half_pairs"))

@@ -38,6 +38,7 @@ class LowerCtx:
     #: float32 region atomics as red.global.add.v2/v4 (sm_90+, with the vector epilogue)
     vector_red: bool = False
     reciprocal_division: bool = False
+    half_pairs: bool = False
     #: the staged (stmatrix + 16-byte store) epilogue (lower/staged_epilogue.py); sm_90a only
     staged_epilogue: bool = False
     #: shared memory bytes left for workspaces (the target's limit minus the kernel's tiles)

@@ -17,6 +17,7 @@ from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
 from ....core_ir.tileops import ReducerUpdate
 from ....core_ir.visit import rewrite, substitute
 from ..analysis import prove_lt
+from ..half_pairs import pair_stores
 from ..layout import Fragment, local_map, loop_dims, slot_expr
 from ..lir import THREAD, AtomicStore, Block, DevicePrint
 from ..nests import element_atomic, loop_starts, nest_info
@@ -73,6 +74,9 @@ def lower_nest(nest: For, lay: Fragment | None, lc: Any) -> Stmt:
     if guard is not None:
         body = guard_effects(body, guard)
     body = update_stores(body)
+    pairs = pair_stores(body, v, lay.num_local, lc.ranges, lc.fresh) if lc.half_pairs else None
+    if pairs is not None:
+        return Block(pairs, "parallel", nest.loc)
     if lay.num_local == 1:
         body = substitute(body, {v: E.const(0)})
         return Block(body, "parallel", nest.loc)
