@@ -79,7 +79,7 @@ _REDUCERS = {
 _IDENTITY = {"sum": 0, "prod": 1, "max": -(2**31), "min": 2**31 - 1, "bitand": -1, "bitor": 0, "bitxor": 0}
 
 
-def _groups(kind: str, dtype, threads: tuple[int, ...], dim: int):
+def _groups_ir(kind: str, dtype, threads: tuple[int, ...], dim: int):
     """Thread t (linear index) reduces x[t] with the threads of its group along axis ``dim`` and
     writes y[t]; threads whose x is negative leave themselves out (the condition)."""
     n = math.prod(threads)
@@ -99,7 +99,11 @@ def _groups(kind: str, dtype, threads: tuple[int, ...], dim: int):
                                                   dtype="handle"))
             Y[t] = red[0]
 
-    return tilelang.compile(main, out_idx=[-1], target="interp")
+    return main
+
+
+def _groups(kind: str, dtype, threads: tuple[int, ...], dim: int):
+    return tilelang.compile(_groups_ir(kind, dtype, threads, dim), out_idx=[-1], target="interp")
 
 
 def _reference(kind: str, x: torch.Tensor, threads: tuple[int, ...], dim: int) -> torch.Tensor:
@@ -353,3 +357,16 @@ def test_cuda_allreduce_compiles(name: str, arch: str) -> None:
         pytest.skip("no CUDA compiler here (install nvidia-cuda-nvrtc or nvcc)")
     source, ctx = cuda_source(_compile_cases()[name](), arch)
     assert len(compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0
+
+
+@pytest.mark.parametrize(("threads", "dim"), [((4, 6, 2), 1), ((2, 2, 8), 2), ((64, 2), 0), ((8, 3), 0)])
+@pytest.mark.parametrize(("kind", "dtype"), [("sum", T.float16), ("max", T.bfloat16), ("bitxor", T.int8),
+                                             ("bitand", T.uint32), ("min", T.int64), ("prod", T.float64),
+                                             ("sum", T.uint64)])
+def test_cuda_allreduce_of_every_width_and_axis_compiles(kind: str, dtype, threads: tuple[int, ...], dim: int) -> None:
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
+
+    if find_nvrtc() is None and find_nvcc() is None:
+        pytest.skip("no CUDA compiler here (install nvidia-cuda-nvrtc or nvcc)")
+    source, ctx = cuda_source(_groups_ir(kind, dtype, threads, dim), "sm_80")
+    assert len(compile_cuda(source, "sm_80", kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0
