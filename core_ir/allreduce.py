@@ -26,12 +26,10 @@ from .expr import Expr
 from .source import SourceLoc
 from .stmt import Stmt
 
-#: the combiners a ``T.comm_reducer`` may have: ``x + y``, ``x * y``, ``T.max``, ``T.min``, ``&``, ``|``, ``^``
-ALLREDUCE_KINDS = ("sum", "prod", "max", "min", "bitand", "bitor", "bitxor")
+#: the combiners a ``T.comm_reducer`` may have, by kind, as ``core_ir.expr.binary`` operators
+KIND_OPS = {"sum": "+", "prod": "*", "max": "max", "min": "min", "bitand": "&", "bitor": "|", "bitxor": "^"}
 #: the combiners of integers only
 BIT_KINDS = ("bitand", "bitor", "bitxor")
-#: the expression operator of each combiner (``core_ir.expr.binary``)
-KIND_OPS = {"sum": "+", "prod": "*", "max": "max", "min": "min", "bitand": "&", "bitor": "|", "bitxor": "^"}
 WARP = 32
 
 

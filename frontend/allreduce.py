@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core_ir import expr as E
-from ..core_ir.allreduce import ALLREDUCE_KINDS, BIT_KINDS, KIND_OPS, ThreadAllreduce
+from ..core_ir.allreduce import BIT_KINDS, KIND_OPS, ThreadAllreduce
 from ..core_ir.errors import NotSupportedError, TileLangError, TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import caller_loc
 from . import builder as bld
@@ -52,7 +52,7 @@ EMITTED = _Emitted()
 
 class CommReducer:
     """``T.comm_reducer(combiner, [identity])``: a single-value reducer of kind ``kind``
-    (``core_ir.allreduce.ALLREDUCE_KINDS``)."""
+    (a key of ``core_ir.allreduce.KIND_OPS``)."""
 
     def __init__(self, kind: str, identity: E.Expr) -> None:
         self.kind = kind
@@ -160,7 +160,8 @@ def attr(node: Any, key: Any, value: Any) -> ReduceScope:
 def tvm_thread_allreduce(*args: Any, dtype: Any = "handle") -> _Emitted:
     """``T.tvm_thread_allreduce(T.uint32(1), value, cond, out[i], thread)``: ``out[i]`` of every
     thread of a group along the thread axis of ``thread`` receives the reduction of the group's
-    ``value``s by the enclosing ``reduce_scope``'s reducer (its identity where ``cond`` is false)."""
+    ``value``s by the enclosing ``reduce_scope``'s reducer (its identity where ``cond`` is false).
+    ``dtype`` (TVM's ``"handle"``) is accepted and ignored."""
     what = "T.tvm_thread_allreduce"
     loc = caller_loc()
     b = bld.require_kernel(what)
@@ -193,7 +194,6 @@ def tvm_thread_allreduce(*args: Any, dtype: Any = "handle") -> _Emitted:
     c = E.convert(cond)
     c = c if c.dtype.is_bool else E.binary("!=", c, 0)
     dim, extent = _axis(thread, b.kernel_frame, what, loc)
-    assert reducer.kind in ALLREDUCE_KINDS
     b.emit(ThreadAllreduce(reducer.kind, v, c, E.cast(reducer.identity, v.dtype), out.buffer, out.indices, dim,
                            extent, loc=loc))
     scope.used = True
@@ -211,4 +211,3 @@ def _axis(thread: Any, frame: Any, what: str, loc: Any) -> tuple[int, int]:
         f"{what}: the thread `{thread}` is not a thread index", loc=loc,
         hint="pass the index of the axis to reduce along: T.get_thread_binding(0) (threadIdx.x), "
              "T.get_thread_binding(1) (threadIdx.y) or T.thread_binding(0, n, thread=\"threadIdx.x\")")
-
