@@ -24,6 +24,7 @@ varying values out of them (``core_ir.verify_simt``).
 
 from __future__ import annotations
 
+from .allreduce import ThreadAllreduce
 from .buffer import Buffer, Region
 from .expr import AtomicFetch, AtomicLoad, Expr, Load, ThreadIndex, Var, WarpOp
 from .stmt import Alloc, For, If, Kernel, NamedBarrier, Seq, Stmt, Store, While
@@ -37,10 +38,10 @@ PRIVATE_SCOPES = ("local", "var")
 
 
 def uses_simt(node: Stmt) -> bool:
-    """Whether ``node`` contains a thread index or a warp operation (without them every value of
-    the block is uniform), or a named barrier (which parts of the block reach: the backends keep
-    the block's threads as the kernel wrote them)."""
-    return any(isinstance(n, (ThreadIndex, WarpOp, NamedBarrier)) for n in walk(node))
+    """Whether ``node`` contains a thread index, a warp operation or a thread allreduce (without
+    them every value of the block is uniform), or a named barrier (which parts of the block reach:
+    the backends keep the block's threads as the kernel wrote them)."""
+    return any(isinstance(n, (ThreadIndex, WarpOp, NamedBarrier, ThreadAllreduce)) for n in walk(node))
 
 
 def written_regions(op: TileOp) -> tuple[Region, ...]:
@@ -145,6 +146,8 @@ class Uniformity:
             self._write(s.buffer, varying, depth)
         elif isinstance(s, TileOp):
             self._tile_op(s, depth)
+        elif isinstance(s, ThreadAllreduce):  # one result per group of threads
+            self._write(s.out, True, depth)
 
     def _tile_op(self, op: TileOp, depth: int) -> None:
         written = written_regions(op)

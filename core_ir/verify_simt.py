@@ -11,6 +11,7 @@ warps: its block size is a multiple of 32.
 
 from __future__ import annotations
 
+from .allreduce import ThreadAllreduce
 from .buffer import Region
 from .errors import VerificationError
 from .expr import AtomicLoad, Expr, Load, ThreadIndex, WarpOp, as_int
@@ -78,6 +79,10 @@ class _Checker:
                           "that skip it would never arrive", s.loc, hint=_DIVERGENT_HINT)
         elif isinstance(s, TileOp):
             self.tile_op(s)
+        elif isinstance(s, ThreadAllreduce) and self.div:
+            self.fail("T.tvm_thread_allreduce under a condition that differs between the threads of the block: "
+                      "every thread of the block takes part", s.loc,
+                      hint=_DIVERGENT_HINT + "; threads that should not contribute pass False as its condition")
 
     def nested(self, s: Stmt, body: Stmt) -> None:
         div = self.u.divergent(s)
@@ -113,6 +118,10 @@ class _Checker:
             self.fail("T.Parallel loop under a condition that differs between the threads of the block: the "
                       "backend spreads its iterations over all threads", nest.loc, hint=_DIVERGENT_HINT)
         for s in walk(nest):
+            if isinstance(s, ThreadAllreduce):
+                self.fail("T.tvm_thread_allreduce inside a T.Parallel loop", s.loc,
+                          hint="a thread allreduce runs outside T.Parallel, where each thread executes the kernel's "
+                               "statements itself")
             if not isinstance(s, Stmt):
                 continue
             for e in children(s):

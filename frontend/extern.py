@@ -14,6 +14,7 @@ from ..core_ir.source import caller_loc
 from ..core_ir.stmt import ExprStmt, Stmt
 from ..core_ir.visit import walk
 from . import builder as bld
+from .allreduce import EMITTED
 
 __all__ = ["call_extern", "check_externs", "evaluate", "import_source"]
 
@@ -50,6 +51,8 @@ def call_extern(dtype: Any, name: str, *args: Any) -> E.ExternCall:
 def evaluate(value: Any) -> None:
     """``value`` computed for its effect, its result dropped."""
     b = bld.require_kernel("T.evaluate")
+    if value is EMITTED:  # T.tvm_thread_allreduce made its statement already
+        return
     b.emit(ExprStmt(E.convert(value), loc=caller_loc()))
 
 

@@ -30,6 +30,7 @@ from ..core_ir.dtypes import (
 )
 from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
+from .allreduce import attr, comm_reducer, reinterpret, tvm_thread_allreduce
 from .compile_annotations import annotate_compile_flags, annotate_pass_configs
 from .extern import call_extern, evaluate, import_source
 from .frames import KernelFrame as _KernelFrame
@@ -158,7 +159,6 @@ from .surface import (
     reduce_max,
     reduce_min,
     reduce_sum,
-    reinterpret,
     serial,
     shift_left,
     shift_right,
@@ -273,6 +273,7 @@ __all__ = [
     "get_warp_idx_sync", "get_warp_group_idx", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "tvm_warp_shuffle",
     "warp_reduce_sum", "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor", "any_sync",
     "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect", "thread_binding",
+    "attr", "comm_reducer", "tvm_thread_allreduce",
     # warp specialization and mbarriers
     "ws", "WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive",
     "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier",
@@ -292,10 +293,7 @@ dtype = as_dtype  # TileLang's T.dtype(...): a dtype from any spelling (also a p
 _LAYOUT_NAMES = ("Layout", "Fragment")
 
 #: TVM-level names of TileLang examples with no counterpart here, and what to write instead
-_INSTEAD = dict.fromkeys(
-    ("attr", "comm_reducer", "tvm_thread_allreduce"),
-    "reduce across threads with T.warp_reduce_sum (the lanes of a warp), or T.reduce_sum over a fragment",
-)
+_INSTEAD: dict[str, str] = {}
 
 
 def __getattr__(name: str) -> object:

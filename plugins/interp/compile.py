@@ -28,6 +28,7 @@ import numpy as np
 
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
+from tilelang_x.core_ir.allreduce import ThreadAllreduce, accumulator_dtype
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, SpinWaitError, TileLangError
 from tilelang_x.core_ir.expr import WARP_SIZE
@@ -56,6 +57,7 @@ from tilelang_x.core_ir.verify_ws import uses_barriers
 from tilelang_x.core_ir.visit import buffers_used, views_of, walk
 
 from . import numerics
+from .allreduce import allreduce_fn
 from .compile_expr import ExprCompiler, Fn
 from .grid_sync import Turns, run_blocks
 from .lanes import lane_varying_loop, out_of_bounds, vec_store
@@ -118,6 +120,7 @@ class Compiler(ExprCompiler):
         self.thread_par: Par | None = None  # the lanes of such a kernel, for its per-thread buffers
         self.divergence = 0  # divergent ``if`` / loops around the statement being compiled
         self.regions: Regions | None = None  # of a kernel with T.ws regions or barriers (``warp_regions``)
+        self.block_threads: tuple[int, ...] = ()  # T.Kernel's threads= of a kernel that runs one lane per thread
         self.race_candidates = self.race_tracked()
 
     def written_params(self) -> set[int]:
@@ -197,6 +200,8 @@ class Compiler(ExprCompiler):
             return self._jump(s)
         if isinstance(s, TileOp):
             return self._tileop(s)
+        if isinstance(s, ThreadAllreduce):
+            return self._allreduce(s)
         raise BackendNotImplementedError(
             f"the interpreter cannot run statement {type(s).__name__}", loc=getattr(s, "loc", None)
         )
@@ -573,6 +578,7 @@ class Compiler(ExprCompiler):
         block's."""
         self.uni = uni
         self.nthreads = lanes = WARP_SIZE if warps else s.num_threads
+        self.block_threads = () if warps else s.threads
         slot = len(self.objects)
         self.objects.append(("threads", s))
         self.thread_par = Par(1, 1, (slot,))
@@ -609,6 +615,24 @@ class Compiler(ExprCompiler):
             print(f"{prefix}{msg}{text}", flush=True)
 
         return show
+
+    def _allreduce(self, s: ThreadAllreduce) -> Fn:
+        """The group reductions of all lanes (``allreduce``), stored to each thread's ``out``."""
+        if not self.block_threads or self.regions is not None:
+            raise BackendNotImplementedError(
+                "the interpreter runs T.tvm_thread_allreduce only in a kernel without T.ws regions, mbarriers or "
+                "named barriers", loc=s.loc)
+        result = E.Var("allreduce", accumulator_dtype(s.value.dtype))
+        slot = self.var_slot(result)
+        reduce = allreduce_fn(s, self.expr(s.value, s.loc), self.expr(self.coerce(s.cond, dtypes.bool_), s.loc),
+                              self.expr(s.identity, s.loc), self.block_threads)
+        store = self._store(Store(s.out, s.index, result, s.loc))
+
+        def allreduce(env: list) -> None:
+            env[slot] = reduce(env)
+            store(env)
+
+        return allreduce
 
     def _expr_stmt(self, s: ExprStmt) -> Fn:
         """``T.evaluate(value)``: ``value`` computed (its errors raised), the result dropped."""

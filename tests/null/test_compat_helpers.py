@@ -29,13 +29,6 @@ def test_dtype_from_any_spelling_and_back_to_torch() -> None:
         T.dtype("float7")
 
 
-@pytest.mark.parametrize("name", ["tvm_thread_allreduce", "comm_reducer", "attr"])
-def test_tvm_cross_thread_reduction_names_point_to_the_warp_and_tile_reductions(name: str) -> None:
-    with pytest.raises(NotSupportedError, match=f"T.{name} is not supported") as info:
-        getattr(T, name)
-    assert "T.warp_reduce_sum" in info.value.hint and "T.reduce_sum" in info.value.hint
-
-
 def test_module_level_helpers_tilelang_examples_import() -> None:
     from tilelang_x.carver.arch import driver
 

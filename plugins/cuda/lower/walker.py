@@ -7,6 +7,7 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
+from ....core_ir.allreduce import ThreadAllreduce
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import (
@@ -36,6 +37,7 @@ from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evalua
 from ..named_barriers import named_barrier
 from ..nests import element_atomic
 from ..warp_specialize import leader_only, lower_ws
+from .allreduce import lower_allreduce
 from .atomic import tile_atomic, tile_red
 from .atomic_load import fetch_store, uniform_atomic_loads
 from .parallel import lower_nest
@@ -59,6 +61,7 @@ class _Walker:
         self.uni: Uniformity | None = None  # of the kernel, when it uses thread queries or warp ops
         self.div = 0  # divergent `if` / loops around the statement being lowered
         self.region: tuple[int, ...] | None = None  # the T.ws region being lowered (warp_specialize.py)
+        self.block: tuple[int, ...] = ()  # the kernel's threads= (x, y, z)
 
     def per_thread_load(self, ld: E.Element) -> bool:
         """Whether each thread makes atomic load ``ld`` itself (see ``uniform_atomic_loads``)."""
@@ -103,6 +106,7 @@ class _Walker:
         if isinstance(s, Kernel):
             uni = Uniformity(s.body)
             self.uni = uni if uni.simt else None
+            self.block = s.threads
             body = self.stmt(s.body)
             allocs = tuple(Alloc(b) for b in lc.workspaces)
             return Kernel(s.grid, s.block_vars, s.threads, Seq(allocs + (body,)), s.annotations, s.loc)
@@ -138,6 +142,8 @@ class _Walker:
             if out is None:
                 raise LayoutError(f"the CUDA backend cannot lower T.{s.name} here", loc=s.loc)
             return out if isinstance(out, Block) else Block(out, s.name, s.loc)
+        if isinstance(s, ThreadAllreduce):
+            return lower_allreduce(self.fix(s), lc, self.block)
         if isinstance(s, Annotate):
             return s if s.kind in ("swizzle", "non_restrict", MIN_BLOCKS) else Seq(())
         if isinstance(s, Store):
