@@ -189,6 +189,37 @@ def test_cluster_barrier_in_a_kernel_with_named_barriers() -> None:
     assert torch.equal(b, 64 - torch.arange(64, dtype=torch.int32)[None, :] + rows)
 
 
+def test_cluster_barrier_in_a_kernel_with_regions_is_an_error() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((2,), T.int32)):
+        with T.Kernel(2, threads=256, cluster_dims=2) as bx:
+            with T.ws(0):
+                A[bx] = 1
+            T.cluster_sync()  # E:regions
+
+    raises(VerificationError, "regions", lambda: _interp(main), "T.cluster_sync() in a kernel with T.ws regions")
+
+
+def test_a_block_vote_steers_a_tile_op() -> None:
+    @T.prim_func
+    def main(X: T.Tensor((4, 64), T.float32), Y: T.Tensor((4, 64), T.float32)):
+        with T.Kernel(4, threads=64) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64,), T.float32)
+            T.copy(X[bx, :], S)
+            if T.syncthreads_or(X[bx, tx] > 2):
+                T.copy(S, Y[bx, :])
+
+    x = torch.zeros(4, 64)
+    x[1, 5] = x[3, 60] = 3
+    y = torch.zeros(4, 64)
+    _interp(main)(x, y)
+    torch.testing.assert_close(y, x * torch.tensor([0.0, 1, 0, 1])[:, None])
+    src, ctx = cuda_source(main, "sm_80")
+    assert "if (__syncthreads_or(" in _body(src)
+    _compiles(src, "sm_80", ctx)
+
+
 def test_outside_a_kernel_is_an_error() -> None:
     with pytest.raises(TileLangError, match="T.cluster_sync"):
         T.cluster_sync()
