@@ -515,7 +515,9 @@ class Compiler(ExprCompiler):
                     hint="split the kernel at the grid barrier")
             return cluster_kernel(fgrid, slots, types, bind_threads, body, regions, self.cluster_shape, s.loc)
         if body is not None and grid:
-            return self._grid_kernel(fgrid, slots, types, bind_threads, body, s.loc)
+            return self._grid_kernel(fgrid, slots, types, bind_threads, body, self.cluster_shape, s.loc)
+
+        shape = self.cluster_shape
 
         def kernel(env: list) -> None:
             dims = [int(f(env)) for f in fgrid]
@@ -532,6 +534,7 @@ class Compiler(ExprCompiler):
                     env[k] = t(b)
                 frame.block = block
                 frame.block_id = block_id
+                frame.rank = rank_in_cluster(block, shape)
                 frame.first_block = not any(block)
                 if regions is not None:
                     regions.run_block(env, block, body)
@@ -558,16 +561,11 @@ class Compiler(ExprCompiler):
                 loc=s.loc, hint="launch a multiple of 32 threads; split the kernel at the grid barrier")
 
     def _clusterrank(self, e: E.ClusterRank, loc: SourceLoc | None) -> Fn:
-        shape = self.cluster_shape
         out = numerics.storage_dtype(e.dtype).type
-
-        def rank(env: list) -> Any:
-            return out(rank_in_cluster(env[FRAME].block, shape))
-
-        return rank
+        return lambda env: out(env[FRAME].rank)
 
     def _grid_kernel(self, fgrid: list[Fn], slots: list[int], types: list[Any], bind_threads: Fn | None, body: Fn,
-                     loc: SourceLoc | None) -> Fn:
+                     shape: tuple[int, int, int], loc: SourceLoc | None) -> Fn:
         """A kernel with ``T.sync_grid()``: its blocks run side by side (``grid_sync``)."""
 
         def kernel(env: list) -> None:
@@ -580,7 +578,9 @@ class Compiler(ExprCompiler):
                 races.launch(dims)
 
             def start(block: tuple[int, ...], turns: Turns, i: int) -> Callable[[], None]:
-                benv = launch.fork(block, turns, i, block_id=i).env
+                frame = launch.fork(block, turns, i, block_id=i)
+                frame.rank = rank_in_cluster(block, shape)
+                benv = frame.env
                 for k, t, b in zip(slots, types, block):
                     benv[k] = t(b)
                 return lambda: body(benv)

@@ -72,7 +72,7 @@ class Frame:
         self.turn = 0  # and this block's place in them
         self.races: RaceTracker | None = None  # this launch's, when the race check is on
         self.cluster: Any = None  # a kernel with cluster barriers: its cluster's cluster_sync.ClusterTurns
-        self.rank = 0  # and this block's rank in it
+        self.rank = 0  # the block's rank in its cluster (T.block_rank_in_cluster())
 
     def fork(self, block: tuple[int, ...], turns: Any, turn: int, block_id: int | None = None) -> Frame:
         """The frame of one block of a kernel with ``T.sync_grid()``, which runs beside the others

@@ -52,6 +52,25 @@ def test_rank_in_cluster(cluster: tuple[int, int, int]) -> None:
     assert torch.equal(r, _expected_ranks(6, 4, cluster))
 
 
+def test_each_kernel_of_a_function_ranks_in_its_own_clusters() -> None:
+    @T.prim_func
+    def main(R: T.Tensor((2, 8), T.int32), X: T.Tensor((8, 4), T.int32), Y: T.Tensor((8, 4), T.int32)):
+        with T.Kernel(8, threads=32, cluster_dims=2) as bx:
+            R[0, bx] = T.block_rank_in_cluster()
+        with T.Kernel(8, threads=32, cluster_dims=4) as bx:
+            S = T.alloc_shared((1, 4), T.int32)
+            T.copy(X[T.cast(T.block_rank_in_cluster(), T.int32), 0], S)  # a tile op's region
+            T.copy(S, Y[bx, 0])
+            R[1, bx] = T.block_rank_in_cluster()
+
+    r = torch.zeros(2, 8, dtype=torch.int32)
+    x = torch.arange(32, dtype=torch.int32).reshape(8, 4)
+    y = torch.zeros(8, 4, dtype=torch.int32)
+    _interp(main)(r, x, y)
+    assert r.tolist() == [[0, 1] * 4, [0, 1, 2, 3] * 2]
+    assert torch.equal(y, x[[0, 1, 2, 3] * 2])
+
+
 def test_rank_is_0_without_clusters() -> None:
     r = torch.full((4, 6), -1, dtype=torch.int32)
     _interp(K.ranks.get_ir(6, 4, None))(r)
