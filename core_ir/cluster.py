@@ -17,7 +17,7 @@ from .source import SourceLoc
 from .stmt import CLUSTER_SCOPES, Kernel, Stmt, Sync
 from .visit import walk
 
-__all__ = ["cluster_ops", "cluster_shape", "cluster_size", "rank_in_cluster"]
+__all__ = ["cluster_ops", "cluster_shape", "cluster_size", "has_cluster_barrier", "rank_in_cluster"]
 
 
 def cluster_shape(kernel: Kernel) -> tuple[int, int, int]:
@@ -41,6 +41,11 @@ def cluster_ops(body: Stmt) -> list[tuple[str, SourceLoc | None]]:
         elif isinstance(n, ClusterRank):
             out.append(("T.block_rank_in_cluster()", n.loc))
     return out
+
+
+def has_cluster_barrier(body: Stmt) -> bool:
+    """Whether ``body`` arrives at or waits on the cluster barrier."""
+    return any(isinstance(n, Sync) and n.scope in CLUSTER_SCOPES for n in walk(body))
 
 
 def rank_in_cluster(block: Sequence[int], shape: Sequence[int]) -> int:

@@ -29,7 +29,7 @@ import numpy as np
 from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
-from tilelang_x.core_ir.cluster import cluster_ops, cluster_shape, cluster_size, rank_in_cluster
+from tilelang_x.core_ir.cluster import cluster_shape, cluster_size, has_cluster_barrier, rank_in_cluster
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, SpinWaitError, TileLangError
 from tilelang_x.core_ir.expr import WARP_SIZE
 from tilelang_x.core_ir.source import SourceLoc
@@ -82,9 +82,6 @@ LowerOp = Callable[[TileOp], Executor | None]
 
 class _Break(Exception):
     """A ``break`` on its way to the loop it leaves."""
-
-
-_RANK = "T.block_rank_in_cluster()"
 
 
 class _Continue(Exception):
@@ -499,7 +496,7 @@ class Compiler(ExprCompiler):
         if named:
             self._check_warp_team(s)
         self.cluster_shape = cluster_shape(s)
-        self.cluster_size = cluster_size(s) if any(op != _RANK for op, _ in cluster_ops(s.body)) else 1
+        self.cluster_size = cluster_size(s) if has_cluster_barrier(s.body) else 1
         bind_threads = self._threads(s, uni, named) if uni.simt else None
         regions = self.regions = Regions(self, s, bind_threads if named else None) \
             if named or uses_barriers(s.body) else None
