@@ -424,6 +424,10 @@ VOTE_OPS = ("any_sync", "all_sync", "ballot_sync", "activemask")
 #: ``match_any_sync``: the uint32 mask of the lanes whose value equals the caller's, bit for bit;
 #: ``elect_sync``: true in one lane of the warp (the lowest; ``T.shuffle_elect``'s per-warp part)
 MATCH_OPS = ("match_any_sync", "elect_sync")
+#: Barriers of the whole block that vote (``__syncthreads_count/and/or``): ``(predicate)``, a bool;
+#: the int32 result (the count of threads whose predicate holds, or 1 / 0) is the same in every
+#: thread. ``WarpOp.width`` is 0 for them.
+BLOCK_VOTE_OPS = ("syncthreads_count", "syncthreads_and", "syncthreads_or")
 WARP_SIZE = 32
 
 
@@ -432,7 +436,7 @@ class WarpOp(Expr):
     """A warp-collective operation: every lane of a warp of 32 threads executes it together and
     reads the others' operands. ``op`` is one of ``SHUFFLE_OPS`` (``width``: the lanes split into
     groups of ``width``), ``warp_reduce_<kind>`` for the ``WARP_REDUCE_OPS`` or one of ``VOTE_OPS``
-    and ``MATCH_OPS``.
+    and ``MATCH_OPS``; or, collective over the whole block, one of ``BLOCK_VOTE_OPS``.
 
     Not a pure function of its operands: passes must not fold it, merge it with another one,
     hoist it out of a loop or move it across control flow."""
@@ -447,6 +451,19 @@ class WarpOp(Expr):
 
     def structural_key(self) -> tuple:
         return ("warp", self.op, tuple(a.structural_key() for a in self.args), self.width, self.dtype.name)
+
+
+@dataclass(frozen=True, eq=False, slots=True, repr=False)
+class ClusterRank(Expr):
+    """``T.block_rank_in_cluster()``: the executing block's rank in its thread-block cluster
+    (``T.Kernel(..., cluster_dims=...)``), x fastest; 0 without clusters. The same in every thread
+    of a block."""
+
+    dtype: DType = dtypes.uint32
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    def structural_key(self) -> tuple:
+        return ("cluster_rank",)
 
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)

@@ -127,6 +127,8 @@ class _Printer:
             return f"T.atomic_load({element}, memory_order={e.order!r})"
         if isinstance(e, E.ThreadIndex):
             return f"T.get_thread_binding({e.dim})"
+        if isinstance(e, E.ClusterRank):
+            return "T.block_rank_in_cluster()"
         if isinstance(e, E.WarpOp):
             args = [self.expr(a) for a in e.args]
             if e.op in E.SHUFFLE_OPS and e.width != E.WARP_SIZE:

@@ -163,9 +163,10 @@ class ExprStmt(Stmt):
 class Sync(Stmt):
     """A synchronization the kernel asks for, on top of those the backend inserts: ``scope``
     ``"block"`` (``T.sync_threads()``), ``"warp"`` (``T.sync_warp()``), ``"grid"``
-    (``T.sync_grid()``: every block of the grid waits for all the others), or the programmatic
+    (``T.sync_grid()``: every block of the grid waits for all the others), the programmatic
     dependent launch points ``"pdl_trigger"`` (``T.pdl_trigger()``) and ``"pdl_sync"``
-    (``T.pdl_sync()``), which never change results."""
+    (``T.pdl_sync()``), which never change results, or one of the ``CLUSTER_SCOPES``, the barrier
+    of the blocks of a thread-block cluster (``core_ir.cluster``)."""
 
     scope: str = "block"
     loc: SourceLoc | None = field(default=None, compare=False)
@@ -203,7 +204,12 @@ class NamedBarrier(Stmt):
 
 #: How a kernel spells each ``Sync`` scope.
 SYNC_CALLS: dict[str, str] = {"block": "T.sync_threads()", "warp": "T.sync_warp()", "grid": "T.sync_grid()",
-                              "pdl_trigger": "T.pdl_trigger()", "pdl_sync": "T.pdl_sync()"}
+                              "pdl_trigger": "T.pdl_trigger()", "pdl_sync": "T.pdl_sync()",
+                              "cluster_arrive": "T.cluster_arrive()",
+                              "cluster_arrive_relaxed": "T.cluster_arrive_relaxed()",
+                              "cluster_wait": "T.cluster_wait()", "cluster_sync": "T.cluster_sync()"}
+#: The ``Sync`` scopes of the cluster barrier: arrive, arrive without ordering memory, wait, both.
+CLUSTER_SCOPES = ("cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync")
 
 
 @dataclass(**_NODE)

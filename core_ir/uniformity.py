@@ -3,7 +3,7 @@
 Statements outside ``T.Parallel`` describe what the block does as a whole, so their values are
 *uniform*: every thread computes the same. ``T.get_thread_binding`` (``ThreadIndex``) and the warp
 operations (``WarpOp``) make values *varying* (per-thread), and so does everything computed from
-them:
+them, except the block's votes (``T.syncthreads_count/and/or``), the same in every thread:
 
 - an expression is varying when it contains a thread index, a warp operation, a varying loop
   variable or a read of a varying ``local`` / ``var`` buffer (a read of shared or global memory
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .allreduce import ThreadAllreduce
 from .buffer import Buffer, Region
-from .expr import AtomicFetch, AtomicLoad, Expr, Load, ThreadIndex, Var, WarpOp
+from .expr import BLOCK_VOTE_OPS, AtomicFetch, AtomicLoad, Expr, Load, ThreadIndex, Var, WarpOp
 from .stmt import Alloc, For, If, Kernel, NamedBarrier, Seq, Stmt, Store, While
 from .tileops import Atomic, Copy, CumSum, Fill, Gemm, GemmSp, Reduce, TileOp
 from .visit import walk
@@ -102,6 +102,8 @@ class Uniformity:
 
     # ---- the fixpoint -----------------------------------------------------------------------
     def _varying(self, e: Expr) -> bool:
+        if isinstance(e, WarpOp) and e.op in BLOCK_VOTE_OPS:  # the block's vote: every thread gets it
+            return False
         if isinstance(e, (ThreadIndex, WarpOp)):
             return True
         if isinstance(e, Var):

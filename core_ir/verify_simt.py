@@ -1,12 +1,14 @@
 """The verifier's rules for per-thread values (``core_ir.uniformity``).
 
-Tile ops, ``T.Parallel`` loops and block barriers are executed by the whole block together, so
-every thread must reach them with the same operands: not under a condition that differs between
-threads, with uniform region offsets and scalar operands, without reading a per-thread local.
+Tile ops, ``T.Parallel`` loops and block and cluster barriers (the block's votes too) are executed
+by the whole block together, so every thread must reach them with the same operands: not under a
+condition that differs between threads, with uniform region offsets and scalar operands, without
+reading a per-thread local. A block vote stands only where each thread computes the statement's
+operands itself: a variable's value, an ``if`` / ``while`` condition.
 Thread queries and warp operations stay out of ``T.Parallel`` bodies (the backend maps their
 iterations onto threads), as do per-thread locals. ``break`` / ``continue`` may not leave a loop
 from under a condition that differs between threads. A kernel with warp operations runs whole
-warps: its block size is a multiple of 32.
+warps (the block's votes excepted): its block size is a multiple of 32.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from __future__ import annotations
 from .allreduce import ThreadAllreduce
 from .buffer import Region
 from .errors import VerificationError
-from .expr import AtomicLoad, Expr, Load, ThreadIndex, WarpOp, as_int
+from .expr import BLOCK_VOTE_OPS, AtomicLoad, Expr, Load, ThreadIndex, WarpOp, as_int
 from .source import SourceLoc
-from .stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Sync, While
+from .stmt import CLUSTER_SCOPES, Alloc, ExprStmt, For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, Sync, While
 from .tileops import Atomic, Gemm, GemmSp, Reduce, TileOp
-from .uniformity import Uniformity, written_regions
+from .uniformity import PRIVATE_SCOPES, Uniformity, written_regions
 from .visit import children, walk
 
 __all__ = ["verify_simt"]
@@ -48,7 +50,7 @@ class _Checker:
         raise VerificationError(f"in kernel `{self.func.name}`: {message}", loc=loc or self.func.loc, hint=hint)
 
     def kernel(self, k: Kernel) -> None:
-        if k.num_threads % 32 and any(isinstance(n, WarpOp) for n in walk(k.body)):
+        if k.num_threads % 32 and any(_is_warp_op(n) for n in walk(k.body)):
             where = next(s for s in walk(k.body) if isinstance(s, Stmt) and _has_warp_op(s))
             self.fail(f"T.{_first_warp_op(where)} needs whole warps, but the block has {k.num_threads} threads",
                       getattr(where, "loc", None) or k.loc,
@@ -56,6 +58,9 @@ class _Checker:
         self.stmt(k.body)
 
     def stmt(self, s: Stmt) -> None:
+        vote = None if isinstance(s, Seq) else _block_vote(s)
+        if vote is not None:
+            self.block_vote(s, vote)
         if isinstance(s, Seq):
             for c in s.stmts:
                 self.stmt(c)
@@ -74,7 +79,7 @@ class _Checker:
                 self.fail(f"`{s.kind}` under a condition that differs between the threads of the block",
                           s.loc, hint="the threads of a block leave a loop together here: " + _DIVERGENT_HINT)
         elif isinstance(s, Sync):
-            if s.scope in ("block", "grid") and self.div:
+            if (s.scope in ("block", "grid") or s.scope in CLUSTER_SCOPES) and self.div:
                 self.fail(f"{s.call} under a condition that differs between the threads of the block: the threads "
                           "that skip it would never arrive", s.loc, hint=_DIVERGENT_HINT)
         elif isinstance(s, TileOp):
@@ -83,6 +88,19 @@ class _Checker:
             self.fail("T.tvm_thread_allreduce under a condition that differs between the threads of the block: "
                       "every thread of the block takes part", s.loc,
                       hint=_DIVERGENT_HINT + "; threads that should not contribute pass False as its condition")
+
+    def block_vote(self, s: Stmt, vote: str) -> None:
+        """Every thread must evaluate a block vote: outside divergent code, where each thread computes
+        the statement's operands itself (a variable, an ``if`` / ``while`` condition)."""
+        if self.div:
+            self.fail(f"T.{vote} under a condition that differs between the threads of the block: it is a "
+                      "barrier of the whole block, and the threads that skip it would never arrive", s.loc,
+                      hint=_DIVERGENT_HINT)
+        own = isinstance(s, (If, While, ExprStmt)) or isinstance(s, (Alloc, Store)) and s.buffer.scope in PRIVATE_SCOPES
+        if not own:
+            self.fail(f"T.{vote} in the operands of a {type(s).__name__}: the backend may let one thread (or a loop "
+                      "of the tile's elements) compute them, and every thread must reach the barrier once", s.loc,
+                      hint=f"assign it to a variable first (`n = T.{vote}(...)`) and use the variable")
 
     def nested(self, s: Stmt, body: Stmt) -> None:
         div = self.u.divergent(s)
@@ -155,9 +173,20 @@ def _reads_dst(op: TileOp) -> bool:
     return isinstance(op, Atomic) or (isinstance(op, Reduce) and not op.clear)
 
 
+def _is_warp_op(n: object) -> bool:
+    """Whether ``n`` is an operation of the lanes of a warp (the block's votes need no whole warps)."""
+    return isinstance(n, WarpOp) and n.op not in BLOCK_VOTE_OPS
+
+
 def _has_warp_op(s: Stmt) -> bool:
-    return any(isinstance(n, WarpOp) for e in children(s) if isinstance(e, (Expr, Region)) for n in walk(e))
+    return any(_is_warp_op(n) for e in children(s) if isinstance(e, (Expr, Region)) for n in walk(e))
 
 
 def _first_warp_op(s: Stmt) -> str:
-    return next(n.op for e in children(s) if isinstance(e, (Expr, Region)) for n in walk(e) if isinstance(n, WarpOp))
+    return next(n.op for e in children(s) if isinstance(e, (Expr, Region)) for n in walk(e) if _is_warp_op(n))
+
+
+def _block_vote(s: Stmt) -> str | None:
+    """The block vote among the operands of ``s`` (not of its nested statements), if any."""
+    return next((n.op for e in children(s) if isinstance(e, (Expr, Region)) for n in walk(e)
+                 if isinstance(n, WarpOp) and n.op in BLOCK_VOTE_OPS), None)

@@ -7,7 +7,7 @@ A ``WarpSpecialize`` region runs on its warpgroups only (``WARPGROUP`` threads e
   belongs to that region's warpgroups: it is not used outside regions, nor in a region of other
   warpgroups (``var`` and ``local`` buffers are per thread, hence free to use anywhere);
 - per-thread code (thread queries, warp operations) does not mix with regions or barriers, nor
-  ``T.sync_grid()`` with regions;
+  ``T.sync_grid()`` or the cluster barrier with regions;
 - a barrier buffer is only named by barrier operations, never used as data (read, stored, copied).
 """
 
@@ -18,6 +18,7 @@ from .errors import VerificationError
 from .expr import AtomicFetch, Load
 from .source import SourceLoc
 from .stmt import (
+    CLUSTER_SCOPES,
     Alloc,
     BarrierArrive,
     BarrierWait,
@@ -103,6 +104,9 @@ class _Checker:
         if isinstance(s, Sync) and s.scope == "grid" and has_regions(self.kernel.body):
             self.fail("T.sync_grid() in a kernel with T.ws regions is not supported", s.loc,
                       "split the kernel in two at the grid barrier")
+        if isinstance(s, Sync) and s.scope in CLUSTER_SCOPES and has_regions(self.kernel.body):
+            self.fail(f"{s.call} in a kernel with T.ws regions is not supported", s.loc,
+                      "synchronize the cluster in a kernel without T.ws regions")
         if not any(isinstance(c, Stmt) for c in children(s)):
             self.uses(s, region)
         else:

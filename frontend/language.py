@@ -31,6 +31,7 @@ from ..core_ir.dtypes import (
 from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
 from .allreduce import attr, comm_reducer, reinterpret, tvm_thread_allreduce
+from .cluster import block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait
 from .compile_annotations import annotate_compile_flags, annotate_pass_configs
 from .extern import call_extern, evaluate, import_source
 from .frames import KernelFrame as _KernelFrame
@@ -66,6 +67,9 @@ from .simt import (
     shfl_up,
     shfl_xor,
     shuffle_elect,
+    syncthreads_and,
+    syncthreads_count,
+    syncthreads_or,
     thread_binding,
     tvm_warp_shuffle,
     warp_reduce_bitand,
@@ -267,6 +271,8 @@ __all__ = [
     "annotate_min_blocks_per_sm", "use_swizzle", "annotate_pass_configs", "annotate_compile_flags",
     "print", "device_assert", "assume", "sync_threads", "named_barrier_arrive", "sync_warp", "wait_wgmma",
     "sync_grid", "pdl_trigger", "pdl_sync",
+    "cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync", "block_rank_in_cluster",
+    "syncthreads_count", "syncthreads_and", "syncthreads_or",
     # threads and warps
     "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
     "get_block_bindings", "get_block_extent", "get_block_extents", "get_lane_idx", "get_warp_idx",

@@ -1,5 +1,5 @@
-"""TileLang's SIMT escape hatch: thread and block queries, shuffles, warp reductions, votes,
-``T.match_any_sync`` and ``T.shuffle_elect``.
+"""TileLang's SIMT escape hatch: thread and block queries, shuffles, warp reductions, votes (of a
+warp, and the block's barriers that vote), ``T.match_any_sync`` and ``T.shuffle_elect``.
 
 A thread query (``T.get_thread_binding``...) gives a value that differs between the threads of a
 block; the warp operations read the values of the other lanes of the calling thread's warp.
@@ -290,6 +290,29 @@ def ballot_sync(predicate: Any, mask: Any = FULL_MASK) -> E.Expr:
 def ballot(predicate: Any) -> E.Expr:
     """``T.ballot_sync(predicate)``."""
     return _vote("ballot_sync", predicate, FULL_MASK, dtypes.uint64)
+
+
+def _block_vote(op: str, predicate: Any) -> E.Expr:
+    p = _value(predicate, f"T.{op}")
+    return E.WarpOp(op, (E.cast(p != 0, dtypes.bool_) if not p.dtype.is_bool else p,), 0, dtypes.int32)
+
+
+def syncthreads_count(predicate: Any) -> E.Expr:
+    """A barrier of the whole block (``__syncthreads_count``) whose int32 value, in every thread, is
+    the number of the block's threads whose ``predicate`` is nonzero."""
+    return _block_vote("syncthreads_count", predicate)
+
+
+def syncthreads_and(predicate: Any) -> E.Expr:
+    """A barrier of the whole block (``__syncthreads_and``): 1 (int32) in every thread when
+    ``predicate`` is nonzero in every thread of the block, else 0."""
+    return _block_vote("syncthreads_and", predicate)
+
+
+def syncthreads_or(predicate: Any) -> E.Expr:
+    """A barrier of the whole block (``__syncthreads_or``): 1 (int32) in every thread when
+    ``predicate`` is nonzero in some thread of the block, else 0."""
+    return _block_vote("syncthreads_or", predicate)
 
 
 def activemask() -> E.Expr:

@@ -5,7 +5,8 @@ On sm_90a the kernel is declared with ``__cluster_dims__(cx, cy, cz)``, so an or
 multiple of the cluster shape in every dimension (checked here at compile time for a static grid,
 by ``KernelMeta.grid`` at launch for a grid over dynamic dims). Clusters change what a kernel
 computes only through cluster features (the Hopper pipeline's TMA multicast,
-hopper/multicast.py), so targets without clusters (sm_80..sm_90) ignore the request.
+hopper/multicast.py; the kernel's own cluster barriers and ranks, cluster_sync.py, which refuses
+clusters of several blocks there), so targets without clusters (sm_80..sm_90) ignore the request.
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ from ...core_ir.tile_order import panel_order
 from ...core_ir.visit import views_of, walk
 from .analysis import block_ranges, bounds, nonneg
 from .cluster import launch_dims
+from .cluster_sync import check as check_cluster_ops
+from .cluster_sync import cluster_header, uses_cluster_header
 from .grid_sync import COUNTER, grid_header, is_cooperative, uses_grid_header, waits_for_previous
 from .half_pairs import print_pair
 from .hopper.stream_k import uses_workspace
@@ -221,6 +223,9 @@ class _Gen:
                                smem_tiles=self.smem_tiles)
         if uses_grid_header(kernel.body):
             self.ctx.data.setdefault("cuda.extra_headers", []).append(grid_header())
+        if uses_cluster_header(kernel.body):
+            check_cluster_ops(kernel, arch)
+            self.ctx.data.setdefault("cuda.extra_headers", []).append(cluster_header(cluster is not None))
         if uses_ws_header(kernel.body):
             self.ctx.data.setdefault("cuda.extra_headers", []).append(ws_header())
         body = "\n".join(self.lines)
@@ -646,6 +651,8 @@ class _Gen:
             return thread_index(e, self.block_rank)
         if isinstance(e, E.WarpOp):
             return self._warp_op(e)
+        if isinstance(e, E.ClusterRank):
+            return "tlx_cluster_rank()"
         raise BackendNotImplementedError(f"CUDA codegen: unexpected expression {type(e).__name__}")
 
     def _warp_op(self, e: E.WarpOp) -> str:

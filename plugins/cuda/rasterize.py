@@ -15,7 +15,8 @@ bijection of the grid onto itself for any ``gx``, ``gy``, ``G`` (the last panel
 holds the ``gy mod G`` leftover rows), so which block computes which tile changes but not what is
 computed. It is applied only when the user did not call ``T.use_swizzle`` (their choice wins,
 ``enable=False`` included), the kernel has a 2-D static grid and one ``T.gemm`` with static tile
-extents, and the heuristic (``choose_panel``) expects a clear gain.
+extents, and the heuristic (``choose_panel``) expects a clear gain. A kernel with cluster barriers or
+ranks keeps the hardware order, ``T.use_swizzle`` or not: its clusters are the blocks it names.
 
 Heuristic: a wave of ``W`` blocks (the target's SM count) in row-major order reads per k-step
 ``ceil(W / gx)`` A tiles and ``min(gx, W)`` B tiles; in panels of ``G`` it reads ``G`` A tiles and
@@ -43,6 +44,7 @@ from ...core_ir import expr as E
 from ...core_ir.stmt import Annotate, For, Kernel, Stmt
 from ...core_ir.tileops import Gemm, GemmSp
 from ...core_ir.visit import children, walk
+from .cluster_sync import has_cluster_ops
 from .perf_options import pass_configs
 
 #: (SMs, L2 bytes) per architecture family; others use the last entry
@@ -86,7 +88,7 @@ def _use_swizzle(kernel: Kernel) -> Annotate | None:
 def block_remap(kernel: Kernel, ctx: Any) -> tuple[int, bool] | None:
     """(panel, column-wise) of the remap of ``blockIdx`` codegen emits for ``kernel``
     (``T.use_swizzle``, else this stage's panel), or ``None`` when the block indices are taken as is."""
-    if len(kernel.block_vars) != 2:
+    if len(kernel.block_vars) != 2 or has_cluster_ops(kernel.body):  # a cluster's blocks stay the hardware's
         return None
     swz = _use_swizzle(kernel)
     if swz is None:

@@ -4,7 +4,8 @@ Shuffles are CUDA's ``__shfl_*_sync`` with the full mask (every lane takes part)
 shuffled in the type the kernel computes them in (``float`` for 16-bit floats, whose values stay
 exact), 8- and 16-bit integers and bools as ``int``. Warp reductions call the butterflies of
 ``include/tlx_warp.h``, ``elect_sync`` the ``tlx_elect_one`` of ``include/tlx_elect.h``; the kernel
-includes each only when it uses it. ``match_any_sync`` is ``__match_any_sync``.
+includes each only when it uses it. ``match_any_sync`` is ``__match_any_sync``; the block's votes are
+``__syncthreads_count/and/or``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def warp_header(e: E.WarpOp) -> str | None:
 def warp_op(e: E.WarpOp, args: list[str], ctype: str) -> str:
     """The expression computing ``e`` from its operands' code ``args``; ``ctype`` is the C type
     ``e``'s dtype is computed in."""
+    if e.op in E.BLOCK_VOTE_OPS:
+        return f"__{e.op}({args[0]})"
     if e.op == "activemask":
         return "((unsigned long long)__activemask())"
     if e.op in ("any_sync", "all_sync"):

@@ -30,10 +30,12 @@ from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.allreduce import ThreadAllreduce, accumulator_dtype
 from tilelang_x.core_ir.buffer import Buffer, Region
+from tilelang_x.core_ir.cluster import cluster_shape, cluster_size, has_cluster_barrier, rank_in_cluster
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, SpinWaitError, TileLangError
 from tilelang_x.core_ir.expr import WARP_SIZE
 from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import (
+    CLUSTER_SCOPES,
     Alloc,
     Annotate,
     Assert,
@@ -58,6 +60,7 @@ from tilelang_x.core_ir.visit import buffers_used, views_of, walk
 
 from . import numerics
 from .allreduce import allreduce_fn
+from .cluster_run import cluster_barrier, cluster_kernel
 from .compile_expr import ExprCompiler, Fn
 from .grid_sync import Turns, run_blocks
 from .lanes import lane_varying_loop, out_of_bounds, vec_store
@@ -121,6 +124,8 @@ class Compiler(ExprCompiler):
         self.divergence = 0  # divergent ``if`` / loops around the statement being compiled
         self.regions: Regions | None = None  # of a kernel with T.ws regions or barriers (``warp_regions``)
         self.block_threads: tuple[int, ...] = ()  # T.Kernel's threads= of a kernel that runs one lane per thread
+        self.cluster_shape = (1, 1, 1)  # of the kernel being compiled
+        self.cluster_size = 1  # blocks a cluster barrier waits for (1: a barrier of the block)
         self.race_candidates = self.race_tracked()
 
     def written_params(self) -> set[int]:
@@ -176,6 +181,8 @@ class Compiler(ExprCompiler):
             return seq
         if isinstance(s, Sync) and s.scope == "grid":
             return self._sync_grid(s)
+        if isinstance(s, Sync) and s.scope in CLUSTER_SCOPES and self.cluster_size > 1:
+            return cluster_barrier(s)
         if isinstance(s, (Annotate, Sync)):  # statements run in order, for the whole block at once
             return None
         if isinstance(s, For):
@@ -493,6 +500,8 @@ class Compiler(ExprCompiler):
         named = any(isinstance(n, NamedBarrier) for n in walk(s.body))
         if named:
             self._check_warp_team(s)
+        self.cluster_shape = cluster_shape(s)
+        self.cluster_size = cluster_size(s) if has_cluster_barrier(s.body) else 1
         bind_threads = self._threads(s, uni, named) if uni.simt else None
         regions = self.regions = Regions(self, s, bind_threads if named else None) \
             if named or uses_barriers(s.body) else None
@@ -500,8 +509,17 @@ class Compiler(ExprCompiler):
             body = self.stmt(s.body)
         finally:
             self.regions = None
-        if body is not None and any(isinstance(n, Sync) and n.scope == "grid" for n in walk(s.body)):
-            return self._grid_kernel(fgrid, slots, types, bind_threads, body, s.loc)
+        grid = any(isinstance(n, Sync) and n.scope == "grid" for n in walk(s.body))
+        if body is not None and self.cluster_size > 1:
+            if grid:
+                raise BackendNotImplementedError(
+                    "the interpreter does not run a kernel with both T.sync_grid() and cluster barriers", loc=s.loc,
+                    hint="split the kernel at the grid barrier")
+            return cluster_kernel(fgrid, slots, types, bind_threads, body, regions, self.cluster_shape, s.loc)
+        if body is not None and grid:
+            return self._grid_kernel(fgrid, slots, types, bind_threads, body, self.cluster_shape, s.loc)
+
+        shape = self.cluster_shape
 
         def kernel(env: list) -> None:
             dims = [int(f(env)) for f in fgrid]
@@ -518,6 +536,7 @@ class Compiler(ExprCompiler):
                     env[k] = t(b)
                 frame.block = block
                 frame.block_id = block_id
+                frame.rank = rank_in_cluster(block, shape)
                 frame.first_block = not any(block)
                 if regions is not None:
                     regions.run_block(env, block, body)
@@ -531,14 +550,24 @@ class Compiler(ExprCompiler):
     def _check_warp_team(s: Kernel) -> None:
         """A kernel with named barriers runs as a team of whole warps, one block at a time."""
         grid = any(isinstance(n, Sync) and n.scope == "grid" for n in walk(s.body))
+        vote = next((n for n in walk(s.body) if isinstance(n, E.WarpOp) and n.op in E.BLOCK_VOTE_OPS), None)
+        if vote is not None:
+            raise BackendNotImplementedError(
+                f"the interpreter does not run T.{vote.op} in a kernel with named barriers (it runs such a kernel "
+                "as a team of warps)", loc=s.loc, hint="vote with T.any_sync / T.all_sync per warp, or drop the "
+                "named barriers")
         if s.num_threads % WARP_SIZE or grid:
             what = "T.sync_grid()" if grid else f"{s.num_threads} threads, not whole warps"
             raise BackendNotImplementedError(
                 f"the interpreter runs a kernel with named barriers as a team of whole warps; this one has {what}",
                 loc=s.loc, hint="launch a multiple of 32 threads; split the kernel at the grid barrier")
 
+    def _clusterrank(self, e: E.ClusterRank, loc: SourceLoc | None) -> Fn:
+        out = numerics.storage_dtype(e.dtype).type
+        return lambda env: out(env[FRAME].rank)
+
     def _grid_kernel(self, fgrid: list[Fn], slots: list[int], types: list[Any], bind_threads: Fn | None, body: Fn,
-                     loc: SourceLoc | None) -> Fn:
+                     shape: tuple[int, int, int], loc: SourceLoc | None) -> Fn:
         """A kernel with ``T.sync_grid()``: its blocks run side by side (``grid_sync``)."""
 
         def kernel(env: list) -> None:
@@ -551,7 +580,9 @@ class Compiler(ExprCompiler):
                 races.launch(dims)
 
             def start(block: tuple[int, ...], turns: Turns, i: int) -> Callable[[], None]:
-                benv = launch.fork(block, turns, i, block_id=i).env
+                frame = launch.fork(block, turns, i, block_id=i)
+                frame.rank = rank_in_cluster(block, shape)
+                benv = frame.env
                 for k, t, b in zip(slots, types, block):
                     benv[k] = t(b)
                 return lambda: body(benv)

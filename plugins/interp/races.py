@@ -20,7 +20,8 @@ of the accesses' source locations, the 4095th and later unnamed), ``-1`` for non
 for grids of fewer than 2^19 blocks; two slots per kind: the first block and the first other
 block, which is all a conflict check needs (the second made only once some element needs it).
 Tensors the kernel never writes are not tracked (nothing can race on them), so reading inputs
-costs nothing.
+costs nothing. In a kernel with cluster barriers the accesses are told apart by cluster: the
+order the barriers give the blocks of one cluster is not checked, that between clusters is.
 """
 
 from __future__ import annotations
@@ -145,14 +146,17 @@ class RaceTracker:
         self.kernel = kernel
         self.tracked = tracked
         self.dims: tuple[int, ...] = ()
+        self.unit = "block"
         self.tensors: dict[tuple[int, int], _Tensor] = {}
         self.sites: list[SourceLoc | None] = []
         self._site_of: dict[Any, int] = {}
 
     # ---- the launch ----------------------------------------------------------------------------
-    def launch(self, dims: Sequence[int]) -> None:
-        """A grid of ``dims`` blocks starts: forget every earlier access."""
+    def launch(self, dims: Sequence[int], unit: str = "block") -> None:
+        """A grid of ``dims`` blocks starts: forget every earlier access. ``unit`` ``"cluster"``: the
+        accesses are told apart by cluster (``dims``: the grid of clusters), not by block."""
         self.dims = tuple(dims)
+        self.unit = unit
         self.tensors.clear()
 
     def barrier(self) -> None:
@@ -236,7 +240,7 @@ class RaceTracker:
         site = other & _NO_SITE
         other_loc = self.sites[site] if site < len(self.sites) else None
         raise RaceError(_message(self.kernel, now, earlier, f"`{buf.name}`[{index}]", self._block(block),
-                                 self._block(other >> _SITE_BITS), other_loc),
+                                 self._block(other >> _SITE_BITS), other_loc, self.unit),
                         loc=loc, hint=_HINTS[(now, earlier)])
 
 
@@ -290,9 +294,9 @@ def _fmt(block: tuple[int, ...]) -> str:
 
 
 def _message(kernel: str, now: str, earlier: str, elem: str, block: tuple[int, ...], other: tuple[int, ...],
-             other_loc: SourceLoc | None) -> str:
+             other_loc: SourceLoc | None, unit: str = "block") -> str:
     where = f" (at {other_loc})" if other_loc is not None else ""
     verb = (_ALSO if now == earlier else _VERB)[earlier]
-    return (f"`{kernel}`: data race between blocks: block {_fmt(block)} {_VERB[now]} {elem}, which block "
-            f"{_fmt(other)} {verb}{where} in the same launch with no T.sync_grid() between; on a GPU the blocks "
+    return (f"`{kernel}`: data race between {unit}s: {unit} {_fmt(block)} {_VERB[now]} {elem}, which {unit} "
+            f"{_fmt(other)} {verb}{where} in the same launch with no T.sync_grid() between; on a GPU the {unit}s "
             "run concurrently, so the result depends on their order")

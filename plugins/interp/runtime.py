@@ -55,7 +55,7 @@ class Frame:
     """The state of one kernel launch; tile-op executors receive it (see ``lower/__init__``)."""
 
     __slots__ = ("program", "env", "block", "block_id", "first_block", "parallel_depth", "grids", "loc", "turns",
-                 "turn", "races")
+                 "turn", "races", "cluster", "rank")
 
     def __init__(self, program: Program, nslots: int) -> None:
         self.program = program
@@ -71,6 +71,8 @@ class Frame:
         self.turns: Any = None  # a kernel with T.sync_grid(): its blocks' grid_sync.Turns
         self.turn = 0  # and this block's place in them
         self.races: RaceTracker | None = None  # this launch's, when the race check is on
+        self.cluster: Any = None  # a kernel with cluster barriers: its cluster's cluster_sync.ClusterTurns
+        self.rank = 0  # the block's rank in its cluster (T.block_rank_in_cluster())
 
     def fork(self, block: tuple[int, ...], turns: Any, turn: int, block_id: int | None = None) -> Frame:
         """The frame of one block of a kernel with ``T.sync_grid()``, which runs beside the others
@@ -88,6 +90,7 @@ class Frame:
         f.grids = []
         f.loc = None
         f.turns, f.turn = turns, turn
+        f.cluster, f.rank = self.cluster, self.rank
         return f
 
     # ---- what executors use --------------------------------------------------------------------

@@ -8,6 +8,7 @@ the CUDA backend generates (xor 16, 8, 4, 2, 1), so every lane gets the same, bi
 16- and 8-bit floats are combined in float32 and rounded once. ``match_any_sync`` compares bit
 patterns; ``elect_sync`` elects lane 0, the lowest lane of a whole warp. Every lane of a warp must
 execute a warp operation (CUDA's full mask): a warp with both active and inactive lanes raises.
+The block's votes (``T.syncthreads_count/and/or``) combine every lane of the block into one value.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def warp_fn(e: E.WarpOp, fargs: list[Fn], nthreads: int, loc: SourceLoc | None) 
     def lanes(x: Any) -> np.ndarray:
         return np.broadcast_to(np.asarray(x), (nthreads,))
 
+    if op in E.BLOCK_VOTE_OPS:
+        return _block_vote(op, fargs[0], nthreads, out.type, loc)
     if op in E.SHUFFLE_OPS:
         source = _shuffle_source(op, lane, e.width)
         fv, fb = fargs
@@ -94,6 +97,23 @@ def warp_fn(e: E.WarpOp, fargs: list[Fn], nthreads: int, loc: SourceLoc | None) 
         per_warp = p.reshape(-1, E.WARP_SIZE)
         hit = per_warp.any(axis=1) if op == "any_sync" else per_warp.all(axis=1)
         return np.repeat(hit, E.WARP_SIZE).astype(out)
+
+    return vote
+
+
+def _block_vote(op: str, fp: Fn, nthreads: int, out: Any, loc: SourceLoc | None) -> Fn:
+    """``__syncthreads_count/and/or`` over the block's ``nthreads`` lanes: one value for all."""
+
+    def vote(env: list) -> Any:
+        mask = env[MASK]
+        if mask is not None and not np.all(mask):
+            raise TileLangError(f"T.{op} is executed by only some threads of the block (a condition or loop around "
+                                "it differs between them)", loc=loc,
+                                hint="every thread of the block must reach a block barrier: vote before the `if`")
+        p = np.broadcast_to(np.asarray(fp(env)), (nthreads,)).astype(bool)
+        if op == "syncthreads_count":
+            return out(np.count_nonzero(p))
+        return out(p.all() if op == "syncthreads_and" else p.any())
 
     return vote
 

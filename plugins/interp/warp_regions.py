@@ -140,8 +140,8 @@ class Regions:
     def wrap(self, s: Stmt, fn: Fn | None) -> Fn | None:
         """``fn``, the closure of ``s`` outside ``T.Parallel``, made a meeting of the region's
         members when they execute ``s`` together."""
-        if isinstance(s, Sync) and s.scope == "block":
-            fn = lambda env: None  # noqa: E731 - a meeting with nothing to run
+        if isinstance(s, Sync) and (s.scope == "block" or fn is None and s.scope in ("cluster_wait", "cluster_sync")):
+            fn = lambda env: None  # noqa: E731 - a meeting with nothing to run (a cluster of one block: the block's)
         if fn is None:
             return None
         if self.bind is not None:

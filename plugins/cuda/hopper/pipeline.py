@@ -42,6 +42,7 @@ from typing import Any
 from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
+from ....core_ir.cluster import cluster_ops
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Sync
 from ....core_ir.tileops import Copy, Gemm, ReducerInit
 from ....core_ir.uniformity import uses_simt
@@ -259,6 +260,10 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx, clustered: bool
     if any(isinstance(n, Sync) and n.scope in ("grid", "pdl_sync") for n in walk(kernel.body)):
         log.debug("the kernel at line %s calls T.sync_grid or T.pdl_sync: not warp-specialized (the producer would "
                   "not take part)", getattr(kernel.loc, "line", "?"))
+        return None
+    if cluster_ops(kernel.body):
+        log.debug("the kernel at line %s uses cluster barriers or ranks: not warp-specialized (its blocks stay where "
+                  "the hardware clusters them; no multicast, no persistent form)", getattr(kernel.loc, "line", "?"))
         return None
     if annotated_min_blocks(kernel.body) not in (None, 1):
         log.debug("the kernel at line %s asks for more than one block per SM: plain TMA pipeline (setmaxnreg plans "

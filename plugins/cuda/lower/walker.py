@@ -11,6 +11,7 @@ from ....core_ir.allreduce import ThreadAllreduce
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import (
+    CLUSTER_SCOPES,
     Alloc,
     Annotate,
     Assert,
@@ -30,6 +31,7 @@ from ....core_ir.tileops import Atomic, TileOp
 from ....core_ir.uniformity import Uniformity, written_regions
 from ....core_ir.visit import rewrite, walk
 from ..analysis import bounds
+from ..cluster_sync import lower_cluster_sync
 from ..grid_sync import lower_sync
 from ..launch_bounds import MIN_BLOCKS
 from ..layout import spread_over_threads
@@ -174,6 +176,8 @@ class _Walker:
         if isinstance(s, Sync):
             if s.scope == "block":
                 return Barrier(s.loc)
+            if s.scope in CLUSTER_SCOPES:
+                return lower_cluster_sync(s)
             return Evaluate(Intrin("__syncwarp", ()), s.loc) if s.scope == "warp" else lower_sync(s)
         if isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn in FRAGMENT_CALLS \
                 and s.value.args and isinstance(s.value.args[0], PtrTo):
