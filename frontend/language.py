@@ -301,6 +301,14 @@ _INSTEAD = dict.fromkeys(
     "reduce across threads with T.warp_reduce_sum (the lanes of a warp), or T.reduce_sum over a fragment",
 )
 
+#: TileLang's explicit PTX loads and stores: untyped 32-bit words and uint32 vectors the IR cannot carry
+_INSTEAD.update(dict.fromkeys(
+    tuple(f"{op}{bits}" for op in ("ldg", "stg") for bits in (32, 64, 128, 256))
+    + tuple(f"{op}{bits}" for op in ("lds", "sts") for bits in (32, 64, 128)),
+    "read and write elements (A[T.Ramp(i, 1, 2)] for a packed pair), or T.copy a tile, whose global "
+    "accesses the CUDA backend vectorizes (up to 16 bytes)",
+))
+
 
 def __getattr__(name: str) -> object:
     if name.startswith("__"):
