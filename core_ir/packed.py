@@ -143,6 +143,9 @@ def load(buffer: Any, idx: tuple[Any, ...]) -> Packed:
 
 def store(buffer: Any, idx: tuple[Any, ...], value: Any) -> None:
     """``buffer[idx] = value`` with a ``Ramp`` among ``idx``: one store per lane of ``value``."""
+    if not has_ramp(idx):
+        raise TileLangTypeError(f"a packed {value.dtype} value stored to one element of `{buffer.name}`",
+                                loc=caller_loc(), hint=f"store its two lanes at {buffer.name}[T.Ramp(i, 1, 2)]")
     if not isinstance(value, Packed) or sum(isinstance(i, Ramp) for i in idx) != 1:
         raise TileLangTypeError(f"a store to `{buffer.name}` at a T.Ramp index takes one packed value",
                                 loc=caller_loc(), hint="store T.add2(...) and the others, or T.float16x2(a, b)")

@@ -179,7 +179,15 @@ def test_ramp_lanes_store_and_operator_errors_name_the_line():
                 for i in T.Parallel(32):
                     A[2 * i] = T.reinterpret(T.int32, A[T.Ramp(2 * i, 1, 2)])  # E:int
 
+    def element_store():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float16)):
+            with T.Kernel(1):
+                for i in T.Parallel(32):
+                    A[2 * i] = T.abs2(A[T.Ramp(2 * i, 1, 2)])  # E:element
+
     raises(TileLangTypeError, "lanes", four_lanes, "T.Ramp", "4 lanes")
+    raises(TileLangTypeError, "element", element_store, "float16x2", "one element", "A[T.Ramp(i, 1, 2)]")
     raises(TileLangTypeError, "store", scalar_store, "T.Ramp", "packed value")
     raises(TileLangTypeError, "plus", plus, "float16x2", "T.add2")
     raises(TileLangTypeError, "int", int_load, "`A`", "int32")
