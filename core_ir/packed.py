@@ -54,6 +54,9 @@ class Packed:
     def dtype(self) -> PackedDType:
         return PackedDType(f"{self.elem.name}x{len(self.lanes)}")
 
+    def __repr__(self) -> str:
+        return f"T.{self.dtype}({', '.join(str(lane) for lane in self.lanes)})"
+
     def _refuse(self, *_: Any) -> Any:
         raise TileLangTypeError(f"Python operators on a packed {self.dtype} value are not supported", loc=caller_loc(),
                                 hint="use T.add2, T.sub2, T.mul2, T.fma2, T.max2, T.min2, T.abs2")
