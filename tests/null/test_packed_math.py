@@ -212,6 +212,16 @@ def test_reinterpret_width_and_fast_rcp_dtype_name_the_line():
     raises(TileLangTypeError, "rcp", half, "T.fast_rcp", "float16", "T.cast")
 
 
+def test_a_buffer_of_packed_dtype_names_the_line():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float16)):
+            with T.Kernel(1):
+                T.alloc_local((4,), T.bfloat16x2)  # E:buffer
+
+    raises(TileLangTypeError, "buffer", build, "bfloat16x2", "packed pair", "bfloat16 elements", "T.Ramp")
+
+
 @pytest.mark.parametrize("name", ["ldg32", "ldg128", "ldg256", "stg64", "lds128", "sts32"])
 def test_explicit_ptx_loads_and_stores_stay_rejected_with_a_hint(name):
     with pytest.raises(NotSupportedError, match=f"T.{name} is not supported") as info:
