@@ -68,6 +68,18 @@ class Packed:
         raise TileLangTypeError(f"a packed {self.dtype} value has no truth value", loc=caller_loc())
 
 
+def _operand(a: Any) -> Any:
+    """``a``, or for a region of two elements along one dimension (``A[i:i + 2]``), their pair."""
+    from .buffer import Region
+
+    if isinstance(a, Region) and len(a.starts) == a.buffer.ndim:
+        idx = tuple(slice(s, s + e) if E.as_int(e) != 1 else s for s, e in zip(a.starts, a.extents))
+        ramped = _slice_as_ramp(a.buffer, idx)
+        if ramped is not None:
+            return load(a.buffer, ramped)
+    return a
+
+
 def _check(name: str, args: tuple[Any, ...]) -> DType:
     """The lane dtype shared by ``args``; a ``TileLangTypeError`` naming the line otherwise."""
     for a in args:
@@ -89,6 +101,7 @@ def apply(name: str, *args: Any) -> Packed:
     arity = PACKED_OPS[name]
     if len(args) != arity:
         raise TileLangTypeError(f"T.{name} takes {arity} packed values, got {len(args)}", loc=caller_loc())
+    args = tuple(_operand(a) for a in args)
     elem = _check(name, args)
     flat = tuple(lane for a in args for lane in a.lanes)
     return Packed(tuple(E.Call(f"{name}.{k}", flat, elem) for k in range(LANES)), elem)
@@ -134,6 +147,24 @@ def has_ramp(idx: tuple[Any, ...]) -> bool:
     return any(isinstance(i, Ramp) for i in idx)
 
 
+def _slice_as_ramp(buffer: Any, idx: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``idx`` with its one slice ``i:i + 2`` as ``T.Ramp(i, 1, 2)``, as TVM reads ``A[i:i + 2]``
+    where a packed value goes; ``None`` for any other index."""
+    from .simplify import simplify
+
+    dims = [k for k, i in enumerate(idx) if isinstance(i, slice)]
+    if len(idx) != buffer.ndim or len(dims) != 1:
+        return None
+    k = dims[0]
+    s = idx[k]
+    if s.start is None or s.stop is None or (s.step is not None and E.as_int(s.step) != 1):
+        return None
+    lo = E.convert(s.start)
+    if E.as_int(simplify(E.convert(s.stop) - lo)) != LANES:
+        return None
+    return (*idx[:k], Ramp(lo, E.const(1), LANES), *idx[k + 1:])
+
+
 def load(buffer: Any, idx: tuple[Any, ...]) -> Packed:
     """``buffer[idx]`` with a ``Ramp`` among ``idx``: the packed value of the elements it names."""
     if buffer.dtype.name not in {d.name for d in PACKED_DTYPES.values()}:
@@ -145,10 +176,14 @@ def load(buffer: Any, idx: tuple[Any, ...]) -> Packed:
 
 
 def store(buffer: Any, idx: tuple[Any, ...], value: Any) -> None:
-    """``buffer[idx] = value`` with a ``Ramp`` among ``idx``: one store per lane of ``value``."""
+    """``buffer[idx] = value`` with a ``Ramp`` (or a slice ``i:i + 2``) among ``idx``: one store per
+    lane of ``value``."""
     if not has_ramp(idx):
-        raise TileLangTypeError(f"a packed {value.dtype} value stored to one element of `{buffer.name}`",
-                                loc=caller_loc(), hint=f"store its two lanes at {buffer.name}[T.Ramp(i, 1, 2)]")
+        idx = _slice_as_ramp(buffer, idx) or idx
+    if not has_ramp(idx):
+        raise TileLangTypeError(f"a packed {value.dtype} value stored to `{buffer.name}` at an index that is not "
+                                "a pair of elements", loc=caller_loc(),
+                                hint=f"store its two lanes at {buffer.name}[T.Ramp(i, 1, 2)] or {buffer.name}[i:i + 2]")
     if not isinstance(value, Packed) or sum(isinstance(i, Ramp) for i in idx) != 1:
         raise TileLangTypeError(f"a store to `{buffer.name}` at a T.Ramp index takes one packed value",
                                 loc=caller_loc(), hint="store T.add2(...) and the others, or T.float16x2(a, b)")

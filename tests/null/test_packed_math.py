@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+import tilelang_x as tilelang
 import tilelang_x.language as T
 from tests.kernels import packed_math as K
 from tests.null.cuda_helpers import cuda_source
@@ -107,6 +108,21 @@ def test_reinterpret_packs_lane_zero_low():
     torch.testing.assert_close(r, -a.abs(), rtol=0, atol=0)
 
 
+def test_a_two_element_slice_is_a_pair_as_operand_and_store_target():
+    @T.prim_func
+    def main(A: T.Tensor((8, 64), T.bfloat16), B: T.Tensor((8, 64), T.bfloat16), C: T.Tensor((8, 64), T.bfloat16)):
+        with T.Kernel(1, threads=128):
+            for r, p in T.Parallel(8, 32):
+                C[r, 2 * p:2 * p + 2] = T.mul2(A[r, 2 * p:2 * p + 2], B[r, T.Ramp(2 * p, 1, 2)])
+
+    g = torch.Generator().manual_seed(3)
+    a, b = (torch.randn(8, 64, generator=g).bfloat16() for _ in range(2))
+    c = torch.empty(8, 64, dtype=torch.bfloat16)
+    with knobs.scope(target_default="interp"):
+        tilelang.compile(main, target="interp")(a, b, c)
+    torch.testing.assert_close(c, a * b, rtol=0, atol=0)
+
+
 def test_fast_rcp_is_the_correctly_rounded_reciprocal():
     x = np.array([3.0, -7.0, 0.0, -0.0, np.inf, 1e-30, 2.0**127, np.nan], dtype=np.float32)
     with knobs.scope(target_default="interp"):
@@ -187,7 +203,7 @@ def test_ramp_lanes_store_and_operator_errors_name_the_line():
                     A[2 * i] = T.abs2(A[T.Ramp(2 * i, 1, 2)])  # E:element
 
     raises(TileLangTypeError, "lanes", four_lanes, "T.Ramp", "4 lanes")
-    raises(TileLangTypeError, "element", element_store, "float16x2", "one element", "A[T.Ramp(i, 1, 2)]")
+    raises(TileLangTypeError, "element", element_store, "float16x2", "not a pair", "A[T.Ramp(i, 1, 2)]", "A[i:i + 2]")
     raises(TileLangTypeError, "store", scalar_store, "T.Ramp", "packed value")
     raises(TileLangTypeError, "plus", plus, "float16x2", "T.add2")
     raises(TileLangTypeError, "int", int_load, "`A`", "int32")
