@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import expr as E
+from . import packed
 from .dtypes import DType
 from .errors import OutOfBoundsError, TileLangSyntaxError
+from .packed import Packed
 from .source import SourceLoc, caller_loc
 
 #: Scopes every backend understands. Plugins may add their own (e.g. Ascend ``ub``, ``l0a``).
@@ -110,14 +112,19 @@ class Buffer:
             )
         return idx
 
-    def __getitem__(self, idx: Any) -> E.Load | Region:
+    def __getitem__(self, idx: Any) -> E.Load | Region | Packed:
         idx = self._normalize_index(idx)
+        if packed.has_ramp(idx):
+            return packed.load(self, idx)
         if len(idx) == self.ndim and not any(isinstance(i, slice) for i in idx):
             return E.Load(self, tuple(E.convert(i) for i in idx), caller_loc())
         return Region.from_index(self, idx)
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         idx = self._normalize_index(idx)
+        if packed.has_ramp(idx) or isinstance(value, Packed):
+            packed.store(self, idx, value)
+            return
         if len(idx) != self.ndim or any(isinstance(i, slice) for i in idx):
             raise TileLangSyntaxError(
                 f"assignment to a slice of `{self.name}` is not supported",

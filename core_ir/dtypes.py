@@ -133,7 +133,11 @@ def as_dtype(value: Any) -> DType:
     found = _ALIASES.get(text)
     if found is None:
         names = ", ".join(d.name for d in ALL)
-        raise TileLangTypeError(f"unknown dtype {value!r}", hint=f"use one of: {names}")
+        hint = f"use one of: {names}"
+        if text.endswith("x2") and text[:-2] in _ALIASES:  # T.float16x2 and its siblings: packed pairs
+            hint = f"{text} is a packed pair, not an element dtype: hold {text[:-2]} elements and read two " \
+                   "with A[T.Ramp(i, 1, 2)]"
+        raise TileLangTypeError(f"unknown dtype {value!r}", hint=hint)
     return found
 
 

@@ -56,6 +56,8 @@ MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst
 #: Integer intrinsics a ``Call`` may name: one integer argument; ``popcount`` keeps its dtype,
 #: ``clz`` (leading zero bits, the width for 0) is an int32, as in TVM.
 INT_FUNCS = ("popcount", "clz")
+#: ``T.fast_rcp``'s ``Call``: the approximate float32 reciprocal
+FAST_RCP = "fast_rcp"
 #: ``T.rng_rand``'s ``Call``: ``(seed, subsequence, offset)``, three uint64 operands, a uint32 result
 #: (Philox4x32-10, ``core_ir.philox``); a pure function of its operands
 RNG_FUNC = "rng_rand"
@@ -319,8 +321,9 @@ class Cast(Expr):
 class Call(Expr):
     """An intrinsic by name: a math function (``MATH_FUNCS``), an integer function
     (``INT_FUNCS``), IEEE-rounded arithmetic (``IEEE_FUNCS``, the mode in the name:
-    ``ieee_add.rz``), ``reinterpret`` (the bits of its argument read as ``dtype``) or the random
-    draw ``RNG_FUNC``."""
+    ``ieee_add.rz``), ``reinterpret`` (the bits of its argument read as ``dtype``), the random
+    draw ``RNG_FUNC``, the approximate reciprocal ``FAST_RCP`` or a lane of a packed operation
+    (``core_ir.packed``: ``add2.0``)."""
 
     name: str
     args: tuple[Expr, ...]
@@ -696,6 +699,17 @@ def ieee_call(name: str, args: tuple[Any, ...], mode: Any) -> Expr:
                                 hint="cast the operands with T.cast(x, T.float32)")
     operands = tuple(cast(convert(a, common), common) for a in args)
     return Call(f"{name}.{mode}", operands, common)
+
+
+def fast_rcp(x: Any) -> Expr:
+    """``T.fast_rcp(x)``: ``1 / x`` of a float32 ``x`` (integers become float32), approximate."""
+    e = convert(x)
+    if e.dtype.is_int or e.dtype.is_bool:
+        e = cast(e, dtypes.float32)
+    if e.dtype != dtypes.float32:
+        raise TileLangTypeError(f"T.fast_rcp computes in float32, got {e.dtype}", loc=caller_loc(),
+                                hint="cast the operand with T.cast(x, T.float32)")
+    return Call(FAST_RCP, (e,), dtypes.float32)
 
 
 def ieee_parts(name: str) -> tuple[str, str] | None:

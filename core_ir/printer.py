@@ -10,6 +10,7 @@ from typing import Any
 
 from . import expr as E
 from .buffer import Buffer, Region
+from .packed import LANES, packed_parts
 from .stmt import (
     Alloc,
     Annotate,
@@ -113,6 +114,11 @@ class _Printer:
             if ieee is not None:
                 name, mode = ieee
                 return f"T.{name}({', '.join(args if name == 'ieee_frsqrt' else [*args, repr(mode)])})"
+            lane = packed_parts(e.name)
+            if lane is not None:
+                pairs = [f"T.{e.dtype.name}x{LANES}({', '.join(args[i:i + LANES])})"
+                         for i in range(0, len(args), LANES)]
+                return f"T.{lane[0]}({', '.join(pairs)})[{lane[1]}]"
             return f"T.{e.name}({', '.join(args)})"
         if isinstance(e, E.ExternCall):
             dtype = "void" if e.void else e.dtype.name

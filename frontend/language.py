@@ -39,6 +39,7 @@ from .function import macro, prim_func
 from .grid import pdl_sync, pdl_trigger, sync_grid
 from .ir_if import Else, If, Then
 from .meta import inline, meta_class
+from .packed import Ramp, abs2, add2, bfloat16x2, float16x2, float32x2, fma2, max2, min2, mul2, sub2
 from .pointers import make_tensor, ptr
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .ref import Ref
@@ -246,6 +247,7 @@ __log10 = _MATH["__log10"]
 __tan = _MATH["__tan"]
 __cos = _MATH["__cos"]
 __sin = _MATH["__sin"]
+fast_rcp = _surface.fast_rcp
 
 __all__ = [
     # program structure
@@ -289,17 +291,25 @@ __all__ = [
     "bitwise_not", "cast", "Cast", "reinterpret", "max_value", "min_value", "popcount", "clz", "ieee_add", "ieee_sub",
     "ieee_mul", "ieee_fmaf", "ieee_frcp", "ieee_fsqrt", "ieee_frsqrt", "ieee_fdiv", *_MATH,
     "rng_init", "rng_rand", "rng_rand_float", "import_source", "call_extern", "evaluate",
+    "fast_rcp", "add2", "sub2", "mul2", "fma2", "max2", "min2", "abs2", "Ramp",
     # dtypes
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e5m2fn",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "dtype",
+    "float16x2", "bfloat16x2", "float32x2",
 ]
 
 dtype = as_dtype  # TileLang's T.dtype(...): a dtype from any spelling (also a parameter annotation)
 
 _LAYOUT_NAMES = ("Layout", "Fragment")
 
-#: TVM-level names of TileLang examples with no counterpart here, and what to write instead
-_INSTEAD: dict[str, str] = {}
+#: TileLang names with no counterpart here, and what to write instead: the explicit PTX loads and
+#: stores, whose untyped 32-bit words and uint32 vectors the IR cannot carry
+_INSTEAD = dict.fromkeys(
+    tuple(f"{op}{bits}" for op in ("ldg", "stg") for bits in (32, 64, 128, 256))
+    + tuple(f"{op}{bits}" for op in ("lds", "sts") for bits in (32, 64, 128)),
+    "read and write elements (A[T.Ramp(i, 1, 2)] for a packed pair), or T.copy a tile, whose global "
+    "accesses the CUDA backend vectorizes (up to 16 bytes)",
+)
 
 
 def __getattr__(name: str) -> object:

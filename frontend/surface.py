@@ -14,7 +14,7 @@ import itertools
 import math
 from typing import Any
 
-from ..core_ir import dtypes
+from ..core_ir import dtypes, packed
 from ..core_ir import expr as E
 from ..core_ir.buffer import CORE_SCOPES, Buffer, Region, known_scope
 from ..core_ir.errors import (
@@ -1285,12 +1285,19 @@ def clz(x: Any) -> E.Expr:
     return E.int_call("clz", x)
 
 
-def reinterpret(dtype: Any, value: Any) -> E.Expr:
+def reinterpret(dtype: Any, value: Any) -> E.Expr | packed.Packed:
     """The bits of ``value`` read as ``dtype``, of the same width (TVM's argument order)."""
-    if isinstance(dtype, E.Expr) or hasattr(dtype, "as_expr"):
+    if isinstance(dtype, (E.Expr, packed.Packed)) or hasattr(dtype, "as_expr"):
         raise TileLangTypeError("T.reinterpret takes the dtype first: T.reinterpret(dtype, value)",
                                 loc=caller_loc())
+    if isinstance(value, packed.Packed) or (isinstance(dtype, str) and dtype in packed.PACKED_DTYPES):
+        return packed.reinterpret(dtype, value)
     return E.reinterpret(dtype_of(dtype), value)
+
+
+def fast_rcp(x: Any) -> E.Expr:
+    """``1 / x`` in float32, approximate on the device (within 1 ulp; subnormals flush to zero)."""
+    return E.fast_rcp(x)
 
 
 def ieee_add(x: Any, y: Any, rounding_mode: str = "rn") -> E.Expr:

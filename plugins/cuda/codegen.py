@@ -18,6 +18,7 @@ from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer
 from ...core_ir.dtypes import DType
 from ...core_ir.errors import BackendNotImplementedError
+from ...core_ir.packed import packed_parts
 from ...core_ir.stmt import IMPORTS, Alloc, Annotate, For, If, Jump, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
 from ...core_ir.tile_order import panel_order
 from ...core_ir.visit import views_of, walk
@@ -50,6 +51,7 @@ from .lir import (
 from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
 from .named_barriers import check_ids
 from .narrow_math import is_narrow_float, narrow_constant, needs_rounding
+from .packed import fast_rcp_call, packed_call
 from .rasterize import block_remap
 from .rng import rng_call
 from .smem_plan import PLAN, plan_shared
@@ -724,6 +726,11 @@ class _Gen:
         if ieee is not None:
             name, mode = ieee
             return f"__{IEEE_FUNCS[name][dt.bits == 64]}_{mode}({', '.join(args)})"
+        lane = packed_parts(e.name)
+        if lane is not None:
+            return packed_call(*lane, e.dtype, args, self.ctx.data.setdefault("cuda.extra_headers", []))
+        if e.name == E.FAST_RCP:
+            return fast_rcp_call(args[0], self.ctx.data.setdefault("cuda.extra_headers", []))
         if e.name == "abs" and dt.is_int:
             return f"abs({args[0]})" if dt.bits <= 32 else f"llabs({args[0]})"
         if e.name == "sigmoid":

@@ -25,9 +25,8 @@ from .analysis import Range, bounds
 from .lir import PairStore
 from .narrow_math import SIGNIFICAND, integer_bounds
 
-PREFIX = {"float16": "tlx_h2", "bfloat16": "tlx_b2"}
-_PACK = {"float16": "tlx_pack_h2", "bfloat16": "tlx_pack_b2"}
-_CVT = {"float16": "tlx_cvt_h2", "bfloat16": "tlx_cvt_b2"}
+#: the dtypes paired, and the suffix of their tlx_cuda.h functions (tlx_add2_h, tlx_cvt_h2, ...)
+SUFFIX = {"float16": "h", "bfloat16": "b"}
 _OPS = {"+": "add", "-": "sub", "*": "mul", "min": "min", "max": "max"}
 #: the bits of the first float of the unit-spaced range [2^k, 2^(k+1)) and its value
 _UNIT_SPACED = {"float16": (0x6400, 1024), "bfloat16": (0x4300, 128)}
@@ -43,7 +42,7 @@ def pair_stores(body: Stmt, v: E.Var, count: int, ranges: dict[E.Var, Range], fr
         return None
     st = stmts[0]
     dt = st.buffer.dtype
-    if dt.name not in PREFIX or st.buffer.scope != "local" or len(st.indices) != 1:
+    if dt.name not in SUFFIX or st.buffer.scope != "local" or len(st.indices) != 1:
         return None
     if not _slots_pair_up(st.indices[0], v, count):
         return None
@@ -132,21 +131,21 @@ def print_pair(cg: Any, s: PairStore) -> str:
     """The C statement storing ``s``'s pair (``cg``: the code generator, for operands)."""
     dt = s.buffer.dtype
     value = _text(cg, plan(s.lo, s.hi, dt, cg.ranges), dt)
-    return f"{PREFIX[dt.name]}_st(&{cg.ref(s.buffer, (s.index,))}, {value});"
+    return f"tlx_st2_{SUFFIX[dt.name]}(&{cg.ref(s.buffer, (s.index,))}, {value});"
 
 
 def _text(cg: Any, p: Plan, dt: DType) -> str:
-    pre = PREFIX[dt.name]
+    suffix = SUFFIX[dt.name]
     kind = p[0]
     if kind == "op":
-        return f"{pre}_{p[1]}({_text(cg, p[2], dt)}, {_text(cg, p[3], dt)})"
+        return f"tlx_{p[1]}2_{suffix}({_text(cg, p[2], dt)}, {_text(cg, p[3], dt)})"
     if kind == "bits":
         return f"{p[1]:#x}u"
     if kind == "pack":
-        return f"{_PACK[dt.name]}({cg.ref(p[1].buffer, p[1].indices)}, {cg.ref(p[2].buffer, p[2].indices)})"
+        return f"tlx_pack_{suffix}2({cg.ref(p[1].buffer, p[1].indices)}, {cg.ref(p[2].buffer, p[2].indices)})"
     if kind == "codes":
         first = _UNIT_SPACED[dt.name][0] * 0x10001
         codes = f"({first:#x}u | (tlx_u32)({cg.expr(p[1], True)}) | ((tlx_u32)({cg.expr(p[2], True)}) << 16))"
         minus = _bits(float(p[3]), dt) * 0x10001
-        return f"{pre}_sub({codes}, {minus:#x}u)"
-    return f"{_CVT[dt.name]}({cg.expr(p[1], True)}, {cg.expr(p[2], True)})"
+        return f"tlx_sub2_{suffix}({codes}, {minus:#x}u)"
+    return f"tlx_cvt_{suffix}2({cg.expr(p[1], True)}, {cg.expr(p[2], True)})"

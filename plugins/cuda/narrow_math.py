@@ -13,6 +13,7 @@ from __future__ import annotations
 from ...core_ir import expr as E
 from ...core_ir.arith import round_float
 from ...core_ir.dtypes import DType
+from ...core_ir.packed import packed_parts
 from .analysis import Range, bounds
 
 #: significand bits (with the implicit one): integers up to 2^bits are exact in the dtype
@@ -33,8 +34,8 @@ def needs_rounding(e: E.Expr, ranges: dict[E.Var, Range]) -> bool:
         return False
     if isinstance(e, E.BinOp):
         rounds = e.op in _ROUNDING_OPS
-    elif isinstance(e, E.Call):
-        rounds = e.name not in _EXACT_FUNCS
+    elif isinstance(e, E.Call):  # a lane of a packed x2 op is rounded by its instruction
+        rounds = e.name not in _EXACT_FUNCS and packed_parts(e.name) is None
     else:
         return False
     if not rounds:

@@ -14,11 +14,12 @@ from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.buffer import Buffer, Region
 from tilelang_x.core_ir.errors import BackendNotImplementedError, TileLangError
+from tilelang_x.core_ir.packed import lane_operands, packed_parts
 from tilelang_x.core_ir.philox import rng_rand
 from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import PrimFunc
 
-from . import numerics
+from . import numerics, packed
 from .ieee import ieee_function
 from .lanes import check_lanes, out_of_bounds, vec_load
 from .runtime import FRAME, MASK, UNBOUND, is_vec
@@ -301,6 +302,8 @@ class ExprCompiler:
         ieee = E.ieee_parts(e.name)
         if ieee is not None:
             return self._ieee(e, ieee, loc)
+        if e.name == E.FAST_RCP or packed_parts(e.name) is not None:
+            return self._packed_or_rcp(e, loc)
         f = _MATH.get(e.name)
         if f is None:
             raise BackendNotImplementedError(f"the interpreter has no math function `{e.name}`", loc=loc)
@@ -336,6 +339,16 @@ class ExprCompiler:
         src, dt = e.args[0].dtype, e.dtype
         to_bits, from_bits = numerics.to_bits, numerics.from_bits
         return lambda env: from_bits(to_bits(fa(env), src), dt)
+
+    def _packed_or_rcp(self, e: E.Call, loc: SourceLoc | None) -> Fn:
+        """``T.fast_rcp``, or one lane of a packed operation (``add2.1``: from the operands' lane 1)."""
+        parts = packed_parts(e.name)
+        if parts is None:
+            f, operands = packed.fast_rcp, e.args
+        else:
+            f, operands = packed.lane_function(parts[0], e.dtype), lane_operands(e.args, parts[1])
+        fargs = [self.expr(a, loc) for a in operands]
+        return lambda env: f(*[g(env) for g in fargs])
 
     def _ieee(self, e: E.Call, parts: tuple[str, str], loc: SourceLoc | None) -> Fn:
         f = ieee_function(*parts, numerics.storage_dtype(e.dtype).type)

@@ -48,15 +48,15 @@ def reference(dtype: str, a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, p: 
 
 
 def _store(src: str) -> str:
-    return next(line for line in src.splitlines() if "_st(&F" in line)
+    return next(line for line in src.splitlines() if "tlx_st2_" in line and "(&F[" in line)
 
 
-@pytest.mark.parametrize(("dtype", "pre"), [("float16", "tlx_h2"), ("bfloat16", "tlx_b2")])
+@pytest.mark.parametrize(("dtype", "suffix"), [("float16", "h"), ("bfloat16", "b")])
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_a_16_bit_fragment_is_computed_in_pairs(dtype: str, pre: str, arch: str) -> None:
+def test_a_16_bit_fragment_is_computed_in_pairs(dtype: str, suffix: str, arch: str) -> None:
     store = _store(cuda_source(elementwise(dtype), arch)[0])
     for op in ("add", "sub", "mul", "max", "min"):
-        assert f"{pre}_{op}(" in store, op
+        assert f"tlx_{op}2_{suffix}(" in store, op
     cvt = "tlx_cvt_h2" if dtype == "float16" else "tlx_cvt_b2"
     assert f"{cvt}(X[" in store  # the float32 cast: both rounded by one instruction
     assert ("0x64006400u | " if dtype == "float16" else "0x43004300u | ") in store  # the codes' bits
@@ -67,15 +67,15 @@ def test_codes_minus_a_literal_are_one_subtraction_from_their_bits() -> None:
     func = dequant.matmul_w4a16.get_ir(4096, 4096, 4096, block_M=256, block_N=128, block_K=64, num_stages=4,
                                        threads=256, registers=True)
     src, _ = cuda_source(func, "sm_90a", {"tlx.ws_compute_loops": True})
-    unpack = next(line for line in src.splitlines() if "tlx_h2_st(&W_local" in line)
+    unpack = next(line for line in src.splitlines() if "tlx_st2_h(&W_local" in line)
     # (1024 + q) - 1032 = q - 8, then one paired product with the group's scale
-    assert unpack.lstrip().startswith("tlx_h2_st(&W_local[u_") and "tlx_h2_mul(tlx_h2_sub(" in unpack
+    assert unpack.lstrip().startswith("tlx_st2_h(&W_local[u_") and "tlx_mul2_h(tlx_sub2_h(" in unpack
     assert unpack.count("0x64086408u") == 1 and "I2F" not in unpack and "(float)" not in unpack
 
 
 def test_the_switch_turns_it_off() -> None:
     src, _ = cuda_source(elementwise("float16"), "sm_90a", {"tlx.half_pairs": False})
-    assert "tlx_h2_" not in src.split("__global__")[1]
+    assert "tlx_st2_h(" not in src.split("__global__")[1]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -99,26 +99,31 @@ TLX_DEV tlx_u32 tlx_cvt_h2(float lo, float hi) {
 TLX_DEV tlx_u32 tlx_cvt_b2(float lo, float hi) {
   tlx_u32 r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
 }
-// Paired 16-bit arithmetic (half_pairs.py): two adjacent register elements, the low one in the low
-// half, each result rounded once to nearest even. bf16x2 add/sub/mul need sm_90: FMA forms here
-// (a*1 + b, b*-1 + a, a*b + -0, each rounded once) run from sm_80.
+// Paired 16-bit float arithmetic (half_pairs.py, and T.add2 ... T.abs2 in packed.py): a pair in one
+// 32-bit register, lane 0 in the low half, as __half2 and __nv_bfloat162 hold it; each lane rounded
+// once to nearest even (.rn: never contracted). bf16x2 add / sub / mul need sm_90: fma.rn.bf16x2
+// with 1.0 / -1.0 / -0.0 operands rounds the same exact result once, signed zeros included.
 #define TLX_PAIR_OP(name, ins) \
   TLX_DEV tlx_u32 name(tlx_u32 a, tlx_u32 b) { tlx_u32 r; asm(ins " %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
-TLX_PAIR_OP(tlx_h2_add, "add.rn.f16x2")
-TLX_PAIR_OP(tlx_h2_sub, "sub.rn.f16x2")
-TLX_PAIR_OP(tlx_h2_mul, "mul.rn.f16x2")
-TLX_PAIR_OP(tlx_h2_max, "max.f16x2")
-TLX_PAIR_OP(tlx_h2_min, "min.f16x2")
-TLX_PAIR_OP(tlx_b2_max, "max.bf16x2")
-TLX_PAIR_OP(tlx_b2_min, "min.bf16x2")
-TLX_DEV tlx_u32 tlx_b2_fma(tlx_u32 a, tlx_u32 b, tlx_u32 c) {
+TLX_PAIR_OP(tlx_add2_h, "add.rn.f16x2")
+TLX_PAIR_OP(tlx_sub2_h, "sub.rn.f16x2")
+TLX_PAIR_OP(tlx_mul2_h, "mul.rn.f16x2")
+TLX_PAIR_OP(tlx_max2_h, "max.f16x2")
+TLX_PAIR_OP(tlx_min2_h, "min.f16x2")
+TLX_PAIR_OP(tlx_max2_b, "max.bf16x2")
+TLX_PAIR_OP(tlx_min2_b, "min.bf16x2")
+#undef TLX_PAIR_OP
+TLX_DEV tlx_u32 tlx_fma2_h(tlx_u32 a, tlx_u32 b, tlx_u32 c) {
+  tlx_u32 r; asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
+}
+TLX_DEV tlx_u32 tlx_fma2_b(tlx_u32 a, tlx_u32 b, tlx_u32 c) {
   tlx_u32 r; asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
 }
-TLX_DEV tlx_u32 tlx_b2_add(tlx_u32 a, tlx_u32 b) { return tlx_b2_fma(a, 0x3f803f80u, b); }
-TLX_DEV tlx_u32 tlx_b2_sub(tlx_u32 a, tlx_u32 b) { return tlx_b2_fma(b, 0xbf80bf80u, a); }
-TLX_DEV tlx_u32 tlx_b2_mul(tlx_u32 a, tlx_u32 b) { return tlx_b2_fma(a, b, 0x80008000u); }
-TLX_DEV void tlx_h2_st(tlx_half* p, tlx_u32 v) { p[0].x = (unsigned short)v; p[1].x = (unsigned short)(v >> 16); }
-TLX_DEV void tlx_b2_st(tlx_bf16* p, tlx_u32 v) { p[0].x = (unsigned short)v; p[1].x = (unsigned short)(v >> 16); }
+TLX_DEV tlx_u32 tlx_add2_b(tlx_u32 a, tlx_u32 b) { return tlx_fma2_b(a, 0x3f803f80u, b); }
+TLX_DEV tlx_u32 tlx_sub2_b(tlx_u32 a, tlx_u32 b) { return tlx_fma2_b(b, 0xbf80bf80u, a); }
+TLX_DEV tlx_u32 tlx_mul2_b(tlx_u32 a, tlx_u32 b) { return tlx_fma2_b(a, b, 0x80008000u); }
+TLX_DEV void tlx_st2_h(tlx_half* p, tlx_u32 v) { p[0].x = (unsigned short)v; p[1].x = (unsigned short)(v >> 16); }
+TLX_DEV void tlx_st2_b(tlx_bf16* p, tlx_u32 v) { p[0].x = (unsigned short)v; p[1].x = (unsigned short)(v >> 16); }
 TLX_DEV void tlx_st2(tlx_half* p, float a, float b) { *(tlx_u32*)p = tlx_cvt_h2(a, b); }
 TLX_DEV void tlx_st2(tlx_bf16* p, float a, float b) { *(tlx_u32*)p = tlx_cvt_b2(a, b); }
 // Vector float32 atomic adds (sm_90+, red.global.add.v2/.v4.f32): a fragment's adjacent columns
