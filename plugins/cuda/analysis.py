@@ -59,13 +59,8 @@ def bounds(e: E.Expr, ranges: dict[E.Var, Range]) -> Range | None:
     a, b = bounds(e.a, ranges), bounds(e.b, ranges)
     if a is None or b is None:
         return None
-    if e.op == "+":
-        return a[0] + b[0], a[1] + b[1]
-    if e.op == "-":
-        return a[0] - b[1], a[1] - b[0]
-    if e.op == "*":
-        c = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
-        return min(c), max(c)
+    if e.op in ARITH:
+        return interval(e.op, a, b)
     if e.op in ("//", "/") and b[0] > 0 and a[0] >= 0:
         return a[0] // b[1], a[1] // b[0]
     if e.op == "%" and b[0] > 0:  # floor modulo by a positive divisor
@@ -80,11 +75,24 @@ def bounds(e: E.Expr, ranges: dict[E.Var, Range]) -> Range | None:
         if b[0] & ((1 << a[1].bit_length()) - 1) == 0:  # disjoint bits: an addition
             return a[0] + b[0], a[1] + b[0]
         return max(a[0], b[0]), a[1] + b[0]
-    if e.op == "min":
-        return min(a[0], b[0]), min(a[1], b[1])
-    if e.op == "max":
-        return max(a[0], b[0]), max(a[1], b[1])
     return None
+
+
+#: the operators ``interval`` combines
+ARITH = frozenset({"+", "-", "*", "min", "max"})
+
+
+def interval(op: str, a: Range, b: Range) -> Range:
+    """The range of ``x op y`` for ``x`` in ``a`` and ``y`` in ``b`` (``op`` in ``ARITH``)."""
+    if op == "+":
+        return a[0] + b[0], a[1] + b[1]
+    if op == "-":
+        return a[0] - b[1], a[1] - b[0]
+    if op == "*":
+        c = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
+        return min(c), max(c)
+    pick = min if op == "min" else max
+    return pick(a[0], b[0]), pick(a[1], b[1])
 
 
 def _type_range(dt: DType) -> Range | None:

@@ -23,13 +23,11 @@ from ...core_ir.stmt import For, Stmt, Store
 from ...core_ir.visit import flat_seq, substitute
 from .analysis import Range, bounds
 from .lir import PairStore
-from .narrow_math import SIGNIFICAND, integer_bounds
+from .narrow_math import SIGNIFICAND, UNIT_SPACED, integer_bounds
 
 #: the dtypes paired, and the suffix of their tlx_cuda.h functions (tlx_add2_h, tlx_cvt_h2, ...)
 SUFFIX = {"float16": "h", "bfloat16": "b"}
 _OPS = {"+": "add", "-": "sub", "*": "mul", "min": "min", "max": "max"}
-#: the bits of the first float of the unit-spaced range [2^k, 2^(k+1)) and its value
-_UNIT_SPACED = {"float16": (0x6400, 1024), "bfloat16": (0x4300, 128)}
 
 Plan = tuple[Any, ...]
 
@@ -83,7 +81,7 @@ def plan(a: E.Expr, b: E.Expr, dt: DType, ranges: dict[E.Var, Range]) -> Plan:
         return "op", _OPS[a.op], plan(a.a, b.a, dt, ranges), plan(a.b, b.b, dt, ranges)
     if isinstance(a, E.Cast) and isinstance(b, E.Cast) and a.dtype == dt == b.dtype:
         if a.a.dtype.is_int and b.a.dtype.is_int and _are_codes(a.a, b.a, dt, ranges):
-            return "codes", a.a, b.a, _UNIT_SPACED[dt.name][1]
+            return "codes", a.a, b.a, UNIT_SPACED[dt.name][1]
         if a.a.dtype.bits == 32 and a.a.dtype.is_float and b.a.dtype == a.a.dtype:
             return "cvt", a.a, b.a
     return "cvt", a, b
@@ -98,7 +96,7 @@ def _shifted_codes(a: E.BinOp, b: E.BinOp, dt: DType, ranges: dict[E.Var, Range]
     if not _are_codes(a.a.a, b.a.a, dt, ranges) or not (_exact(a, dt, ranges) and _exact(b, dt, ranges)):
         return None
     c = float(a.b.value)
-    minus = _UNIT_SPACED[dt.name][1] + (c if a.op == "-" else -c)
+    minus = UNIT_SPACED[dt.name][1] + (c if a.op == "-" else -c)
     if not minus.is_integer() or round_float(minus, dt) != minus:
         return None
     return "codes", a.a.a, b.a.a, int(minus)
@@ -111,7 +109,7 @@ def _exact(e: E.Expr, dt: DType, ranges: dict[E.Var, Range]) -> bool:
 
 
 def _are_codes(qa: E.Expr, qb: E.Expr, dt: DType, ranges: dict[E.Var, Range]) -> bool:
-    limit = _UNIT_SPACED[dt.name][1]
+    limit = UNIT_SPACED[dt.name][1]
     return all((r := bounds(q, ranges)) is not None and 0 <= r[0] and r[1] < limit for q in (qa, qb))
 
 
@@ -144,7 +142,7 @@ def _text(cg: Any, p: Plan, dt: DType) -> str:
     if kind == "pack":
         return f"tlx_pack_{suffix}2({cg.ref(p[1].buffer, p[1].indices)}, {cg.ref(p[2].buffer, p[2].indices)})"
     if kind == "codes":
-        first = _UNIT_SPACED[dt.name][0] * 0x10001
+        first = UNIT_SPACED[dt.name][0] * 0x10001
         codes = f"({first:#x}u | (tlx_u32)({cg.expr(p[1], True)}) | ((tlx_u32)({cg.expr(p[2], True)}) << 16))"
         minus = _bits(float(p[3]), dt) * 0x10001
         return f"tlx_sub2_{suffix}({codes}, {minus:#x}u)"

@@ -14,7 +14,7 @@ from ...core_ir import expr as E
 from ...core_ir.arith import round_float
 from ...core_ir.dtypes import DType
 from ...core_ir.packed import packed_parts
-from .analysis import Range, bounds
+from .analysis import ARITH, Range, bounds, interval
 
 #: significand bits (with the implicit one): integers up to 2^bits are exact in the dtype
 SIGNIFICAND = {"float16": 11, "bfloat16": 8, "float8_e4m3": 4, "float8_e5m2": 3}
@@ -57,32 +57,22 @@ def integer_bounds(e: E.Expr, ranges: dict[E.Var, Range]) -> Range | None:
     if isinstance(e, E.UnaryOp) and e.op == "neg":
         r = integer_bounds(e.a, ranges)
         return None if r is None else (-r[1], -r[0])
-    if isinstance(e, E.BinOp) and e.op in ("+", "-", "*", "min", "max"):
+    if isinstance(e, E.BinOp) and e.op in ARITH:
         a, b = integer_bounds(e.a, ranges), integer_bounds(e.b, ranges)
-        if a is None or b is None:
-            return None
-        if e.op == "+":
-            return a[0] + b[0], a[1] + b[1]
-        if e.op == "-":
-            return a[0] - b[1], a[1] - b[0]
-        if e.op == "*":
-            ends = [x * y for x in a for y in b]
-            return min(ends), max(ends)
-        pick = min if e.op == "min" else max
-        return pick(a[0], b[0]), pick(a[1], b[1])
+        return None if a is None or b is None else interval(e.op, a, b)
     return None
 
 
 #: the bits of the 16-bit floats in [2^k, 2^(k+1)), where the spacing is 1: (first bits, 2^k)
-_UNIT_SPACED = {"float16": (0x6400, 1024), "bfloat16": (0x4300, 128)}
+UNIT_SPACED = {"float16": (0x6400, 1024), "bfloat16": (0x4300, 128)}
 
 
 def _integer_bits(r: Range | None, dt: DType) -> Range | None:
     """The integers whose bits lie in ``r`` (the "magic number" conversion of small unsigned
     codes: ``0x6400 | q`` read as float16 is 1024 + q)."""
-    if r is None or dt.name not in _UNIT_SPACED:
+    if r is None or dt.name not in UNIT_SPACED:
         return None
-    first, value = _UNIT_SPACED[dt.name]
+    first, value = UNIT_SPACED[dt.name]
     if not first <= r[0] <= r[1] < first + value:
         return None
     return value + r[0] - first, value + r[1] - first

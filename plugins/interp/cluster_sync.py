@@ -19,7 +19,7 @@ from typing import Any
 
 from ...core_ir.errors import TileLangError
 from ...core_ir.source import SourceLoc
-from .turns import TakingTurns, run_side_by_side
+from .turns import TakingTurns, run_in_turns
 
 __all__ = ["ClusterTurns", "run_cluster"]
 
@@ -85,11 +85,4 @@ def run_cluster(blocks: Sequence[tuple[int, ...]], start: Callable[[tuple[int, .
     """Run the blocks of one cluster, ``blocks`` in rank order, side by side; ``start(block, turns,
     rank)`` prepares one and returns the function that runs it."""
     turns = ClusterTurns(blocks)
-
-    def run(i: int) -> None:
-        fn = start(blocks[i], turns, i)
-        turns.start(i)
-        fn()
-        turns.finish(i)
-
-    run_side_by_side(len(blocks), run, turns, lambda i: f"block {blocks[i]}")
+    run_in_turns(blocks, turns, start)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...core_ir.errors import BackendNotImplementedError, TileLangError
 from ...core_ir.source import SourceLoc
-from .turns import TakingTurns, run_side_by_side
+from .turns import TakingTurns, run_in_turns
 
 __all__ = ["MAX_GRID_BLOCKS", "Turns", "run_blocks"]
 
@@ -85,11 +85,4 @@ def run_blocks(dims: Sequence[int], start: Callable[[tuple[int, ...], Turns, int
             f"each); this grid has {len(blocks)}", loc=loc,
             hint="use fewer, larger blocks (each may loop over several tiles), or run it on a GPU")
     turns = Turns(len(blocks), on_barrier)
-
-    def run(i: int) -> None:
-        fn = start(blocks[i], turns, i)
-        turns.start(i)
-        fn()
-        turns.finish(i)
-
-    run_side_by_side(len(blocks), run, turns, lambda i: f"block {blocks[i]}")
+    run_in_turns(blocks, turns, start)

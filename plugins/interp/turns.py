@@ -6,9 +6,10 @@ results deterministic."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
-__all__ = ["Aborted", "TakingTurns", "run_side_by_side"]
+__all__ = ["Aborted", "TakingTurns", "run_in_turns", "run_side_by_side"]
 
 
 class Aborted(Exception):
@@ -62,3 +63,17 @@ def run_side_by_side(n: int, run: Callable[[int], None], turns: TakingTurns, nam
         t.join()
     if turns.error is not None:
         raise turns.error
+
+
+def run_in_turns(blocks: Sequence[tuple[int, ...]], turns: Any,
+                 start: Callable[[tuple[int, ...], Any, int], Callable[[], None]]) -> None:
+    """Run the ``blocks`` side by side: ``start(block, turns, i)`` prepares block ``i`` and returns
+    the function that runs it, between ``turns.start(i)`` and ``turns.finish(i)``."""
+
+    def run(i: int) -> None:
+        fn = start(blocks[i], turns, i)
+        turns.start(i)
+        fn()
+        turns.finish(i)
+
+    run_side_by_side(len(blocks), run, turns, lambda i: f"block {blocks[i]}")
