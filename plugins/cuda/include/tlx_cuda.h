@@ -196,6 +196,12 @@ TLX_DEV void tlx_stsm_x4(tlx_u32 a, tlx_u32 r0, tlx_u32 r1, tlx_u32 r2, tlx_u32 
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};"
                :: "r"(a), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
+// stmatrix.trans (lower/transposed_epilogue.py): the same registers, each matrix stored transposed
+// (lane 8i+k addresses the row that receives column k of matrix i).
+TLX_DEV void tlx_stsm_x4_t(tlx_u32 a, tlx_u32 r0, tlx_u32 r1, tlx_u32 r2, tlx_u32 r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};"
+               :: "r"(a), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
 TLX_DEV void tlx_ldsm_x4_t(tlx_u32* r, tlx_u32 a) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));

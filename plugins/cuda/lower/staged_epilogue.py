@@ -49,7 +49,7 @@ from ..nests import region_index, squeezed
 from .epilogue import vector_store_plan
 from .tma_store import TmaStore, drain, issue, reuse_wait, store_map, tile_wait, tma_store_plan
 
-_CVT = {dtypes.float16.name: "tlx_cvt_h2", dtypes.bfloat16.name: "tlx_cvt_b2"}
+CVT = {dtypes.float16.name: "tlx_cvt_h2", dtypes.bfloat16.name: "tlx_cvt_b2"}
 
 
 def wgmma_shape(lay: Fragment, m: int, n: int) -> tuple[int, int] | None:
@@ -75,7 +75,7 @@ def staged_plan(op: Copy, lc: Any) -> tuple[Fragment, int, int, int, TmaStore | 
     if not lc.staged_epilogue:
         return None
     dst = op.dst
-    if dst.buffer.scope != "global" or dst.buffer.dtype.name not in _CVT:
+    if dst.buffer.scope != "global" or dst.buffer.dtype.name not in CVT:
         return None
     if dst.buffer.ndim < 2 or op.src.buffer.ndim != 2:
         return None
@@ -143,14 +143,18 @@ def warp_chunks(m: int, n: int, wgm: int, wgn: int, chunk: int, slots: int) -> l
 
 def accumulator_reads(op: Copy, lay: Fragment, lc: Any) -> Callable[[int], E.Expr]:
     """Register ``v`` of the wgmma accumulator ``op`` reads (the staged order), as float32."""
-    src = op.src
-    terms = local_map(lay, [0, 1], lc.frag(src.buffer))
-    assert terms is not None, "the op's loop layout holds the fragment (layout inference checked it)"
-    local = lc.local_of(src.buffer)
+    return register_reads(op.src.buffer, lay, lc, op.loc)
+
+
+def register_reads(acc: Buffer, lay: Fragment, lc: Any, loc: Any) -> Callable[[int], E.Expr]:
+    """Register ``v`` of fragment ``acc`` in loop layout ``lay``'s order, as float32."""
+    terms = local_map(lay, [0, 1], lc.frag(acc))
+    assert terms is not None, "the loop layout holds the fragment (layout inference checked it)"
+    local = lc.local_of(acc)
 
     def reg(v: int) -> E.Expr:
-        value: E.Expr = E.Load(local, (slot_expr(terms, E.const(v)),), op.loc)
-        return value if src.buffer.dtype == dtypes.float32 else E.cast(value, dtypes.float32)
+        value: E.Expr = E.Load(local, (slot_expr(terms, E.const(v)),), loc)
+        return value if acc.dtype == dtypes.float32 else E.cast(value, dtypes.float32)
 
     return reg
 
@@ -175,7 +179,7 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
                       warp_private=True)
     spec = store_map(tma, op, lc) if tma is not None else None
     lane = THREAD % 32
-    cvt = _CVT[dst.buffer.dtype.name]
+    cvt = CVT[dst.buffer.dtype.name]
 
     # stmatrix lane address: matrix i = lane / 8, its row lane % 8
     mat = lane // 8
@@ -220,7 +224,7 @@ def _lane_stores(op: Copy, ws: Buffer, base: E.Expr, row0: E.Expr, col0: E.Expr,
         idx = _dst_index(op, row0 + r, col0 + r_k * 8)
         shared = PtrTo(ws, (base + _swz(r, r_k, chunk),), "r")
         body: Stmt = Evaluate(Intrin("tlx_copy16", (PtrTo(op.dst.buffer, idx, "w"), shared, E.const(True))), op.loc)
-        cond = _guard(idx, op.dst.buffer.shape, lc)
+        cond = bounds_guard(idx, op.dst.buffer.shape, lc)
         out.append(body if cond is None else If(cond, body, None, op.loc))
     return out
 
@@ -229,7 +233,7 @@ def _dst_index(op: Copy, row: E.Expr, col: E.Expr) -> tuple[E.Expr, ...]:
     return region_index(op.dst, (row, col))
 
 
-def _guard(idx: tuple[E.Expr, ...], shape: tuple[E.Expr, ...], lc: Any) -> E.Expr | None:
+def bounds_guard(idx: tuple[E.Expr, ...], shape: tuple[E.Expr, ...], lc: Any) -> E.Expr | None:
     cond: E.Expr | None = None
     for i, dim in zip(idx, shape):
         if not prove_lt(i, dim, lc.ranges):

@@ -43,6 +43,7 @@ from .allreduce import lower_allreduce
 from .atomic import tile_atomic, tile_red
 from .atomic_load import fetch_store, uniform_atomic_loads
 from .parallel import lower_nest
+from .transposed_epilogue import lower_transposed_store, transposed_plan
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
 # get the pointer to the thread's registers and their count, then their other arguments.
@@ -125,6 +126,9 @@ class _Walker:
                 vector = tile_red(tile, lc) if tile is not None else None
                 if vector is not None:
                     return vector
+                transposed = transposed_plan(s, lc)
+                if transposed is not None:
+                    return lower_transposed_store(transposed, s.loc, lc)
                 entry = lc.loops.get(id(s))
                 return lower_nest(device_prints(s), entry[0] if entry else None, lc)
             ext = E.as_int(s.extent)
