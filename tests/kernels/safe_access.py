@@ -129,6 +129,24 @@ def block_flags(blocks, flags, threads=128):
 
 
 @tilelang.jit
+def thread_tickets(blocks, counters, per_block=8, threads=32):
+    """The first ``per_block`` threads of each block (a branch on the thread index) each take a
+    ticket from their own counter, ``Counters[bx * per_block + tx]``, and read it again: ``Out[bx,
+    tx] = ticket + T.atomic_load(counter)``, which is ``2 * c + 1`` for a counter that held ``c`` and
+    0 for the threads past the counters (which update nothing)."""
+
+    @T.prim_func
+    def main(Counters: T.Tensor((counters,), T.int32), Out: T.Tensor((blocks, per_block), T.int32)):
+        with T.Kernel(blocks, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            if tx < per_block:
+                t = T.atomic_add(Counters[bx * per_block + tx], 1, return_prev=True)
+                Out[bx, tx] = t + T.atomic_load(Counters[bx * per_block + tx])
+
+    return main
+
+
+@tilelang.jit
 def checked_atomic_reads(n, flags, block=64):
     """The accesses of ``shifted_atomic_reads`` and ``block_flags`` behind the checks that prove them
     in range: no guard is added."""
