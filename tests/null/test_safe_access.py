@@ -360,8 +360,27 @@ def test_cuda_atomic_reads_stay_behind_their_guards() -> None:
     assert "< 10)) ? ((int)(tlx_ld_relaxed_32(&Table[" in gather
 
 
+def _block_level_guarded_loads() -> PrimFunc:
+    @T.prim_func
+    def main(F: T.Tensor((4,), T.int32), Ix: T.Tensor((1,), T.int32), Out: T.Tensor((8,), T.int32)):
+        with T.Kernel(8, threads=32) as bx:
+            f = T.alloc_var(T.int32)
+            f = T.atomic_load(F[T.atomic_load(Ix[0])])  # an index only another atomic load knows
+            g = T.alloc_var(T.int32)
+            g = T.if_then_else(bx < 4, 0, T.atomic_load(F[bx - 4]))  # the user's own guard
+            Out[bx] = f + g
+
+    return main
+
+
+def test_cuda_block_level_atomic_loads_are_fetched_with_their_guards() -> None:
+    source = cuda_source(_block_level_guarded_loads(), "sm_80")[0]
+    assert "< 4)) ? ((int)(tlx_ld_seq_cst_32(&F[(int)(tlx_ld_seq_cst_32(&Ix[0]))]))) : 0;" in source
+    assert "[0] = (bx < 4) ? 0 : ((int)(tlx_ld_seq_cst_32(&F[bx - 4])));" in source
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("name", ["shifted_add", "shifted_max", "gather", "block", "thread", "checked"])
+@pytest.mark.parametrize("name", ["shifted_add", "shifted_max", "gather", "block", "thread", "checked", "guards"])
 def test_guarded_atomic_reads_compile(name: str, arch: str) -> None:
     from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
 
@@ -370,7 +389,8 @@ def test_guarded_atomic_reads_compile(name: str, arch: str) -> None:
             "gather": lambda: kernels.gather_tickets.get_ir(128, 10),
             "block": lambda: kernels.block_flags.get_ir(8, 5),
             "thread": lambda: kernels.thread_tickets.get_ir(2, 12),
-            "checked": lambda: kernels.checked_atomic_reads.get_ir(200, 3)}[name]()
+            "checked": lambda: kernels.checked_atomic_reads.get_ir(200, 3),
+            "guards": _block_level_guarded_loads}[name]()
     source, ctx = cuda_source(func, arch)
     if find_nvcc() is None and find_nvrtc() is None:
         pytest.skip("needs nvcc or NVRTC")

@@ -6,7 +6,8 @@ acquire by the barrier. Inside ``T.Parallel`` each iteration's load is its own t
 a load whose address or control flow differs per thread (``core_ir.uniformity``).
 
 A guarded atomic load, ``T.if_then_else(in_range, T.atomic_load(...), 0)`` (core_ir.safe_access),
-is fetched whole, so thread 0 loads only where the guard holds.
+is fetched whole, so thread 0 loads only where the guard holds; so is any ``T.if_then_else`` with
+an atomic load in a branch.
 
 An atomic update that returns the previous value (``AtomicFetch``, ``return_prev=True``) is
 fetched the same way: once per block, by thread 0, into the slot (the update happens once); a
@@ -28,7 +29,7 @@ from ....core_ir.tileops import TileOp
 from ....core_ir.visit import children, rewrite, walk
 from ..lir import AtomicStore, Barrier, by_thread_0
 
-#: what a block fetches at once: an atomic load, a guarded one (see ``_guarded``), an atomic update
+#: what a block fetches at once: an atomic load, a guarded one (``_guarded``), an atomic update
 Fetched = E.AtomicLoad | E.AtomicFetch | E.Select
 
 #: the expression fields of the statements that hold other statements (which are lowered on their own)
@@ -93,11 +94,12 @@ def _own_loads(s: Stmt, fields: tuple[str, ...] | None) -> list[Fetched]:
 
 
 def _guarded(n: Any) -> bool:
-    """Whether ``n`` is an atomic load behind a guard, ``T.if_then_else(cond, T.atomic_load(...),
-    f)``, whose ``cond`` and ``f`` read no other atomic."""
-    return isinstance(n, E.Select) and isinstance(n.t, E.AtomicLoad) and not any(
-        isinstance(x, (E.AtomicLoad, E.AtomicFetch)) for part in (n.cond, n.f) for x in walk(part))
+    """Whether ``n`` is ``T.if_then_else(cond, t, f)`` with an atomic load in a branch, which only
+    the branch ``cond`` picks may make (a guard, as core_ir.safe_access adds)."""
+    return isinstance(n, E.Select) and any(isinstance(x, E.AtomicLoad) for b in (n.t, n.f) for x in walk(b))
 
 
 def _loc(ld: Fetched) -> SourceLoc | None:
-    return ld.t.loc if isinstance(ld, E.Select) else ld.loc
+    if isinstance(ld, E.Select):
+        return next(x.loc for b in (ld.t, ld.f) for x in walk(b) if isinstance(x, E.AtomicLoad))
+    return ld.loc
