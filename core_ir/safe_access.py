@@ -16,8 +16,8 @@ into the enclosing sequence (``prev`` stays visible to the statements after it).
 reads an atomic load gives no fact: another block may change the element before the next read.
 
 Tile ops guard their own global regions already; shared, fragment, local and var buffers are never
-guarded. The pass config ``tl.disable_safe_memory_legalize``
-(``PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS``) set true turns the stage off.
+guarded. The pass config ``tl.disable_safe_memory_legalize`` (``PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS``)
+set true turns the stage off.
 """
 
 from __future__ import annotations
