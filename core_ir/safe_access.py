@@ -7,10 +7,17 @@ access stands: constant shapes, the ranges of loop and block indices and of thre
 the conditions of enclosing ``if`` statements and ``T.if_then_else`` (comparisons joined by
 ``and``). Accesses proven in range are left alone, so the stage changes nothing else.
 
+Atomics that read are guarded as TileLang guards them: ``T.atomic_load(A[i])`` becomes
+``T.if_then_else(in_range, T.atomic_load(A[i]), 0)``, and an update that returns the previous value
+makes no update outside and gives 0 (the safe value, the only one ``T.annotate_safe_value``
+accepts). Such an update stays the whole ``init`` of its hidden variable, so the guarded form is
+``prev = 0; if in_range: fetched = T.atomic_add(A[i], v, return_prev=True); prev = fetched``, spliced
+into the enclosing sequence (``prev`` stays visible to the statements after it). A comparison that
+reads an atomic load gives no fact: another block may change the element before the next read.
+
 Tile ops guard their own global regions already; shared, fragment, local and var buffers are never
-guarded. ``T.atomic_load`` and ``T.atomic_*(..., return_prev=True)`` are not guarded (an
-out-of-range one is an error in the interpreter). The pass config ``tl.disable_safe_memory_legalize``
-(``PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS``) set true turns the stage off.
+guarded. The pass config ``tl.disable_safe_memory_legalize`` (``PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS``)
+set true turns the stage off.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from .arith import Interval
 from .buffer import Buffer, Region
 from .expr import (
     AtomicFetch,
+    AtomicLoad,
     BinOp,
     Const,
     Expr,
@@ -74,7 +82,7 @@ def _facts(cond: Expr, truth: bool) -> tuple[Expr, ...]:
     """Integer expressions ``f`` with ``f >= 0`` wherever ``cond`` evaluates to ``truth``."""
     out: list[Expr] = []
     for a, op, b in comparisons(cond, truth):
-        if op == "!=" or a.dtype.kind != "int" or b.dtype.kind != "int":
+        if op == "!=" or a.dtype.kind != "int" or b.dtype.kind != "int" or _volatile(a) or _volatile(b):
             continue
         if op == "<":
             b = simplify(binary("-", b, 1))
@@ -82,6 +90,11 @@ def _facts(cond: Expr, truth: bool) -> tuple[Expr, ...]:
         if op == "==":
             out.append(binary("-", a, b))
     return tuple(out)
+
+
+def _volatile(e: Expr) -> bool:
+    """Whether ``e`` reads an atomic load, whose next read may differ."""
+    return any(isinstance(n, AtomicLoad) for n in walk(e))
 
 
 def _loaded(e: Expr) -> set[Buffer]:
@@ -183,6 +196,11 @@ def _by_cases(g: Expr, facts: tuple[Expr, ...], bounds: Bounds) -> bool:
         if not _decided(substitute(g, case), fs, bounds):
             return False
     return True
+
+
+def _spliced(before: Stmt, after: Stmt) -> bool:
+    """Whether ``after``, the guarded form of a returning atomic, joins the enclosing sequence."""
+    return isinstance(before, Alloc) and isinstance(before.init, AtomicFetch) and isinstance(after, Seq)
 
 
 class _Guard:
@@ -287,7 +305,7 @@ class _Guard:
             b = self.scoped(implied_bounds(a, truth, self.bounds), _facts(a, truth), self.expr, e.b)
             return e if a is e.a and b is e.b else dataclasses.replace(e, a=a, b=b)
         out = self.fields(e)
-        if isinstance(out, Load):
+        if isinstance(out, (Load, AtomicLoad)):
             cond = self.in_range(out.buffer, out.indices)
             if cond is not None:
                 return select(cond, out, const(0, out.dtype))
@@ -341,6 +359,8 @@ class _Guard:
             return self.seq(s)
         if isinstance(s, Store):
             return self.store(s)
+        if isinstance(s, Alloc) and isinstance(s.init, AtomicFetch):
+            return self.fetch(s, s.init)
         if isinstance(s, Atomic) and not isinstance(s.value, Region):
             return self.atomic(s)
         return self.fields(s)
@@ -349,13 +369,16 @@ class _Guard:
         """Facts that read a buffer a statement may write do not hold after it."""
         saved = self.facts
         try:
-            stmts = []
+            stmts: list[Stmt] = []
             for x in s.stmts:
-                stmts.append(self.stmt(x))
+                out = self.stmt(x)
+                stmts.extend(out.stmts if _spliced(x, out) else (out,))
                 self.facts = _survive(self.facts, x)
         finally:
             self.facts = saved
-        return s if all(a is b for a, b in zip(stmts, s.stmts)) else Seq(tuple(stmts), s.loc)
+        if len(stmts) == len(s.stmts) and all(a is b for a, b in zip(stmts, s.stmts)):
+            return s
+        return Seq(tuple(stmts), s.loc)
 
     def kernel(self, k: Kernel) -> Stmt:
         grid = self.any(k.grid)
@@ -402,6 +425,25 @@ class _Guard:
         value = self.guarded_value(cond, s.value)
         out = s if dst is s.dst and value is s.value else dataclasses.replace(s, dst=dst, value=value)
         return out if cond is None else If(cond, out, None, s.loc)
+
+    def fetch(self, s: Alloc, f: AtomicFetch) -> Stmt:
+        """``prev = T.atomic_<kind>(A[i], v, return_prev=True)``: guarded, no update outside and
+        ``prev`` reads 0 (a ``Seq`` for ``seq`` to splice: see the module's docstring)."""
+        indices = self.any(f.indices)
+        cond = self.in_range(f.buffer, indices)
+        value = self.guarded_value(cond, f.value)
+        init = f if indices is f.indices and value is f.value else dataclasses.replace(f, indices=indices, value=value)
+        out = s if init is f else dataclasses.replace(s, init=init)
+        if cond is None:
+            return out
+        prev = s.buffer
+        zero = Alloc(prev, const(0, prev.dtype), s.loc)
+        if isinstance(cond, Const):  # proven outside
+            return zero
+        fetched = Buffer(f"{prev.name}_in", prev.shape, prev.dtype, prev.scope, s.loc)
+        first = (const(0),)
+        update = Seq((Alloc(fetched, init, s.loc), Store(prev, first, Load(fetched, first, s.loc), s.loc)), s.loc)
+        return Seq((zero, If(cond, update, None, s.loc)), s.loc)
 
     def guarded_value(self, cond: Expr | None, value: Expr) -> Expr:
         """``value`` visited; it is computed only where ``cond`` (the store's guard) holds."""

@@ -73,6 +73,100 @@ def shifted_copy(n, shift, block=64):
     return main
 
 
+@tilelang.jit(out_idx=[-1])
+def shifted_atomic_reads(n, shift, kind="add", block=64):
+    """``Out[i] = T.atomic_load(A[i + shift])`` and ``Prev[i] = T.atomic_<kind>(Acc[i + shift], A[i],
+    return_prev=True)``, neither checked: past the end the load reads 0, and the update is not made
+    and gives 0. The last block runs past ``n`` too (its stores are dropped)."""
+    fetch = {"add": T.atomic_add, "max": T.atomic_max, "min": T.atomic_min}[kind]
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), T.float32), Acc: T.Tensor((n,), T.float32), Prev: T.Tensor((n,), T.float32),
+             Out: T.Tensor((n,), T.float32)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                Out[bx * block + i] = T.atomic_load(A[bx * block + i + shift], memory_order="acquire")
+            for i in T.Parallel(block):
+                Prev[bx * block + i] = fetch(Acc[bx * block + i + shift], A[bx * block + i], return_prev=True)
+
+    return main
+
+
+@tilelang.jit
+def gather_tickets(n, bins, block=64):
+    """Each element takes a ticket from the counter of its bin, ``Ticket[i] = T.atomic_add(Counts[Idx[i]],
+    1, return_prev=True)``, and reads ``Seen[i] = T.atomic_load(Table[Idx[i]])``; an unused slot holds
+    the sentinel ``bins`` (or -1), which updates nothing and reads 0 twice."""
+
+    @T.prim_func
+    def main(Idx: T.Tensor((n,), T.int32), Counts: T.Tensor((bins,), T.int32), Table: T.Tensor((bins,), T.int32),
+             Ticket: T.Tensor((n,), T.int32), Seen: T.Tensor((n,), T.int32)):
+        with T.Kernel(n // block, threads=block) as bx:
+            for i in T.Parallel(block):
+                Ticket[bx * block + i] = T.atomic_add(Counts[Idx[bx * block + i]], 1, return_prev=True)
+                Seen[bx * block + i] = T.atomic_load(Table[Idx[bx * block + i]], memory_order="relaxed")
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def block_flags(blocks, flags, threads=128):
+    """Once per block (not per thread): ``t = T.atomic_add(Counters[bx], 1, return_prev=True)`` and
+    ``f = T.atomic_load(Flags[bx])``, with fewer flags and counters than blocks; ``Out[bx] = t * 10 +
+    f``, 0 for the blocks past them (which update nothing)."""
+
+    @T.prim_func
+    def main(Flags: T.Tensor((flags,), T.int32), Counters: T.Tensor((flags,), T.int32),
+             Out: T.Tensor((blocks,), T.int32)):
+        with T.Kernel(blocks, threads=threads) as bx:
+            f = T.alloc_var(T.int32)
+            f = T.atomic_load(Flags[bx], memory_order="acquire")
+            t = T.alloc_var(T.int32)
+            t = T.atomic_add(Counters[bx], 1, return_prev=True)
+            Out[bx] = t * 10 + f
+
+    return main
+
+
+@tilelang.jit
+def thread_tickets(blocks, counters, per_block=8, threads=32):
+    """The first ``per_block`` threads of each block (a branch on the thread index) each take a
+    ticket from their own counter, ``Counters[bx * per_block + tx]``, and read it again: ``Out[bx,
+    tx] = ticket + T.atomic_load(counter)``, which is ``2 * c + 1`` for a counter that held ``c`` and
+    0 for the threads past the counters (which update nothing)."""
+
+    @T.prim_func
+    def main(Counters: T.Tensor((counters,), T.int32), Out: T.Tensor((blocks, per_block), T.int32)):
+        with T.Kernel(blocks, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            if tx < per_block:
+                t = T.atomic_add(Counters[bx * per_block + tx], 1, return_prev=True)
+                Out[bx, tx] = t + T.atomic_load(Counters[bx * per_block + tx])
+
+    return main
+
+
+@tilelang.jit
+def checked_atomic_reads(n, flags, block=64):
+    """The accesses of ``shifted_atomic_reads`` and ``block_flags`` behind the checks that prove them
+    in range: no guard is added."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), T.float32), Acc: T.Tensor((n,), T.float32), Out: T.Tensor((n,), T.float32),
+             Counters: T.Tensor((flags,), T.int32), Firsts: T.Tensor((flags,), T.int32)):
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    Out[bx * block + i] = T.atomic_load(A[bx * block + i]) + T.atomic_add(
+                        Acc[bx * block + i], 1.0, return_prev=True)
+            if bx < flags:
+                t = T.alloc_var(T.int32)
+                t = T.atomic_add(Counters[bx], 1, return_prev=True)
+                Firsts[bx] = T.atomic_load(Counters[bx]) - t
+
+    return main
+
+
 def window_inputs() -> tuple:
     """Logits ``[6, 300]`` with windows ``[Starts, Ends)`` (empty, whole, at the edges), and the
     logits ``clean_logits`` leaves: -inf outside each row's window."""

@@ -135,14 +135,28 @@ def test_tickets_do_not_race_with_each_other_but_with_a_plain_read() -> None:
                "block (1) reads `C`[0], which block (0) atomically updates", where("fetch")[:-1])
 
 
-def test_an_element_out_of_range_is_an_error() -> None:
+def test_an_element_out_of_range_is_guarded_or_with_the_guards_off_an_error() -> None:
     @T.prim_func
     def main(C: T.Tensor((4,), T.int32), Out: T.Tensor((1,), T.int32)):
         with T.Kernel(1, threads=32):
             Out[0] = T.atomic_add(C[4], 1, return_prev=True)  # E:oob
 
-    raises(OutOfBoundsError, "oob", lambda: _interp(main)(torch.zeros(4, dtype=torch.int32),
-                                                          torch.zeros(1, dtype=torch.int32)), "`C`[4]")
+    c, out = torch.ones(4, dtype=torch.int32), torch.full((1,), 7, dtype=torch.int32)
+    _interp(main)(c, out)
+    assert out.tolist() == [0] and c.tolist() == [1, 1, 1, 1]  # no update, the safe value
+    off = tilelang.compile(main, target="interp", pass_configs={"tl.disable_safe_memory_legalize": True})
+    raises(OutOfBoundsError, "oob", lambda: off(c, out), "`C`[4]")
+
+
+def test_a_shared_element_out_of_range_is_an_error() -> None:
+    @T.prim_func
+    def main(Out: T.Tensor((1,), T.int32)):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((4,), T.int32)
+            T.fill(S, 0)
+            Out[0] = T.atomic_add(S[4], 1, return_prev=True)  # E:shared_oob
+
+    raises(OutOfBoundsError, "shared_oob", lambda: _interp(main)(torch.zeros(1, dtype=torch.int32)), "`S`[4]")
 
 
 # ---- what the frontend refuses ------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Guarded element accesses to global tensors (core_ir/safe_access.py, TileLang's
-``LegalizeSafeMemoryAccess``): the DeepSeek v3.2 kernels that rely on them run in the interpreter
-against torch, ``tl.disable_safe_memory_legalize`` gives back the out-of-bounds error, and the
-guards appear in the IR and the CUDA source only where an access cannot be proven in range."""
+``LegalizeSafeMemoryAccess``): the DeepSeek v3.2 kernels that rely on them, and atomic loads and
+returning atomics past their tensors, run in the interpreter against torch,
+``tl.disable_safe_memory_legalize`` gives back the out-of-bounds error, and the guards appear in the
+IR and the CUDA source only where an access cannot be proven in range."""
 
 from __future__ import annotations
 
@@ -215,3 +216,182 @@ def test_suite_kernels_get_guards_only_where_an_access_is_unprovable() -> None:
     # the bound `n` is a scalar argument, not Y's length
     guarded = {name for name, make in suite_funcs().items() if _core(make()) != _core(make(), OFF)}
     assert guarded == {"first_below_while_loop_break", "grid_from_integer_argument"}
+
+
+# ---- atomics that read: T.atomic_load, return_prev=True ----------------------------------------------
+
+def _shifted_reference(a: torch.Tensor, acc: torch.Tensor, shift: int, kind: str) -> tuple[torch.Tensor, ...]:
+    """(Out, Prev, Acc after) of ``shifted_atomic_reads``: zeros where ``i + shift`` is past the end."""
+    n = len(a)
+    out, prev, after = torch.zeros(n), torch.zeros(n), acc.clone()
+    out[: n - shift] = a[shift:]
+    prev[: n - shift] = acc[shift:]
+    combine = {"add": torch.add, "max": torch.maximum, "min": torch.minimum}[kind]
+    after[shift:] = combine(acc[shift:], a[: n - shift])
+    return out, prev, after
+
+
+def _gather_tickets_inputs(n: int = 256, bins: int = 10) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(3)
+    idx = torch.randint(0, bins, (n,), generator=gen, dtype=torch.int32)
+    idx[::7] = bins  # the sentinels: past the end...
+    idx[::11] = -1  # ...and before the start
+    counts = torch.randint(0, 50, (bins,), generator=gen, dtype=torch.int32)
+    table = torch.randint(1, 1000, (bins,), generator=gen, dtype=torch.int32)
+    return idx, counts, table
+
+
+def _check_gather_tickets(idx: torch.Tensor, counts: torch.Tensor, table: torch.Tensor, after: torch.Tensor,
+                          ticket: torch.Tensor, seen: torch.Tensor) -> None:
+    """Each bin's tickets are its counter's values before the updates, in some order; a sentinel
+    updates nothing and reads 0."""
+    bins = len(counts)
+    valid = (idx >= 0) & (idx < bins)
+    assert torch.equal(after, counts + torch.bincount(idx[valid].long(), minlength=bins).int())
+    assert torch.all(ticket[~valid] == 0) and torch.all(seen[~valid] == 0)
+    assert torch.equal(seen[valid], table[idx[valid].long()])
+    for b in range(bins):
+        got = ticket[idx == b].sort().values
+        assert torch.equal(got, torch.arange(int(counts[b]), int(after[b]), dtype=torch.int32))
+
+
+@pytest.mark.parametrize("kind", ["add", "max", "min"])
+def test_atomic_load_and_returning_atomic_past_the_end_read_zero_and_update_nothing(kind: str) -> None:
+    n, shift = 200, 3
+    a, acc = torch.randn(n), torch.randn(n)
+    want_out, want_prev, want_acc = _shifted_reference(a, acc, shift, kind)
+    prev = torch.full((n,), 7.0)
+    out = _interp(kernels.shifted_atomic_reads.get_ir(n, shift, kind))(a, acc, prev)
+    assert torch.equal(out, want_out) and torch.equal(prev, want_prev) and torch.equal(acc, want_acc)
+
+
+def test_gather_with_sentinel_indices_takes_no_ticket_and_reads_zero() -> None:
+    idx, counts, table = _gather_tickets_inputs()
+    after = counts.clone()
+    ticket, seen = torch.full_like(idx, -5), torch.full_like(idx, -5)
+    _interp(kernels.gather_tickets.get_ir(len(idx), len(counts)))(idx, after, table, ticket, seen)
+    _check_gather_tickets(idx, counts, table, after, ticket, seen)
+
+
+def test_block_level_atomic_reads_past_the_flags() -> None:
+    flags, counters = torch.arange(1, 6, dtype=torch.int32), torch.arange(5, dtype=torch.int32) * 3
+    before = counters.clone()
+    out = _interp(kernels.block_flags.get_ir(8, 5))(flags, counters)
+    assert out.tolist() == (before * 10 + flags).tolist() + [0, 0, 0]
+    assert torch.equal(counters, before + 1)
+
+
+def test_per_thread_atomic_reads_past_the_counters() -> None:
+    counters = torch.arange(12, dtype=torch.int32) * 10
+    out = torch.full((2, 8), -7, dtype=torch.int32)
+    _interp(kernels.thread_tickets.get_ir(2, 12))(counters, out)
+    want = torch.zeros(16, dtype=torch.int32)
+    want[:12] = 2 * torch.arange(12, dtype=torch.int32) * 10 + 1
+    assert torch.equal(out.flatten(), want)
+    assert torch.equal(counters, torch.arange(12, dtype=torch.int32) * 10 + 1)
+
+
+def test_atomic_reads_guarded_in_the_ir() -> None:
+    text = _core(kernels.shifted_atomic_reads.get_ir(200, 3))
+    assert ("T.if_then_else(bx * 64 + i < 197, T.atomic_load(A[bx * 64 + i + 3], memory_order='acquire'), 0.0)"
+            in text)
+    assert ("prev = T.alloc_var(float32, 0.0)\n"
+            "            if bx * 64 + i_1 < 197:\n"
+            "                prev_in = T.alloc_var(float32, T.atomic_add(Acc[bx * 64 + i_1 + 3], A[bx * 64 + i_1], "
+            "return_prev=True))\n"
+            "                prev[0] = prev_in[0]\n") in text
+    gather = _core(kernels.gather_tickets.get_ir(128, 10))
+    assert gather.count("0 <= Idx[bx * 64 + i] and Idx[bx * 64 + i] < 10") == 2  # the update, the load
+
+
+def test_atomic_reads_proven_in_range_get_no_guard() -> None:
+    func = kernels.checked_atomic_reads.get_ir(200, 3)
+    assert _core(func) == _core(func, OFF)
+    for arch in ("sm_80", "sm_90a"):
+        assert cuda_source(func, arch)[0] == cuda_source(func, arch, OFF)[0]
+
+
+def test_an_atomic_load_proves_nothing_about_the_next_one() -> None:
+    @T.prim_func
+    def main(C: T.Tensor((1,), T.int32), A: T.Tensor((16,), T.float32), Out: T.Tensor((16,), T.float32)):
+        with T.Kernel(1, threads=32):
+            if T.atomic_load(C[0]) < 16:
+                Out[0] = A[T.atomic_load(C[0])]  # another block may have raised C[0] in between
+            k = T.alloc_var(T.int32, C[0])
+            if k < 16:
+                Out[1] = A[k]  # a variable holds its value: only `0 <=` is left
+
+    text = _core(main)
+    assert "A[T.atomic_load(C[0], memory_order='seq_cst')]" in text
+    assert "T.atomic_load(C[0], memory_order='seq_cst') < 16, A[" in text
+    assert "T.if_then_else(0 <= k[0], A[k[0]], 0.0)" in text
+
+
+@pytest.mark.parametrize(("case", "access"), [
+    ("load", "Out[bx * block + i] = T.atomic_load(A[bx * block + i + shift]"),
+    ("fetch", "Ticket[bx * block + i] = T.atomic_add(Counts[Idx[bx * block + i]], 1, return_prev=True)"),
+    ("block", "f = T.atomic_load(Flags[bx], memory_order=\"acquire\")"),
+])
+def test_atomic_reads_disabled_raise_out_of_bounds_naming_the_line(case: str, access: str) -> None:
+    if case == "load":
+        func, args = kernels.shifted_atomic_reads.get_ir(200, 3), (torch.randn(200), torch.randn(200), torch.zeros(200))
+    elif case == "fetch":
+        idx, counts, table = _gather_tickets_inputs()
+        func = kernels.gather_tickets.get_ir(len(idx), len(counts))
+        args = (idx, counts, table, idx.clone(), idx.clone())
+    else:
+        func = kernels.block_flags.get_ir(8, 5)
+        args = (torch.ones(5, dtype=torch.int32), torch.ones(5, dtype=torch.int32))
+    with pytest.raises(OutOfBoundsError) as err:
+        _interp(func, OFF)(*args)
+    assert err.value.loc is not None and err.value.loc.line == _line_of(access)
+    assert "safe_access.py:" in str(err.value)
+
+
+def test_cuda_atomic_reads_stay_behind_their_guards() -> None:
+    block = cuda_source(kernels.block_flags.get_ir(8, 5), "sm_80")[0]
+    # the block's one load is made by thread 0, only for a flag that exists; its one update likewise
+    assert "[0] = (bx < 5) ? ((int)(tlx_ld_acquire_32(&Flags[bx]))) : 0;" in block
+    guarded = block[block.index("if (bx < 5) {"):]
+    assert guarded.index("atomicAdd(&Counters[bx], 1)") < guarded.index("}")
+    gather = cuda_source(kernels.gather_tickets.get_ir(128, 10), "sm_80")[0]
+    update = gather.index("atomicAdd(&Counts[")
+    assert gather.rindex("if ((0 <= Idx[", 0, update) > gather.rindex("int prev = 0;", 0, update)
+    assert "< 10)) ? ((int)(tlx_ld_relaxed_32(&Table[" in gather
+
+
+def _block_level_guarded_loads() -> PrimFunc:
+    @T.prim_func
+    def main(F: T.Tensor((4,), T.int32), Ix: T.Tensor((1,), T.int32), Out: T.Tensor((8,), T.int32)):
+        with T.Kernel(8, threads=32) as bx:
+            f = T.alloc_var(T.int32)
+            f = T.atomic_load(F[T.atomic_load(Ix[0])])  # an index only another atomic load knows
+            g = T.alloc_var(T.int32)
+            g = T.if_then_else(bx < 4, 0, T.atomic_load(F[bx - 4]))  # the user's own guard
+            Out[bx] = f + g
+
+    return main
+
+
+def test_cuda_block_level_atomic_loads_are_fetched_with_their_guards() -> None:
+    source = cuda_source(_block_level_guarded_loads(), "sm_80")[0]
+    assert "< 4)) ? ((int)(tlx_ld_seq_cst_32(&F[(int)(tlx_ld_seq_cst_32(&Ix[0]))]))) : 0;" in source
+    assert "[0] = (bx < 4) ? 0 : ((int)(tlx_ld_seq_cst_32(&F[bx - 4])));" in source
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("name", ["shifted_add", "shifted_max", "gather", "block", "thread", "checked", "guards"])
+def test_guarded_atomic_reads_compile(name: str, arch: str) -> None:
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
+
+    func = {"shifted_add": lambda: kernels.shifted_atomic_reads.get_ir(200, 3),
+            "shifted_max": lambda: kernels.shifted_atomic_reads.get_ir(200, 3, "max"),
+            "gather": lambda: kernels.gather_tickets.get_ir(128, 10),
+            "block": lambda: kernels.block_flags.get_ir(8, 5),
+            "thread": lambda: kernels.thread_tickets.get_ir(2, 12),
+            "checked": lambda: kernels.checked_atomic_reads.get_ir(200, 3),
+            "guards": _block_level_guarded_loads}[name]()
+    source, ctx = cuda_source(func, arch)
+    if find_nvcc() is None and find_nvrtc() is None:
+        pytest.skip("needs nvcc or NVRTC")
+    assert len(compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0

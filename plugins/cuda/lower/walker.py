@@ -41,7 +41,7 @@ from ..nests import element_atomic
 from ..warp_specialize import leader_only, lower_ws
 from .allreduce import lower_allreduce
 from .atomic import tile_atomic, tile_red
-from .atomic_load import fetch_store, uniform_atomic_loads
+from .atomic_load import Fetched, fetch_store, uniform_atomic_loads
 from .parallel import lower_nest
 from .transposed_epilogue import lower_transposed_store, transposed_plan
 
@@ -66,7 +66,7 @@ class _Walker:
         self.region: tuple[int, ...] | None = None  # the T.ws region being lowered (warp_specialize.py)
         self.block: tuple[int, ...] = ()  # the kernel's threads= (x, y, z)
 
-    def per_thread_load(self, ld: E.Element) -> bool:
+    def per_thread_load(self, ld: Fetched) -> bool:
         """Whether each thread makes atomic load ``ld`` itself (see ``uniform_atomic_loads``)."""
         return self.uni is not None and (self.div > 0 or self.uni.varying(ld))
 
