@@ -16,8 +16,10 @@ from .stmt import (
     Annotate,
     Assert,
     BarrierArrive,
+    BarrierExpectTx,
     BarrierInit,
     BarrierWait,
+    FenceProxyAsync,
     For,
     If,
     Jump,
@@ -32,6 +34,7 @@ from .stmt import (
     WarpSpecialize,
     While,
 )
+from .tileops import TmaCopy
 
 _PREC = {
     "or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
@@ -238,6 +241,14 @@ class _Printer:
             self.emit(depth, f"T.barrier_arrive({self.buf(s.buffer)}[{self.expr(s.index)}])")
         elif isinstance(s, BarrierWait):
             self.emit(depth, f"T.barrier_wait({self.buf(s.buffer)}[{self.expr(s.index)}], {self.expr(s.parity)})")
+        elif isinstance(s, BarrierExpectTx):
+            self.emit(depth, f"{s.call}({self.buf(s.buffer)}[{self.expr(s.index)}], {self.expr(s.nbytes)})")
+        elif isinstance(s, FenceProxyAsync):
+            self.emit(depth, "T.fence_proxy_async()")
+        elif isinstance(s, TmaCopy):
+            arrive = ", emit_arrive=True" if s.arrive else ""
+            bar = f"{self.buf(s.barrier)}[{self.expr(s.index)}]" if s.barrier is not None else "None"
+            self.emit(depth, f"T.tma_copy({self.value(s.src)}, {self.value(s.dst)}, barrier={bar}{arrive})")
         else:
             self.tile_op(s, depth)
 

@@ -284,6 +284,32 @@ class BarrierWait(Stmt):
     loc: SourceLoc | None = field(default=None, compare=False)
 
 
+@dataclass(**_NODE)
+class BarrierExpectTx(Stmt):
+    """``T.mbarrier_expect_tx(bar[index], nbytes)``: the threads running it add ``nbytes`` to the
+    barrier's expected transaction bytes once (their first thread issues it, as TileLang kernels
+    elect one); ``arrive``: ``T.mbarrier_arrive_expect_tx``, which also arrives once. A phase
+    completes when its arrivals are all in and its expected bytes have landed."""
+
+    buffer: Buffer
+    index: Expr
+    nbytes: Expr
+    arrive: bool = False
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def call(self) -> str:
+        return "T.mbarrier_arrive_expect_tx" if self.arrive else "T.mbarrier_expect_tx"
+
+
+@dataclass(**_NODE)
+class FenceProxyAsync(Stmt):
+    """``T.fence_proxy_async()``: orders the calling thread's ordinary shared-memory accesses
+    before the async proxy's (TMA, wgmma) that follow; nothing to do where everything runs in order."""
+
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
 #: ``PrimFunc.attrs`` keys: the indices of the parameters that are ``T.alloc_global`` workspaces
 #: (always the last ones; the runtime allocates them on every call, a caller neither passes nor gets
 #: them) and of the ``T.ptr`` parameters (a caller passes memory for the tensor ``T.make_tensor``

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import expr as E
-from .buffer import Region
+from .buffer import Buffer, Region
 from .dtypes import DType
 from .errors import ShapeMismatchError
 from .source import SourceLoc
@@ -100,6 +100,28 @@ class Copy(TileOp):
                 loc=self.loc,
                 hint="make both regions the same size (dimensions of extent 1 are ignored)",
             )
+
+
+@dataclass(**_NODE)
+class TmaCopy(Copy):
+    """``T.tma_copy(src, dst, barrier=bar[index])``: a copy of a global tile into a shared tile
+    that the threads running it issue once, completing on the mbarrier ``bar[index]``: the issue
+    adds the tile's bytes to the barrier's expected transactions and the landed bytes complete
+    them (``arrive``: the issue also arrives once, TileLang's ``emit_arrive``). It does not arrive
+    otherwise: the kernel's ``T.barrier_arrive`` does."""
+
+    barrier: Buffer | None = None
+    index: E.Expr = E.const(0)
+    arrive: bool = False
+    name = "tma_copy"
+
+    @property
+    def nbytes(self) -> E.Expr:
+        """Bytes the copy moves (the destination tile's)."""
+        n: E.Expr = E.const(self.dst.buffer.dtype.bytes)
+        for e in self.dst.extents:
+            n = n * e
+        return n
 
 
 @dataclass(**_NODE)

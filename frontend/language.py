@@ -178,6 +178,7 @@ from .surface import (
     vectorized,
     wait_wgmma,
 )
+from .tma_copy import fence_proxy_async, mbarrier_arrive_expect_tx, mbarrier_expect_tx, tma_copy
 from .view import reshape, view
 from .warp_specialize import (
     WarpSpecialize,
@@ -284,7 +285,8 @@ __all__ = [
     "attr", "comm_reducer", "tvm_thread_allreduce",
     # warp specialization and mbarriers
     "ws", "WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive",
-    "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier",
+    "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier", "tma_copy", "mbarrier_expect_tx",
+    "mbarrier_arrive_expect_tx", "fence_proxy_async",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",

@@ -33,9 +33,11 @@ from tilelang_x.core_ir.stmt import (
     Alloc,
     Assert,
     BarrierArrive,
+    BarrierExpectTx,
     BarrierInit,
     BarrierWait,
     ExprStmt,
+    FenceProxyAsync,
     For,
     If,
     Jump,
@@ -48,7 +50,7 @@ from tilelang_x.core_ir.stmt import (
     WarpSpecialize,
     While,
 )
-from tilelang_x.core_ir.tileops import Atomic, TileOp
+from tilelang_x.core_ir.tileops import Atomic, Copy, TileOp, TmaCopy
 from tilelang_x.core_ir.uniformity import written_regions
 from tilelang_x.core_ir.verify_ws import WARPGROUP, has_regions
 from tilelang_x.core_ir.visit import walk
@@ -64,7 +66,8 @@ __all__ = ["Regions"]
 
 _PRIVATE = ("var", "local")
 #: Statements every member runs for itself (control flow, per-thread work, barrier operations).
-_OWN = (Seq, If, While, Jump, Assert, ExprStmt, WarpSpecialize, BarrierArrive, BarrierWait, NamedBarrier)
+_OWN = (Seq, If, While, Jump, Assert, ExprStmt, WarpSpecialize, BarrierArrive, BarrierWait, NamedBarrier,
+        FenceProxyAsync)
 
 
 def _team(env: list) -> tuple[Team, int]:
@@ -133,6 +136,12 @@ class Regions:
             return self._arrive(s)
         if isinstance(s, BarrierWait):
             return self._wait(s)
+        if isinstance(s, BarrierExpectTx):
+            return self._expect(s)
+        if isinstance(s, TmaCopy):
+            return self._tma_copy(s)
+        if isinstance(s, FenceProxyAsync):
+            return lambda env: None
         if isinstance(s, NamedBarrier):
             return self._named(s)
         return None
@@ -235,10 +244,10 @@ class Regions:
 
         return init
 
-    def _which(self, s: BarrierArrive | BarrierWait) -> Callable[[list], tuple[MBarriers, int]]:
-        slot = self.comp.buffer_slot(s.buffer)
-        findex = self.comp.expr(s.index, s.loc)
-        name, loc = s.buffer.name, s.loc
+    def _which(self, buffer: Any, index: E.Expr, loc: Any) -> Callable[[list], tuple[MBarriers, int]]:
+        slot = self.comp.buffer_slot(buffer)
+        findex = self.comp.expr(index, loc)
+        name = buffer.name
 
         def which(env: list) -> tuple[MBarriers, int]:
             bars = env[slot]
@@ -253,14 +262,52 @@ class Regions:
         return which
 
     def _arrive(self, s: BarrierArrive) -> Fn:
-        which = self._which(s)
-        threads = self.threads
+        which = self._which(s.buffer, s.index, s.loc)
+        threads, name, loc = self.threads, s.buffer.name, s.loc
 
         def arrive(env: list) -> None:
             bars, k = which(env)
-            bars.arrive(k, threads)
+            _arrivals(bars, k, threads, name, loc)
 
         return arrive
+
+    def _expect(self, s: BarrierExpectTx) -> Fn:
+        """Issued once by the threads running it (a meeting, ``wrap``): expected bytes, and with
+        ``arrive`` one arrival."""
+        which = self._which(s.buffer, s.index, s.loc)
+        fbytes = self.comp.expr(s.nbytes, s.loc)
+        arrive, name, loc, call = s.arrive, s.buffer.name, s.loc, s.call
+
+        def expect(env: list) -> None:
+            bars, k = which(env)
+            n = fbytes(env)
+            if isinstance(n, np.ndarray) or int(n) < 0:
+                raise TileLangError(f"{call}: the byte count {n} is not one non-negative number", loc=loc)
+            bars.expect(k, int(n))
+            if arrive:
+                _arrivals(bars, k, 1, name, loc)
+
+        return expect
+
+    def _tma_copy(self, s: TmaCopy) -> Fn | None:
+        """Issued once (a meeting): the tile's bytes are expected, copied and landed at once, so
+        they balance; with ``arrive`` the issue arrives once as well."""
+        assert s.barrier is not None
+        copy = self.comp._tileop(Copy(s.src, s.dst, s.annotations, s.loc))
+        which = self._which(s.barrier, s.index, s.loc)
+        fbytes = self.comp.expr(s.nbytes, s.loc)
+        arrive, name, loc = s.arrive, s.barrier.name, s.loc
+
+        def tma_copy(env: list) -> None:
+            bars, k = which(env)
+            n = int(fbytes(env))
+            bars.expect(k, n)
+            if arrive:
+                _arrivals(bars, k, 1, name, loc)
+            copy(env)
+            bars.complete(k, n)
+
+        return tma_copy
 
     def _named(self, s: NamedBarrier) -> Fn:
         """A warp arrives at a named barrier (whole: all of its threads reach it, or none); at a
@@ -289,7 +336,7 @@ class Regions:
         return named
 
     def _wait(self, s: BarrierWait) -> Fn:
-        which = self._which(s)
+        which = self._which(s.buffer, s.index, s.loc)
         fparity = self.comp.expr(s.parity, s.loc)
         loc = s.loc
         what = f"T.barrier_wait({s.buffer.name}[{s.index}], {s.parity})"
@@ -300,7 +347,20 @@ class Regions:
             if int(p) not in (0, 1) or isinstance(p, np.ndarray):
                 raise TileLangError(f"T.barrier_wait: parity {p} is neither 0 nor 1", loc=loc,
                                     hint="a phase parity is 0 or 1: write `k % 2` rather than `k`")
+            if bars.completed(k, int(p)):
+                return
             team, i = _team(env)
-            team.wait_until(i, lambda: bars.completed(k, int(p)), loc, what)
+            waits = f"{what} (its phase waits for {bars.pending(k)})"
+            team.wait_until(i, lambda: bars.completed(k, int(p)), loc, waits)
 
         return wait
+
+
+def _arrivals(bars: MBarriers, k: int, threads: int, name: str, loc: Any) -> None:
+    extra = bars.arrive(k, threads)
+    if extra:
+        raise TileLangError(
+            f"{extra} arrival(s) at barrier `{name}[{k}]`, whose phase has all its {bars.counts[k]} arrivals but "
+            f"still waits for {bars.tx[k]} expected transaction bytes", loc=loc,
+            hint="on a GPU these arrivals would corrupt the barrier: expect only the bytes the phase's copies "
+            "deliver, and arrive arrive_count times per phase")

@@ -1,0 +1,127 @@
+"""Hand-written TMA copies and transaction counts (TileLang's ``T.tma_copy``,
+``T.mbarrier_expect_tx``, ``T.mbarrier_arrive_expect_tx``, ``T.fence_proxy_async``).
+
+``T.tma_copy(src, dst, barrier=bar)`` loads a tile of a global tensor into a shared tile: the
+threads running it issue it once, it adds the tile's bytes to ``bar``'s expected transactions and
+its landed bytes complete them; the kernel arrives and waits with the barrier operations of
+``warp_specialize.py``. What can be checked while tracing is checked here, at the user's line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core_ir import expr as E
+from ..core_ir.errors import NotSupportedError, ShapeMismatchError, TileLangSyntaxError, TileLangTypeError
+from ..core_ir.source import SourceLoc, caller_loc
+from ..core_ir.stmt import BarrierExpectTx, FenceProxyAsync, freeze_annotations
+from ..core_ir.tileops import TmaCopy
+from . import builder as bld
+from .surface import _from_point, _operand, _Point
+from .warp_specialize import _barrier, _int_expr, _outside_parallel
+
+__all__ = ["fence_proxy_async", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "tma_copy"]
+
+_EVICTION = ("evict_normal", "evict_first", "evict_last")
+_ANNOTATIONS = ("emit_arrive", "eviction_policy")
+
+
+def _regions(src: Any, dst: Any, loc: SourceLoc | None) -> tuple[Any, Any]:
+    s = _operand(src, "T.tma_copy source")
+    d = _operand(dst, "T.tma_copy destination")
+    if isinstance(s, _Point) and isinstance(d, _Point):
+        raise ShapeMismatchError("T.tma_copy: neither operand gives the tile's extents", loc=loc,
+                                 hint="pass the whole shared tile (or a slice of it) as the destination")
+    if isinstance(s, _Point):
+        s = _from_point(s, d.extents, "T.tma_copy", loc)  # type: ignore[union-attr]
+    elif isinstance(d, _Point):
+        d = _from_point(d, s.extents, "T.tma_copy", loc)
+    return s, d
+
+
+def _check_scopes(s: Any, d: Any, loc: SourceLoc | None) -> None:
+    sb, db = s.buffer, d.buffer
+    if sb.scope == "shared" and db.scope == "global":
+        raise NotSupportedError("T.tma_copy from shared to global memory (a TMA store) is not supported", loc=loc,
+                                hint="store the tile with T.copy(shared_tile, C[...]), which the CUDA backend "
+                                "vectorizes")
+    if sb.scope != "global" or db.scope != "shared":
+        raise TileLangTypeError(
+            f"T.tma_copy loads a global tensor into a shared tile, but `{sb.name}` is {sb.scope} and `{db.name}` "
+            f"is {db.scope}", loc=loc, hint="T.copy moves tiles between other scopes")
+    if sb.dtype != db.dtype:
+        raise TileLangTypeError(
+            f"T.tma_copy cannot convert: `{sb.name}` is {sb.dtype.name} but `{db.name}` is {db.dtype.name}",
+            loc=loc, hint=f"allocate `{db.name}` as {sb.dtype.name}, or T.copy (which converts)")
+
+
+def _arrive_annotation(annotations: dict[str, Any], loc: SourceLoc | None) -> bool:
+    unknown = sorted(k for k in annotations if k not in _ANNOTATIONS)
+    if unknown:
+        raise NotSupportedError(f"T.tma_copy annotation {unknown[0]!r} is not supported", loc=loc,
+                                hint=f"the annotations tilelang-x reads are {', '.join(_ANNOTATIONS)}")
+    return bool(annotations.get("emit_arrive", False))
+
+
+def tma_copy(src: Any, dst: Any, *, barrier: Any = None, cluster_mask: Any = None,
+             leader_scope_threads: Any = None, eviction_policy: str | None = None,
+             annotations: dict[str, Any] | None = None) -> None:
+    """``T.tma_copy(A[by * bm, k * bk], A_s, barrier=full[s])``: load a global tile into a shared
+    tile, completing on ``barrier``'s transaction count (see the module docstring)."""
+    loc = caller_loc()
+    b = bld.require_kernel("T.tma_copy")
+    s, d = _regions(src, dst, loc)
+    _check_scopes(s, d, loc)
+    if barrier is None:
+        raise TileLangSyntaxError("T.tma_copy of a global tile into shared memory needs barrier=", loc=loc,
+                                  hint="pass the mbarrier its bytes complete: T.tma_copy(A[...], A_s, barrier=bar)")
+    if cluster_mask is not None:
+        raise NotSupportedError("T.tma_copy(cluster_mask=...) (a multicast load) is not supported", loc=loc,
+                                hint="T.Kernel(..., cluster_dims=...) with T.Pipelined copies multicasts shared "
+                                "tiles for you")
+    if leader_scope_threads is not None:
+        raise NotSupportedError("T.tma_copy(leader_scope_threads=...) is not supported: the threads running a "
+                                "T.tma_copy issue it once", loc=loc, hint="drop leader_scope_threads")
+    ann = dict(annotations or {})
+    if eviction_policy is not None:
+        ann.setdefault("eviction_policy", eviction_policy)
+    if ann.get("eviction_policy", "evict_normal") not in (*_EVICTION, 0, 1, 2):
+        raise TileLangSyntaxError(f"T.tma_copy: eviction_policy={ann['eviction_policy']!r}", loc=loc,
+                                  hint=f"use one of {', '.join(_EVICTION)}")
+    arrive = _arrive_annotation(ann, loc)
+    buf, index = _barrier(barrier, "T.tma_copy", loc)
+    op = TmaCopy(s, d, freeze_annotations(ann), loc, buf, index, arrive)
+    op.check()
+    b.emit(op)
+
+
+def _expect(barrier: Any, tx: Any, arrive: bool, what: str) -> None:
+    loc = caller_loc()
+    b = bld.require_kernel(what)
+    buf, index = _barrier(barrier, what, loc)
+    nbytes = _int_expr(tx, f"{what}: the byte count", loc)
+    n = E.as_int(nbytes)
+    if n is not None and n < 0:
+        raise TileLangSyntaxError(f"{what}: the byte count {n} is negative", loc=loc,
+                                  hint="give the bytes the barrier's copies deliver in this phase")
+    b.emit(BarrierExpectTx(buf, index, nbytes, arrive, loc=loc))
+
+
+def mbarrier_expect_tx(mbarrier: Any, tx: Any) -> None:
+    """``T.mbarrier_expect_tx(bar, nbytes)``: the threads running it expect ``nbytes`` more
+    transaction bytes on ``bar`` (issued once)."""
+    _expect(mbarrier, tx, False, "T.mbarrier_expect_tx")
+
+
+def mbarrier_arrive_expect_tx(mbarrier: Any, tx: Any) -> None:
+    """``T.mbarrier_arrive_expect_tx(bar, nbytes)``: as ``T.mbarrier_expect_tx``, and one arrival."""
+    _expect(mbarrier, tx, True, "T.mbarrier_arrive_expect_tx")
+
+
+def fence_proxy_async() -> None:
+    """``T.fence_proxy_async()``: the calling threads' shared-memory writes before it are visible
+    to the TMA copies and wgmma reads after it."""
+    loc = caller_loc()
+    b = bld.require_kernel("T.fence_proxy_async")
+    _outside_parallel(b, "T.fence_proxy_async", loc)
+    b.emit(FenceProxyAsync(loc=loc))
