@@ -86,6 +86,8 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         func, ctx, opts.vector_epilogue and opts.staged_epilogue and not lc.manual)
     if lc.staged_epilogue and opts.tma_store:
         _tma_store_setup(func, ctx, lc)
+    if lc.manual:
+        _user_tma_setup(func, ctx, lc)
     ctx.data["cuda.lower"] = lc
     hook = ctx.options.get("hook") if isinstance(getattr(ctx, "options", None), dict) else None
 
@@ -125,6 +127,17 @@ def _tma_store_setup(func: PrimFunc, ctx: Any, lc: LowerCtx) -> None:
     lc.tma_store_dsts = store_only_params(source)
     lc.tma_reduce = bool(pass_configs(ctx).get(REDUCE_KEY, True))
     lc.tma_reduce_dsts = reduce_only_params(source) if lc.tma_reduce else frozenset()
+
+
+def _user_tma_setup(func: PrimFunc, ctx: Any, lc: LowerCtx) -> None:
+    """What the kernel's own T.tma_copy loads and transaction counts need (lower/tma_copy.py)."""
+    from ..hopper.config import hopper_config
+    from ..target import has_capability
+
+    lc.async_proxy = has_capability(ctx.target, "tma")
+    lc.user_tma = lc.async_proxy and getattr(ctx.target, "arch", None) == "sm_90a" and hopper_config(ctx).tma
+    if lc.user_tma:
+        lc.tma_params = tuple(func.params)
 
 
 def _drain_reductions(body: Stmt) -> Stmt:

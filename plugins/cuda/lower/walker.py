@@ -15,7 +15,9 @@ from ....core_ir.stmt import (
     Alloc,
     Annotate,
     Assert,
+    BarrierExpectTx,
     ExprStmt,
+    FenceProxyAsync,
     For,
     If,
     Kernel,
@@ -27,7 +29,7 @@ from ....core_ir.stmt import (
     Sync,
     While,
 )
-from ....core_ir.tileops import Atomic, TileOp
+from ....core_ir.tileops import Atomic, TileOp, TmaCopy
 from ....core_ir.uniformity import Uniformity, written_regions
 from ....core_ir.visit import rewrite, walk
 from ..analysis import bounds
@@ -43,6 +45,7 @@ from .allreduce import lower_allreduce
 from .atomic import tile_atomic, tile_red
 from .atomic_load import fetch_store, uniform_atomic_loads
 from .parallel import lower_nest
+from .tma_copy import arrive_after, fence, lower_expect, lower_tma_copy, plain_copy
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
 # get the pointer to the thread's registers and their count, then their other arguments.
@@ -73,6 +76,8 @@ class _Walker:
         lc = self.lc
         if isinstance(s, Seq):
             return Seq(tuple(self.stmt(c) for c in s.stmts), s.loc)
+        if isinstance(s, (TmaCopy, BarrierExpectTx, FenceProxyAsync)):
+            return self.user_async(s)
         if lc.manual:
             out = lower_ws(s, lc, self.lower_region)
             if out is not None:
@@ -80,6 +85,18 @@ class _Walker:
             if self.shared_by_warpgroups() and (isinstance(s, Print) or _block_write(s)):
                 return Seq((leader_only(self.lower(s), s.loc, self.first_warpgroup()), Barrier(s.loc)), s.loc)
         return self.lower(s)
+
+    def user_async(self, s: TmaCopy | BarrierExpectTx | FenceProxyAsync) -> Stmt:
+        """The kernel's own TMA copies, transaction counts and proxy fences (lower/tma_copy.py):
+        what the threads running them issue once, the first warpgroup's thread 0 issues."""
+        lc, g = self.lc, self.first_warpgroup()
+        if isinstance(s, FenceProxyAsync):
+            return fence(s)
+        if isinstance(s, BarrierExpectTx):
+            return lower_expect(s, lc, g)
+        if lc.user_tma:
+            return lower_tma_copy(s, lc, g)
+        return Seq((self.stmt(plain_copy(s)), *arrive_after(s, lc, g)), s.loc)
 
     def lower_region(self, ids: tuple[int, ...], body: Stmt) -> Stmt:
         self.region = ids

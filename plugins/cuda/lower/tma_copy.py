@@ -1,0 +1,154 @@
+"""The kernel's own TMA copies and transaction counts (``T.tma_copy``, ``T.mbarrier_expect_tx``,
+``T.mbarrier_arrive_expect_tx``, ``T.fence_proxy_async``), in a kernel that manages its barriers
+(warp_specialize.py).
+
+``T.tma_copy`` on sm_90a (TMA on): thread 0 of the first warpgroup running it issues
+``mbarrier.expect_tx`` of the tile's bytes (``arrive.expect_tx`` with ``emit_arrive``) and one
+``cp.async.bulk.tensor`` load per panel of the shared tile (hopper/tma.py), completing on the
+barrier. The shared tile gets the layout a TMA load writes (``preset_user_tma``, before layout
+inference): the wgmma panels where it has them, so ``T.gemm`` reads it as it reads the pipeline's
+TMA tiles. A copy TMA cannot make there is a ``NotSupportedError`` naming its line.
+
+Without TMA (sm_80, sm_90, TMA off, the runtime's no-TMA rebuild) it is an ordinary copy by the
+threads running it: its bytes are expected and delivered at once, so they leave nothing to
+balance; with ``emit_arrive`` one thread arrives once the threads have copied. A transaction count
+the kernel expects itself needs sm_90 (``NotSupportedError`` on sm_80). ``T.fence_proxy_async`` is
+``fence.proxy.async.shared::cta`` on sm_90 and later, nothing before.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.errors import NotSupportedError
+from ....core_ir.stmt import BarrierExpectTx, FenceProxyAsync, If, PrimFunc, Seq, Stmt
+from ....core_ir.tileops import Copy, TmaCopy
+from ....core_ir.visit import walk
+from ..hopper.layout import TMA_ALIGN, PanelLayout, tma_layout
+from ..hopper.tma import TmaCopy as TmaPlan
+from ..hopper.tma import tensor_map, tma_tensor
+from ..lir import THREAD, Barrier, Evaluate, Intrin
+from ..warp_specialize import WG, barrier_addr
+
+__all__ = ["fence", "lower_expect", "lower_tma_copy", "plain_copy", "preset_user_tma"]
+
+
+def preset_user_tma(func: PrimFunc, ctx: Any) -> PrimFunc:
+    """Give the shared tiles the kernel's ``T.tma_copy`` loads the layout TMA writes them in
+    (``cuda.preset_layouts``; unswizzled ones aligned for TMA: ``cuda.smem_align``)."""
+    from ..hopper.config import hopper_config
+
+    if not hopper_config(ctx).tma:
+        return func
+    preset = dict(ctx.data.get("cuda.preset_layouts", {}))
+    align = dict(ctx.data.get("cuda.smem_align", {}))
+    for op in walk(func.body):
+        if not isinstance(op, TmaCopy):
+            continue
+        buf = op.dst.buffer
+        shape = buf.static_shape()
+        lay = tma_layout(tuple(shape), buf.dtype.bytes) if shape and buf.base is None else None
+        if lay is None or buf in preset:
+            continue
+        preset[buf] = lay
+        if lay.swizzle == "none":
+            align[buf] = TMA_ALIGN
+    ctx.data["cuda.preset_layouts"] = preset
+    if align:
+        ctx.data["cuda.smem_align"] = align
+    return func
+
+
+def _once(body: list[Stmt], g: int, loc: Any) -> Stmt:
+    """``body`` issued by thread 0 of warpgroup ``g``."""
+    leader = E.binary("and", E.binary("==", WG, g), E.binary("==", THREAD, 0))
+    return If(leader, Seq(tuple(body), loc) if len(body) > 1 else body[0], None, loc)
+
+
+def lower_expect(s: BarrierExpectTx, lc: Any, g: int) -> Stmt:
+    if not lc.async_proxy:
+        raise NotSupportedError(f"{s.call}: mbarrier transaction counts need sm_90 or later", loc=s.loc,
+                                hint="on sm_80 a T.tma_copy is an ordinary copy; arrive with T.barrier_arrive")
+    fn = "tlx_ws_arrive_expect_tx" if s.arrive else "tlx_ws_expect_tx"
+    return _once([Evaluate(Intrin(fn, (barrier_addr(s.buffer, s.index, lc), E.cast(s.nbytes, dtypes.uint32))), s.loc)],
+                 g, s.loc)
+
+
+def fence(s: FenceProxyAsync) -> Stmt:
+    return Evaluate(Intrin("tlx_ws_fence_proxy_async", ()), s.loc)
+
+
+def plain_copy(s: TmaCopy) -> Copy:
+    """The ordinary copy a ``T.tma_copy`` is without TMA."""
+    return Copy(s.src, s.dst, s.annotations, s.loc)
+
+
+def arrive_after(s: TmaCopy, lc: Any, g: int) -> list[Stmt]:
+    """Without TMA, ``emit_arrive``'s arrival: once the threads have copied."""
+    assert s.barrier is not None
+    arrive = Evaluate(Intrin("tlx_ws_arrive", (barrier_addr(s.barrier, s.index, lc),)), s.loc)
+    return [Barrier(s.loc), _once([arrive], g, s.loc)] if s.arrive else []
+
+
+def _tile(s: TmaCopy) -> tuple[int, ...] | None:
+    """The shared tile ``s`` writes (its trailing one or two dims, whole; leading dims: one
+    index), or ``None``."""
+    shape = s.dst.buffer.static_shape()
+    if not shape:
+        return None
+    tile = tuple(shape[-2:])
+    lead = len(shape) - len(tile)
+    for d, (st, ext) in enumerate(zip(s.dst.starts, s.dst.extents)):
+        whole = d >= lead and E.as_int(st) == 0 and E.as_int(ext) == shape[d]
+        if not whole and not (d < lead and E.as_int(ext) == 1):
+            return None
+    return tile
+
+
+def _plan(s: TmaCopy, lc: Any) -> tuple[TmaPlan, E.Expr | None]:
+    """The TMA load of ``s`` and the stage index of its destination (``None`` for a 1- or 2-d
+    tile), or ``NotSupportedError`` saying why there is none."""
+    dst = s.dst.buffer
+
+    def refuse(why: str) -> NotSupportedError:
+        return NotSupportedError(f"T.tma_copy into `{dst.name}`: {why}", loc=s.loc,
+                                 hint="T.copy makes the same copy with ordinary loads (and arrive with "
+                                 "T.barrier_arrive)")
+
+    tile = _tile(s)
+    if tile is None:
+        raise refuse("TMA writes whole tiles: the last two dims of the shared buffer (earlier dims one index)")
+    lay = lc.layouts.get(dst)
+    want = tma_layout(tuple(dst.static_shape()), dst.dtype.bytes)
+    if not isinstance(lay, PanelLayout) or lay != want:
+        why = "a viewed tile or another layout than TMA writes" if want is not None else \
+            "its rows are not a multiple of 16 bytes (and of 8 rows, or 128 bytes in all) as a TMA box needs"
+        raise refuse(why)
+    found = tma_tensor(s.src, lc.tma_params, one_row=True)
+    if found is None:
+        raise refuse(f"`{s.src.buffer.name}` is not a tensor parameter with rows of a multiple of 16 bytes whose "
+                     "tile spans its last dim")
+    arg, dims = found
+    rows = tile[0] if len(tile) == 2 else 1
+    if tuple(E.as_int(s.src.extents[d]) for d in dims) != (rows, tile[-1]) or rows > 256:
+        raise refuse(f"the global tile is not the shared tile's {rows} x {tile[-1]} (at most 256 rows)")
+    tile_lay = PanelLayout(tile, lay.elem_bytes, lay.swizzle, lay.panel)
+    spec = tensor_map(lc.tmaps, s.src, arg, dims, lay.panel, rows, lay.tma_swizzle)
+    lead = len(dst.static_shape()) - len(tile)
+    if lead > 1:
+        raise refuse("a ring of tiles has one leading dim, (stages, rows, cols)")
+    return TmaPlan(s, dims[0], tile_lay, spec), s.dst.starts[0] if lead else None
+
+
+def lower_tma_copy(s: TmaCopy, lc: Any, g: int) -> Stmt:
+    """The TMA form of ``s`` (sm_90a, TMA on)."""
+    assert s.barrier is not None
+    plan, stage = _plan(s, lc)
+    bar = barrier_addr(s.barrier, s.index, lc)
+    fn = "tlx_ws_arrive_expect_tx" if s.arrive else "tlx_ws_expect_tx"
+    nbytes = E.const(math.prod(plan.layout.shape) * plan.layout.elem_bytes, dtypes.uint32)
+    loads = plan.issue(stage, s.dst.buffer, bar)
+    return _once([Evaluate(Intrin(fn, (bar, nbytes)), s.loc), *loads], g, s.loc)
