@@ -135,8 +135,10 @@ class Team(TakingTurns):
         self.envs: list[list[Any]] = []
         self.meetings: dict[int, list[Any]] = {}  # statement -> [members arrived, times it ran]
 
-    def wait_until(self, i: int, ready: Callable[[], bool], loc: SourceLoc | None, what: str) -> None:
-        """Member ``i`` goes on once ``ready()``; meanwhile the others run."""
+    def wait_until(self, i: int, ready: Callable[[], bool], loc: SourceLoc | None,
+                   what: str | Callable[[], str]) -> None:
+        """Member ``i`` goes on once ``ready()``; meanwhile the others run. ``what`` it waits at (a
+        callable: worded when a deadlock is reported)."""
         if ready():
             return
         with self.cond:
@@ -182,7 +184,8 @@ class Team(TakingTurns):
         waiting = [(j, w) for j, w in enumerate(self.waits) if self.state[j] == _WAIT and w is not None]
         if waiting:
             block = ", ".join(str(b) for b in self.block)
-            lines = "; ".join(f"{self.member} {j} at {w[2]} ({w[1]})" for j, w in waiting)
+            lines = "; ".join(f"{self.member} {j} at {w[2]() if callable(w[2]) else w[2]} ({w[1]})"
+                              for j, w in waiting)
             self.error = DeadlockError(
                 f"deadlock in block ({block}): every {self.member} that has not ended waits, so none can go on "
                 f"(on a GPU the kernel would hang): {lines}", loc=waiting[0][1][1],

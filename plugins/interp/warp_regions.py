@@ -350,8 +350,8 @@ class Regions:
             if bars.completed(k, int(p)):
                 return
             team, i = _team(env)
-            waits = f"{what} (its phase waits for {bars.pending(k)})"
-            team.wait_until(i, lambda: bars.completed(k, int(p)), loc, waits)
+            team.wait_until(i, lambda: bars.completed(k, int(p)), loc,
+                            lambda: f"{what} (its phase waits for {bars.pending(k)})")
 
         return wait
 
