@@ -305,13 +305,24 @@ dtype = as_dtype  # TileLang's T.dtype(...): a dtype from any spelling (also a p
 _LAYOUT_NAMES = ("Layout", "Fragment")
 
 #: TileLang names with no counterpart here, and what to write instead: the explicit PTX loads and
-#: stores, whose untyped 32-bit words and uint32 vectors the IR cannot carry
+#: stores, whose untyped 32-bit words and uint32 vectors the IR cannot carry; explicit cp.async
+#: groups and TileLang's low-level TMA builtins
 _INSTEAD = dict.fromkeys(
     tuple(f"{op}{bits}" for op in ("ldg", "stg") for bits in (32, 64, 128, 256))
     + tuple(f"{op}{bits}" for op in ("lds", "sts") for bits in (32, 64, 128)),
     "read and write elements (A[T.Ramp(i, 1, 2)] for a packed pair), or T.copy a tile, whose global "
     "accesses the CUDA backend vectorizes (up to 16 bytes)",
 )
+_INSTEAD.update(dict.fromkeys(
+    ("async_copy", "ptx_commit_group", "ptx_wait_group", "ptx_cp_async"),
+    "T.copy (inside T.Pipelined the backend issues it as cp.async with its commit and wait groups), or "
+    "T.tma_copy on an mbarrier (T.alloc_barrier) in a kernel that manages its barriers",
+))
+_INSTEAD.update(dict.fromkeys(
+    ("tma_load", "create_tma_descriptor", "tma_store_arrive", "tma_store_wait"),
+    "T.tma_copy(src, dst, barrier=bar) for a TMA load (the backend builds the tensor maps); T.copy of a "
+    "shared tile to global memory for a store",
+))
 
 
 def __getattr__(name: str) -> object:

@@ -254,6 +254,13 @@ def test_outside_a_kernel_names_the_line() -> None:
     raises(TileLangSyntaxError, "outside", build, "T.tma_copy must be used inside `with T.Kernel")
 
 
+@pytest.mark.parametrize("name", ["async_copy", "ptx_wait_group", "tma_store_wait", "create_tma_descriptor"])
+def test_the_explicit_async_builtins_left_out_say_what_to_write(name: str) -> None:
+    with pytest.raises(NotSupportedError, match="T.tma_copy") as info:
+        getattr(T, name)
+    assert f"T.{name} is not supported by tilelang-x" in str(info.value)
+
+
 def test_a_thread_query_beside_a_tma_copy_is_refused() -> None:
     with pytest.raises(VerificationError, match="thread queries and warp operations are not supported"):
         _interp(_kernel("tma_with_thread_query"))
