@@ -18,7 +18,7 @@ from ..core_ir.stmt import BarrierExpectTx, FenceProxyAsync, freeze_annotations
 from ..core_ir.tileops import TmaCopy
 from . import builder as bld
 from .surface import _from_point, _operand, _Point
-from .warp_specialize import _barrier, _int_expr, _outside_parallel
+from .warp_specialize import barrier_operand, int_operand, outside_parallel
 
 __all__ = ["fence_proxy_async", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "tma_copy"]
 
@@ -89,7 +89,7 @@ def tma_copy(src: Any, dst: Any, *, barrier: Any = None, cluster_mask: Any = Non
         raise TileLangSyntaxError(f"T.tma_copy: eviction_policy={ann['eviction_policy']!r}", loc=loc,
                                   hint=f"use one of {', '.join(_EVICTION)}")
     arrive = _arrive_annotation(ann, loc)
-    buf, index = _barrier(barrier, "T.tma_copy", loc)
+    buf, index = barrier_operand(barrier, "T.tma_copy", loc)
     op = TmaCopy(s, d, freeze_annotations(ann), loc, buf, index, arrive)
     op.check()
     b.emit(op)
@@ -98,8 +98,8 @@ def tma_copy(src: Any, dst: Any, *, barrier: Any = None, cluster_mask: Any = Non
 def _expect(barrier: Any, tx: Any, arrive: bool, what: str) -> None:
     loc = caller_loc()
     b = bld.require_kernel(what)
-    buf, index = _barrier(barrier, what, loc)
-    nbytes = _int_expr(tx, f"{what}: the byte count", loc)
+    buf, index = barrier_operand(barrier, what, loc)
+    nbytes = int_operand(tx, f"{what}: the byte count", loc)
     n = E.as_int(nbytes)
     if n is not None and n < 0:
         raise TileLangSyntaxError(f"{what}: the byte count {n} is negative", loc=loc,
@@ -123,5 +123,5 @@ def fence_proxy_async() -> None:
     to the TMA copies and wgmma reads after it."""
     loc = caller_loc()
     b = bld.require_kernel("T.fence_proxy_async")
-    _outside_parallel(b, "T.fence_proxy_async", loc)
+    outside_parallel(b, "T.fence_proxy_async", loc)
     b.emit(FenceProxyAsync(loc=loc))
