@@ -19,6 +19,7 @@ from .stmt import (
     BarrierExpectTx,
     BarrierInit,
     BarrierWait,
+    CpAsyncGroup,
     FenceProxyAsync,
     For,
     If,
@@ -245,6 +246,8 @@ class _Printer:
             self.emit(depth, f"{s.call}({self.buf(s.buffer)}[{self.expr(s.index)}], {self.expr(s.nbytes)})")
         elif isinstance(s, FenceProxyAsync):
             self.emit(depth, "T.fence_proxy_async()")
+        elif isinstance(s, CpAsyncGroup):
+            self.emit(depth, s.call)
         elif isinstance(s, TmaCopy):
             arrive = ", emit_arrive=True" if s.arrive else ""
             bar = f"{self.buf(s.barrier)}[{self.expr(s.index)}]" if s.barrier is not None else "None"

@@ -310,6 +310,22 @@ class FenceProxyAsync(Stmt):
     loc: SourceLoc | None = field(default=None, compare=False)
 
 
+@dataclass(**_NODE)
+class CpAsyncGroup(Stmt):
+    """``T.ptx_commit_group()`` (``kind`` ``"commit"``: the calling thread's cp.async copies not
+    yet committed form a group) or ``T.ptx_wait_group(n)`` (``"wait"``: the calling thread waits
+    until at most its ``n`` newest groups are pending, and the threads running it then see one
+    another's landed copies)."""
+
+    kind: str
+    n: int = 0
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def call(self) -> str:
+        return "T.ptx_commit_group()" if self.kind == "commit" else f"T.ptx_wait_group({self.n})"
+
+
 #: ``PrimFunc.attrs`` keys: the indices of the parameters that are ``T.alloc_global`` workspaces
 #: (always the last ones; the runtime allocates them on every call, a caller neither passes nor gets
 #: them) and of the ``T.ptr`` parameters (a caller passes memory for the tensor ``T.make_tensor``

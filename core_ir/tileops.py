@@ -125,6 +125,15 @@ class TmaCopy(Copy):
 
 
 @dataclass(**_NODE)
+class AsyncCopy(Copy):
+    """``T.async_copy(src, dst)``: a copy of a global tile into a shared tile by the threads
+    running it, issued as ``cp.async`` and committed as a group of its own: the tile is there once
+    a ``T.ptx_wait_group`` has waited for that group (``CpAsyncGroup``)."""
+
+    name = "async_copy"
+
+
+@dataclass(**_NODE)
 class Fill(TileOp):
     """``T.fill(dst, value)`` / ``T.clear(dst)``."""
 

@@ -23,6 +23,7 @@ from .stmt import (
     BarrierArrive,
     BarrierExpectTx,
     BarrierWait,
+    CpAsyncGroup,
     For,
     Kernel,
     NamedBarrier,
@@ -33,7 +34,7 @@ from .stmt import (
     WarpSpecialize,
     ws_call,
 )
-from .tileops import TmaCopy
+from .tileops import AsyncCopy, TmaCopy
 from .uniformity import Uniformity
 from .visit import buffers_used, children, walk
 
@@ -41,8 +42,8 @@ __all__ = ["BARRIER_OPS", "WARPGROUP", "has_regions", "uses_barriers", "verify_w
 
 #: Threads per warpgroup: the unit ``T.ws`` ids count in.
 WARPGROUP = 128
-#: The statements that make a kernel manage its own barriers.
-BARRIER_OPS = (WarpSpecialize, BarrierArrive, BarrierWait, BarrierExpectTx, TmaCopy)
+#: The statements that make a kernel manage its own barriers (and asynchronous copies).
+BARRIER_OPS = (WarpSpecialize, BarrierArrive, BarrierWait, BarrierExpectTx, TmaCopy, AsyncCopy, CpAsyncGroup)
 
 
 def has_regions(node: Stmt) -> bool:
@@ -102,7 +103,7 @@ class _Checker:
         if isinstance(s, WarpSpecialize):
             self.region(s, region, parallel)
             return
-        if isinstance(s, (BarrierArrive, BarrierWait, BarrierExpectTx, TmaCopy)) and parallel:
+        if isinstance(s, (BarrierArrive, BarrierWait, BarrierExpectTx, TmaCopy, AsyncCopy, CpAsyncGroup)) and parallel:
             self.fail("a barrier operation inside a T.Parallel loop", s.loc,
                       "a T.Parallel body runs once per element; arrive or wait before or after the loop")
         if isinstance(s, Sync) and s.scope == "grid" and has_regions(self.kernel.body):

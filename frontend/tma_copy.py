@@ -1,10 +1,14 @@
-"""Hand-written TMA copies and transaction counts (TileLang's ``T.tma_copy``,
-``T.mbarrier_expect_tx``, ``T.mbarrier_arrive_expect_tx``, ``T.fence_proxy_async``).
+"""Hand-written asynchronous copies: TMA copies and transaction counts (TileLang's
+``T.tma_copy``, ``T.mbarrier_expect_tx``, ``T.mbarrier_arrive_expect_tx``,
+``T.fence_proxy_async``) and cp.async groups (``T.async_copy``, ``T.ptx_commit_group``,
+``T.ptx_wait_group``).
 
 ``T.tma_copy(src, dst, barrier=bar)`` loads a tile of a global tensor into a shared tile: the
 threads running it issue it once, it adds the tile's bytes to ``bar``'s expected transactions and
 its landed bytes complete them; the kernel arrives and waits with the barrier operations of
-``warp_specialize.py``. What can be checked while tracing is checked here, at the user's line.
+``warp_specialize.py``. ``T.async_copy(src, dst)`` is a cp.async copy committed as a group of its
+own, there once ``T.ptx_wait_group`` has waited for its group. What can be checked while tracing
+is checked here, at the user's line.
 """
 
 from __future__ import annotations
@@ -14,44 +18,45 @@ from typing import Any
 from ..core_ir import expr as E
 from ..core_ir.errors import NotSupportedError, ShapeMismatchError, TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import SourceLoc, caller_loc
-from ..core_ir.stmt import BarrierExpectTx, FenceProxyAsync, freeze_annotations
-from ..core_ir.tileops import TmaCopy
+from ..core_ir.stmt import BarrierExpectTx, CpAsyncGroup, FenceProxyAsync, freeze_annotations
+from ..core_ir.tileops import AsyncCopy, TmaCopy
 from . import builder as bld
 from .surface import _from_point, _operand, _Point
 from .warp_specialize import barrier_operand, int_operand, outside_parallel
 
-__all__ = ["fence_proxy_async", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "tma_copy"]
+__all__ = ["async_copy", "fence_proxy_async", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "ptx_commit_group",
+           "ptx_wait_group", "tma_copy"]
 
 _EVICTION = ("evict_normal", "evict_first", "evict_last")
 _ANNOTATIONS = ("emit_arrive", "eviction_policy")
 
 
-def _regions(src: Any, dst: Any, loc: SourceLoc | None) -> tuple[Any, Any]:
-    s = _operand(src, "T.tma_copy source")
-    d = _operand(dst, "T.tma_copy destination")
+def _regions(src: Any, dst: Any, what: str, loc: SourceLoc | None) -> tuple[Any, Any]:
+    s = _operand(src, f"{what} source")
+    d = _operand(dst, f"{what} destination")
     if isinstance(s, _Point) and isinstance(d, _Point):
-        raise ShapeMismatchError("T.tma_copy: neither operand gives the tile's extents", loc=loc,
+        raise ShapeMismatchError(f"{what}: neither operand gives the tile's extents", loc=loc,
                                  hint="pass the whole shared tile (or a slice of it) as the destination")
     if isinstance(s, _Point):
-        s = _from_point(s, d.extents, "T.tma_copy", loc)  # type: ignore[union-attr]
+        s = _from_point(s, d.extents, what, loc)  # type: ignore[union-attr]
     elif isinstance(d, _Point):
-        d = _from_point(d, s.extents, "T.tma_copy", loc)
+        d = _from_point(d, s.extents, what, loc)
     return s, d
 
 
-def _check_scopes(s: Any, d: Any, loc: SourceLoc | None) -> None:
+def _check_scopes(s: Any, d: Any, what: str, loc: SourceLoc | None) -> None:
     sb, db = s.buffer, d.buffer
-    if sb.scope == "shared" and db.scope == "global":
+    if sb.scope == "shared" and db.scope == "global" and what == "T.tma_copy":
         raise NotSupportedError("T.tma_copy from shared to global memory (a TMA store) is not supported", loc=loc,
                                 hint="store the tile with T.copy(shared_tile, C[...]), which the CUDA backend "
                                 "vectorizes")
     if sb.scope != "global" or db.scope != "shared":
         raise TileLangTypeError(
-            f"T.tma_copy loads a global tensor into a shared tile, but `{sb.name}` is {sb.scope} and `{db.name}` "
+            f"{what} loads a global tensor into a shared tile, but `{sb.name}` is {sb.scope} and `{db.name}` "
             f"is {db.scope}", loc=loc, hint="T.copy moves tiles between other scopes")
     if sb.dtype != db.dtype:
         raise TileLangTypeError(
-            f"T.tma_copy cannot convert: `{sb.name}` is {sb.dtype.name} but `{db.name}` is {db.dtype.name}",
+            f"{what} cannot convert: `{sb.name}` is {sb.dtype.name} but `{db.name}` is {db.dtype.name}",
             loc=loc, hint=f"allocate `{db.name}` as {sb.dtype.name}, or T.copy (which converts)")
 
 
@@ -70,8 +75,8 @@ def tma_copy(src: Any, dst: Any, *, barrier: Any = None, cluster_mask: Any = Non
     tile, completing on ``barrier``'s transaction count (see the module docstring)."""
     loc = caller_loc()
     b = bld.require_kernel("T.tma_copy")
-    s, d = _regions(src, dst, loc)
-    _check_scopes(s, d, loc)
+    s, d = _regions(src, dst, "T.tma_copy", loc)
+    _check_scopes(s, d, "T.tma_copy", loc)
     if barrier is None:
         raise TileLangSyntaxError("T.tma_copy of a global tile into shared memory needs barrier=", loc=loc,
                                   hint="pass the mbarrier its bytes complete: T.tma_copy(A[...], A_s, barrier=bar)")
@@ -125,3 +130,44 @@ def fence_proxy_async() -> None:
     b = bld.require_kernel("T.fence_proxy_async")
     outside_parallel(b, "T.fence_proxy_async", loc)
     b.emit(FenceProxyAsync(loc=loc))
+
+
+def async_copy(src: Any, dst: Any, *, coalesced_width: int | None = None, annotations: dict[str, Any] | None = None,
+               loop_layout: Any = None) -> None:
+    """``T.async_copy(A[by * bm, k * bk], A_s)``: a cp.async copy of a global tile into a shared
+    tile, committed as a group of its own; wait for it with ``T.ptx_wait_group`` before reading."""
+    loc = caller_loc()
+    b = bld.require_kernel("T.async_copy")
+    outside_parallel(b, "T.async_copy", loc)
+    s, d = _regions(src, dst, "T.async_copy", loc)
+    _check_scopes(s, d, "T.async_copy", loc)
+    ann = dict(annotations or {})
+    if coalesced_width is not None:
+        ann["coalesced_width"] = coalesced_width
+    if loop_layout is not None:
+        ann["loop_layout"] = loop_layout
+    op = AsyncCopy(s, d, freeze_annotations(ann), loc)
+    op.check()
+    b.emit(op)
+
+
+def ptx_commit_group() -> None:
+    """``T.ptx_commit_group()``: the calling threads' uncommitted cp.async copies form a group."""
+    loc = caller_loc()
+    b = bld.require_kernel("T.ptx_commit_group")
+    outside_parallel(b, "T.ptx_commit_group", loc)
+    b.emit(CpAsyncGroup("commit", loc=loc))
+
+
+def ptx_wait_group(n: Any = 0) -> None:
+    """``T.ptx_wait_group(n)``: wait until at most the ``n`` newest cp.async groups are pending;
+    the threads running it then see one another's landed copies."""
+    loc = caller_loc()
+    b = bld.require_kernel("T.ptx_wait_group")
+    outside_parallel(b, "T.ptx_wait_group", loc)
+    k = None if isinstance(n, bool) else E.as_int(n)
+    if k is None or k < 0:
+        raise TileLangSyntaxError(f"T.ptx_wait_group({n!r}): the count of groups left pending must be a "
+                                  "non-negative Python int", loc=loc,
+                                  hint="cp.async.wait_group takes a constant: T.ptx_wait_group(0) waits for all")
+    b.emit(CpAsyncGroup("wait", int(k), loc=loc))

@@ -31,7 +31,7 @@ from ...core_ir.expr import WARP_SIZE
 from ...core_ir.source import SourceLoc
 from .turns import TakingTurns, run_side_by_side
 
-__all__ = ["MBarriers", "NamedBarriers", "Team", "run_team"]
+__all__ = ["MBarriers", "NamedBarriers", "PendingWrite", "Team", "run_team"]
 
 _RUN, _WAIT, _DONE = "run", "wait", "done"
 
@@ -88,6 +88,19 @@ class MBarriers:
         return out
 
 
+class PendingWrite:
+    """A cp.async copy read at its issue whose values land in shared memory at the first wait of
+    a thread that committed it (every thread of the region committed it: it lands once)."""
+
+    def __init__(self, land: Callable[[], None]) -> None:
+        self.land: Callable[[], None] | None = land
+
+    def __call__(self) -> None:
+        if self.land is not None:
+            land, self.land = self.land, None
+            land()
+
+
 _MBARRIER_HINT = ("check the arrive counts (threads that arrive per phase) and the parities: a wait for parity p "
                   "returns once the barrier's phase of parity p has completed; a fresh barrier is in phase 0, so "
                   "waiting for parity 1 returns at once; a phase with expected transaction bytes "
@@ -134,6 +147,8 @@ class Team(TakingTurns):
         self.waits: list[tuple[Callable[[], bool], SourceLoc | None, str] | None] = [None] * n
         self.envs: list[list[Any]] = []
         self.meetings: dict[int, list[Any]] = {}  # statement -> [members arrived, times it ran]
+        # per member, its committed cp.async groups, oldest first: each the writes still to land
+        self.async_groups: list[list[list[PendingWrite]]] = [[] for _ in range(n)]
 
     def wait_until(self, i: int, ready: Callable[[], bool], loc: SourceLoc | None,
                    what: str | Callable[[], str]) -> None:

@@ -36,6 +36,7 @@ from tilelang_x.core_ir.stmt import (
     BarrierExpectTx,
     BarrierInit,
     BarrierWait,
+    CpAsyncGroup,
     ExprStmt,
     FenceProxyAsync,
     For,
@@ -50,14 +51,14 @@ from tilelang_x.core_ir.stmt import (
     WarpSpecialize,
     While,
 )
-from tilelang_x.core_ir.tileops import Atomic, Copy, TileOp, TmaCopy
+from tilelang_x.core_ir.tileops import AsyncCopy, Atomic, Copy, TileOp, TmaCopy
 from tilelang_x.core_ir.uniformity import written_regions
 from tilelang_x.core_ir.verify_ws import WARPGROUP, has_regions
 from tilelang_x.core_ir.visit import walk
 
 from .compile_expr import Fn
 from .runtime import FRAME, MASK
-from .team import MBarriers, Team, run_team
+from .team import MBarriers, PendingWrite, Team, run_team
 
 if TYPE_CHECKING:
     from .compile import Compiler
@@ -142,6 +143,10 @@ class Regions:
             return self._tma_copy(s)
         if isinstance(s, FenceProxyAsync):
             return lambda env: None
+        if isinstance(s, AsyncCopy):
+            return self._async_copy(s)
+        if isinstance(s, CpAsyncGroup):
+            return self._group(s)
         if isinstance(s, NamedBarrier):
             return self._named(s)
         return None
@@ -334,6 +339,53 @@ class Regions:
                 team.wait_until(i, lambda: team.named.completed(bar, before), loc, call)
 
         return named
+
+    def _async_copy(self, s: AsyncCopy) -> Fn:
+        """Issued by the region's threads together (a meeting): the source is read now, the
+        values land at the first ``T.ptx_wait_group`` of a member that has waited for the group
+        each member commits it in (``PendingWrite``); until then the tile keeps its old values."""
+        src, dst, members, loc = s.src, s.dst, self.region, s.loc
+
+        def async_copy(env: list) -> None:
+            rt = env[FRAME]
+            rt.loc = loc
+            try:
+                values = rt.read(src)
+                starts, extents = rt.bounds(dst)
+            finally:
+                rt.loc = None
+            arr = rt.array(dst.buffer)
+            at = tuple(slice(a, a + n) for a, n in zip(starts, extents))
+            vals = np.asarray(values).reshape(extents)
+
+            def land() -> None:
+                arr[at] = vals
+
+            write = PendingWrite(land)
+            team, _ = _team(env)
+            for j in members:
+                team.async_groups[j].append([write])
+
+        return async_copy
+
+    def _group(self, s: CpAsyncGroup) -> Fn:
+        """Made by the region's threads together (a meeting, as CUDA's wait is followed by their
+        barrier): a commit adds an empty group to each member (each ``T.async_copy`` commits its
+        own); a wait lands all but each member's ``n`` newest groups."""
+        n, commit, members = s.n, s.kind == "commit", self.region
+
+        def group(env: list) -> None:
+            team, _ = _team(env)
+            for j in members:
+                groups = team.async_groups[j]
+                if commit:
+                    groups.append([])
+                    continue
+                while len(groups) > n:
+                    for write in groups.pop(0):
+                        write()
+
+        return group
 
     def _wait(self, s: BarrierWait) -> Fn:
         which = self._which(s.buffer, s.index, s.loc)

@@ -1025,4 +1025,5 @@ CASES: list[Case] = [
     Case("ws_region_of_two_warpgroups", _ws_scale_rows(2), atol=1e-4, rtol=1e-4),
     Case("tma_copy_ws_ring_gemm", _ws_gemm(tma_copy.gemm_tma_ring, 200, 136, 320, block_N=64)),
     Case("tma_copy_tilelang_pipelined", _ws_gemm(tma_copy.gemm_tma_pipelined, 256, 128, 96, num_stages=3)),
+    Case("async_copy_double_buffered_gemm", _ws_gemm(tma_copy.gemm_async_copy, 100, 72, 96)),
 ]

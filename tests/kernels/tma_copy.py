@@ -1,7 +1,8 @@
-"""Hand-written TMA copies on user-managed mbarriers (TileLang's ``T.tma_copy``): a producer
-warpgroup loads the k-tiles of A and B into a ring of shared stages, each stage's ``full`` barrier
-completing once the producer has arrived and the tiles' bytes have landed; consumer warpgroups
-multiply and release the stage on its ``empty`` barrier."""
+"""Hand-written asynchronous copies. TMA copies on user-managed mbarriers (TileLang's
+``T.tma_copy``): a producer warpgroup loads the k-tiles of A and B into a ring of shared stages,
+each stage's ``full`` barrier completing once the producer has arrived and the tiles' bytes have
+landed; consumer warpgroups multiply and release the stage on its ``empty`` barrier. cp.async
+copies with explicit groups (``T.async_copy``, ``T.ptx_wait_group``): a double-buffered GEMM."""
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
@@ -91,5 +92,33 @@ def rows_arrive_expect_tx(M, N, block_M=64, extra_bytes=0, dtype=T.float32):
             T.mbarrier_wait_parity(bar, 0)  # E:expect_wait
             for i, j in T.Parallel(block_M, N):
                 Y[bx * block_M + i, j] = S[i, j] * 2.0
+
+    return main
+
+
+@tilelang.jit(out_idx=[2])
+def gemm_async_copy(M, N, K, block_M=64, block_N=64, block_K=32, dtype=T.float16, accum_dtype=T.float32):
+    """The next k-tile's copies are in flight while the current one is multiplied: each
+    ``T.async_copy`` is a group of its own, ``T.ptx_wait_group(2)`` leaves the two just issued."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((2, block_M, block_K), dtype)
+            B_s = T.alloc_shared((2, block_K, block_N), dtype)
+            C_l = T.alloc_fragment((block_M, block_N), accum_dtype)
+            n = T.ceildiv(K, block_K)
+            T.clear(C_l)
+            T.async_copy(A[by * block_M, 0], A_s[0, :, :])
+            T.async_copy(B[0, bx * block_N], B_s[0, :, :])
+            for k in T.serial(n):
+                if k + 1 < n:
+                    T.async_copy(A[by * block_M, (k + 1) * block_K], A_s[(k + 1) % 2, :, :])
+                    T.async_copy(B[(k + 1) * block_K, bx * block_N], B_s[(k + 1) % 2, :, :])
+                    T.ptx_wait_group(2)
+                else:
+                    T.ptx_wait_group(0)
+                T.gemm(A_s[k % 2, :, :], B_s[k % 2, :, :], C_l)
+            T.copy(C_l, C[by * block_M, bx * block_N])
 
     return main

@@ -1,7 +1,9 @@
-"""Hand-written TMA copies and transaction counts (``T.tma_copy``, ``T.mbarrier_expect_tx``,
-``T.mbarrier_arrive_expect_tx``, ``T.fence_proxy_async``): the interpreter against torch, the
-barrier's transaction bytes and the deadlock they can make, the errors at the user's line, and the
-CUDA code (compiled for sm_90a and sm_80 where a compiler is installed)."""
+"""Hand-written asynchronous copies: TMA copies and transaction counts (``T.tma_copy``,
+``T.mbarrier_expect_tx``, ``T.mbarrier_arrive_expect_tx``, ``T.fence_proxy_async``) and cp.async
+groups (``T.async_copy``, ``T.ptx_commit_group``, ``T.ptx_wait_group``): the interpreter against
+torch, the barrier's transaction bytes and the deadlock they can make, copies that land only at
+their wait, the errors at the user's line, and the CUDA code (compiled for sm_90a and sm_80 where a
+compiler is installed)."""
 
 from __future__ import annotations
 
@@ -140,6 +142,57 @@ def test_arrivals_beyond_the_count_while_bytes_are_out_fail_at_the_arrive() -> N
            "128 arrival(s) at barrier `bar[0]`", "16 expected transaction bytes")
 
 
+# ---- cp.async groups ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("M", "N", "K"), [(128, 128, 128), (100, 72, 96), (64, 64, 32)])
+def test_double_buffered_async_copy_gemm_matches_torch(M: int, N: int, K: int) -> None:
+    a, b = _randn(M, K, seed=5), _randn(K, N, seed=6)
+    c = _interp(kernels.gemm_async_copy.get_ir(M, N, K))(a, b)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
+
+
+def _read_at(wait: int | None, commit: bool = False) -> object:
+    """Copies row 0 then row 1 of X into S (two groups) and reads S after ``T.ptx_wait_group(wait)``
+    (none: no wait); ``commit`` adds an empty group after them."""
+
+    @T.prim_func
+    def main(X: T.Tensor((2, 128), T.float32), Y: T.Tensor((2, 128), T.float32)):
+        with T.Kernel(1, threads=128) as _:
+            S = T.alloc_shared((2, 128), T.float32)
+            T.fill(S, -1.0)
+            T.async_copy(X[0, 0], S[0, :])
+            T.async_copy(X[1, 0], S[1, :])
+            if commit:
+                T.ptx_commit_group()
+            if wait is not None:
+                T.ptx_wait_group(wait)
+            T.copy(S, Y)
+
+    return main
+
+
+@pytest.mark.parametrize(("wait", "commit", "landed"), [
+    (None, False, 0), (2, False, 0), (1, False, 1), (0, False, 2), (1, True, 2), (2, True, 1),
+])
+def test_a_copy_lands_once_its_group_is_waited_for(wait: int | None, commit: bool, landed: int) -> None:
+    x = torch.randn(2, 128)
+    y = torch.zeros(2, 128)
+    _interp(_read_at(wait, commit))(x, y)
+    want = torch.full((2, 128), -1.0)
+    want[:landed] = x[:landed]
+    torch.testing.assert_close(y, want)
+
+
+def test_cuda_async_copy_is_cp_async_with_its_groups() -> None:
+    for arch in ("sm_80", "sm_90a"):
+        src, _ = cuda_source(kernels.gemm_async_copy.get_ir(256, 256, 256), arch)
+        body = src[src.index('extern "C"'):]
+        assert "tlx_cp_async16(" in body and body.count("tlx_cp_async_commit();") == 4
+        assert "TLX_CP_ASYNC_WAIT(2);" in body and "TLX_CP_ASYNC_WAIT(0);" in body
+        wait = body.index("TLX_CP_ASYNC_WAIT(2);")
+        assert "__syncthreads();" in body[wait:wait + 80]  # every thread sees the others' copies
+
+
 # ---- frontend and verifier errors ---------------------------------------------------------------
 
 def _kernel(body: str) -> object:
@@ -214,6 +267,20 @@ def _fence_in_parallel(A, F):
         F[i, 0] = 0.0
 
 
+def _async_to_fragment(A, F):
+    R = T.alloc_fragment((64, 64), T.float16)
+    T.async_copy(A[0, 0], R)  # E:async_to_fragment
+
+
+def _wait_symbolic(A, F):
+    for k in T.serial(2):
+        T.ptx_wait_group(k)  # E:wait_symbolic
+
+
+def _wait_negative(A, F):
+    T.ptx_wait_group(-1)  # E:wait_negative
+
+
 def _tma_with_thread_query(A, F):
     S = T.alloc_shared((64, 64), T.float16)
     bar = T.alloc_barrier(128)
@@ -223,7 +290,7 @@ def _tma_with_thread_query(A, F):
 
 BODIES = {f.__name__[1:]: f for f in (_no_barrier, _not_a_barrier, _dtype, _shape, _store, _to_fragment, _multicast,
                                      _annotation, _negative_tx, _tx_in_parallel, _fence_in_parallel,
-                                     _tma_with_thread_query)}
+                                     _async_to_fragment, _wait_symbolic, _wait_negative, _tma_with_thread_query)}
 
 
 @pytest.mark.parametrize(("body", "exc", "words"), [
@@ -238,6 +305,9 @@ BODIES = {f.__name__[1:]: f for f in (_no_barrier, _not_a_barrier, _dtype, _shap
     ("negative_tx", TileLangSyntaxError, "byte count -4 is negative"),
     ("tx_in_parallel", TileLangSyntaxError, "inside a T.Parallel loop"),
     ("fence_in_parallel", TileLangSyntaxError, "inside a T.Parallel loop"),
+    ("async_to_fragment", TileLangTypeError, "T.async_copy loads a global tensor into a shared tile"),
+    ("wait_symbolic", TileLangSyntaxError, "must be a non-negative Python int"),
+    ("wait_negative", TileLangSyntaxError, "must be a non-negative Python int"),
 ])
 def test_misuse_names_the_line(body: str, exc: type, words: str) -> None:
     raises(exc, body, lambda: _kernel(body), words)
@@ -254,9 +324,9 @@ def test_outside_a_kernel_names_the_line() -> None:
     raises(TileLangSyntaxError, "outside", build, "T.tma_copy must be used inside `with T.Kernel")
 
 
-@pytest.mark.parametrize("name", ["async_copy", "ptx_wait_group", "tma_store_wait", "create_tma_descriptor"])
+@pytest.mark.parametrize("name", ["ptx_cp_async", "tma_load", "tma_store_wait", "create_tma_descriptor"])
 def test_the_explicit_async_builtins_left_out_say_what_to_write(name: str) -> None:
-    with pytest.raises(NotSupportedError, match="T.tma_copy") as info:
+    with pytest.raises(NotSupportedError, match="T.tma_copy|T.async_copy") as info:
         getattr(T, name)
     assert f"T.{name} is not supported by tilelang-x" in str(info.value)
 
@@ -329,7 +399,7 @@ def test_a_tile_tma_cannot_write_is_refused_on_sm90a() -> None:
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("name", ["ring", "ring2", "pipelined", "rows"])
+@pytest.mark.parametrize("name", ["ring", "ring2", "pipelined", "rows", "async"])
 def test_kernels_compile(name: str, arch: str) -> None:
     from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
 
@@ -337,6 +407,7 @@ def test_kernels_compile(name: str, arch: str) -> None:
         pytest.skip("no CUDA compiler here (install nvidia-cuda-nvrtc or nvcc)")
     func = {"ring": _ring_ir, "ring2": lambda: kernels.gemm_tma_ring.get_ir(128, 128, 192, consumers=2, num_stages=2),
             "pipelined": lambda: kernels.gemm_tma_pipelined.get_ir(256, 256, 128),
-            "rows": lambda: kernels.rows_arrive_expect_tx.get_ir(200, 64)}[name]()
+            "rows": lambda: kernels.rows_arrive_expect_tx.get_ir(200, 64),
+            "async": lambda: kernels.gemm_async_copy.get_ir(200, 136, 96)}[name]()
     src, ctx = cuda_source(func, arch)
     assert len(compile_cuda(src, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0

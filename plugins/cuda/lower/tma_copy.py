@@ -14,6 +14,13 @@ threads running it: its bytes are expected and delivered at once, so they leave 
 balance; with ``emit_arrive`` one thread arrives once the threads have copied. A transaction count
 the kernel expects itself needs sm_90 (``NotSupportedError`` on sm_80). ``T.fence_proxy_async`` is
 ``fence.proxy.async.shared::cta`` on sm_90 and later, nothing before.
+
+``T.async_copy`` is the copy's cp.async form (``lower/copy.py`` with the ``async`` annotation, as
+the cp.async pipeline issues it) behind a barrier of the threads running it (sync insertion does
+not track cp.async writes, so none would order it after their reads of the tile) and followed by a
+commit; ``T.ptx_wait_group(n)`` is ``cp.async.wait_group n`` and their barrier, so that every
+thread sees the others' copies; ``T.ptx_commit_group()`` a commit. Barriers need the threads
+together: none of them in code where threads may part (``NotSupportedError``).
 """
 
 from __future__ import annotations
@@ -24,16 +31,17 @@ from typing import Any
 from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.errors import NotSupportedError
-from ....core_ir.stmt import BarrierExpectTx, FenceProxyAsync, If, PrimFunc, Seq, Stmt
-from ....core_ir.tileops import Copy, TmaCopy
+from ....core_ir.stmt import BarrierExpectTx, CpAsyncGroup, FenceProxyAsync, If, PrimFunc, Seq, Stmt
+from ....core_ir.tileops import AsyncCopy, Copy, TmaCopy
 from ....core_ir.visit import walk
 from ..hopper.layout import TMA_ALIGN, PanelLayout, tma_layout
 from ..hopper.tma import TmaCopy as TmaPlan
 from ..hopper.tma import tensor_map, tma_tensor
-from ..lir import THREAD, Barrier, Evaluate, Intrin
+from ..lir import THREAD, AsyncCommit, AsyncWait, Barrier, Evaluate, Intrin
 from ..warp_specialize import WG, barrier_addr
 
-__all__ = ["fence", "lower_expect", "lower_tma_copy", "plain_copy", "preset_user_tma"]
+__all__ = ["arrive_after", "async_copy_parts", "fence", "lower_expect", "lower_group", "lower_tma_copy", "plain_copy",
+           "preset_user_tma"]
 
 
 def preset_user_tma(func: PrimFunc, ctx: Any) -> PrimFunc:
@@ -152,3 +160,27 @@ def lower_tma_copy(s: TmaCopy, lc: Any, g: int) -> Stmt:
     nbytes = E.const(math.prod(plan.layout.shape) * plan.layout.elem_bytes, dtypes.uint32)
     loads = plan.issue(stage, s.dst.buffer, bar)
     return _once([Evaluate(Intrin(fn, (bar, nbytes)), s.loc), *loads], g, s.loc)
+
+
+def _together(s: AsyncCopy | CpAsyncGroup, divergent: bool) -> None:
+    if divergent:
+        what = "T.async_copy" if isinstance(s, AsyncCopy) else s.call
+        raise NotSupportedError(f"{what} under a condition or loop bound its threads may not share: its barrier "
+                                "needs them together", loc=s.loc,
+                                hint="issue and wait outside code that depends on the thread (or the atomic values "
+                                "it read)")
+
+
+def async_copy_parts(s: AsyncCopy, divergent: bool) -> tuple[Stmt, Copy, Stmt]:
+    """The barrier before ``T.async_copy``, its cp.async copy (for the walker to lower) and the
+    commit after it."""
+    _together(s, divergent)
+    copy = Copy(s.src, s.dst, (*s.annotations, ("async", True)), s.loc)
+    return Barrier(s.loc), copy, AsyncCommit(s.loc)
+
+
+def lower_group(s: CpAsyncGroup, divergent: bool) -> Stmt:
+    if s.kind == "commit":
+        return AsyncCommit(s.loc)
+    _together(s, divergent)
+    return Seq((AsyncWait(s.n, s.loc), Barrier(s.loc)), s.loc)

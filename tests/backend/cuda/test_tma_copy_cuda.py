@@ -1,6 +1,7 @@
-"""On the GPU: hand-written TMA copies on user-managed mbarriers (plugins/cuda/lower/tma_copy.py)
-give torch's results on the Hopper path ("cuda" on an H200: cp.async.bulk.tensor loads completing
-on the barriers' transaction counts) and on the sm_80-class one ("cuda:sm_90": ordinary copies)."""
+"""On the GPU: hand-written TMA copies on user-managed mbarriers and cp.async copies with explicit
+groups (plugins/cuda/lower/tma_copy.py) give torch's results on the Hopper path ("cuda" on an
+H200: cp.async.bulk.tensor loads completing on the barriers' transaction counts) and on the
+sm_80-class one ("cuda:sm_90": ordinary copies for T.tma_copy)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,13 @@ def test_emit_arrive_rows(target: str) -> None:
     torch.cuda.synchronize()
     torch.testing.assert_close(y, x * 2)
 
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("M", "N", "k"), [(1024, 768, 2048), (1000, 520, 1000)])
+def test_double_buffered_async_copy_gemm(M: int, N: int, k: int, target: str) -> None:
+    a, b = _operands(M, N, k)
+    with tilelang_x.knobs.scope(target_default=target):
+        c = K.gemm_async_copy(M, N, k)(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
