@@ -1,6 +1,7 @@
-"""The kernel's own TMA copies and transaction counts (``T.tma_copy``, ``T.mbarrier_expect_tx``,
-``T.mbarrier_arrive_expect_tx``, ``T.fence_proxy_async``), in a kernel that manages its barriers
-(warp_specialize.py).
+"""The kernel's own asynchronous copies: TMA copies and transaction counts (``T.tma_copy``,
+``T.mbarrier_expect_tx``, ``T.mbarrier_arrive_expect_tx``, ``T.fence_proxy_async``) and cp.async
+groups (``T.async_copy``, ``T.ptx_commit_group``, ``T.ptx_wait_group``), in a kernel that manages
+its barriers (warp_specialize.py).
 
 ``T.tma_copy`` on sm_90a (TMA on): thread 0 of the first warpgroup running it issues
 ``mbarrier.expect_tx`` of the tile's bytes (``arrive.expect_tx`` with ``emit_arrive``) and one
