@@ -349,8 +349,32 @@ def test_sm90a_issues_tma_loads_and_expects_their_bytes_once() -> None:
     assert src.count("tlx_tma_load_2d(A_s_s") == 1 and src.count("tlx_tma_load_2d(B_s_s") == 2
     assert src.count("tlx_ws_expect_tx(full_s") == 2 and ", 16384u);" in src
     assert src.count("if ((tlx_ws_wg() == 1) && (tx == 0))") == 2
+    producer = src[src.index("if (tlx_ws_wg() == 1) {"):]
+    assert producer.index("tlx_ws_sync(2, 128);") < producer.index("tlx_tma_load_2d(")  # one barrier a round
     assert "tlx_wgmma_ss_f16" in src  # the tiles' TMA panels are wgmma's
     assert len(ctx.data["cuda.tmaps"]) == 2
+
+
+def test_sm90a_orders_ordinary_reads_of_a_tile_before_its_next_tma_load() -> None:
+    @T.prim_func
+    def main(X: T.Tensor((4, 64, 64), T.float32), Y: T.Tensor((4, 64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as _:
+            S = T.alloc_shared((64, 64), T.float32)
+            bar = T.alloc_barrier(128)
+            for r in T.serial(4):
+                T.tma_copy(X[r, 0, 0], S, barrier=bar)
+                T.barrier_arrive(bar)
+                T.barrier_wait(bar, r % 2)
+                for i, j in T.Parallel(64, 64):
+                    Y[r, i, j] = S[i, j] * 2.0
+
+    src, _ = cuda_source(main, "sm_90a")
+    body = src[src.index("for (int r = 0;"):]
+    assert body.index("__syncthreads();") < body.index("tlx_tma_load_3d(")  # the last round's reads first
+    x = torch.randn(4, 64, 64)
+    y = torch.zeros(4, 64, 64)
+    _interp(main)(x, y)
+    torch.testing.assert_close(y, x * 2)
 
 
 def test_sm90a_compiles_and_its_sass_loads_with_utmaldg() -> None:

@@ -6,9 +6,11 @@ its barriers (warp_specialize.py).
 ``T.tma_copy`` on sm_90a (TMA on): thread 0 of the first warpgroup running it issues
 ``mbarrier.expect_tx`` of the tile's bytes (``arrive.expect_tx`` with ``emit_arrive``) and one
 ``cp.async.bulk.tensor`` load per panel of the shared tile (hopper/tma.py), completing on the
-barrier. The shared tile gets the layout a TMA load writes (``preset_user_tma``, before layout
-inference): the wgmma panels where it has them, so ``T.gemm`` reads it as it reads the pipeline's
-TMA tiles. A copy TMA cannot make there is a ``NotSupportedError`` naming its line.
+barrier; for sync insertion the issue writes the tile, so the threads' earlier ordinary reads of
+it are behind a barrier of theirs first. The shared tile gets the layout a TMA load writes
+(``preset_user_tma``, before layout inference): the wgmma panels where it has them, so ``T.gemm``
+reads it as it reads the pipeline's TMA tiles. A copy TMA cannot make there is a
+``NotSupportedError`` naming its line.
 
 Without TMA (sm_80, sm_90, TMA off, the runtime's no-TMA rebuild) it is an ordinary copy by the
 threads running it: its bytes are expected and delivered at once, so they leave nothing to
@@ -34,11 +36,11 @@ from ....core_ir import expr as E
 from ....core_ir.errors import NotSupportedError
 from ....core_ir.stmt import BarrierExpectTx, CpAsyncGroup, FenceProxyAsync, If, PrimFunc, Seq, Stmt
 from ....core_ir.tileops import AsyncCopy, Copy, TmaCopy
-from ....core_ir.visit import walk
+from ....core_ir.visit import rewrite, walk
 from ..hopper.layout import TMA_ALIGN, PanelLayout, tma_layout
 from ..hopper.tma import TmaCopy as TmaPlan
 from ..hopper.tma import tensor_map, tma_tensor
-from ..lir import THREAD, AsyncCommit, AsyncWait, Barrier, Evaluate, Intrin
+from ..lir import THREAD, AsyncCommit, AsyncWait, Barrier, Block, Evaluate, Intrin, SmemAddr
 from ..warp_specialize import WG, barrier_addr
 
 __all__ = ["arrive_after", "async_copy_parts", "fence", "lower_expect", "lower_group", "lower_tma_copy", "plain_copy",
@@ -159,8 +161,12 @@ def lower_tma_copy(s: TmaCopy, lc: Any, g: int) -> Stmt:
     bar = barrier_addr(s.barrier, s.index, lc)
     fn = "tlx_ws_arrive_expect_tx" if s.arrive else "tlx_ws_expect_tx"
     nbytes = E.const(math.prod(plan.layout.shape) * plan.layout.elem_bytes, dtypes.uint32)
-    loads = plan.issue(stage, s.dst.buffer, bar)
-    return _once([Evaluate(Intrin(fn, (bar, nbytes)), s.loc), *loads], g, s.loc)
+    dst = s.dst.buffer
+    # the tile counts as written here for sync insertion: a barrier of the threads running the copy
+    # orders their earlier ordinary reads of it before the load is issued
+    loads = [rewrite(ld, lambda n: SmemAddr(dst, n.indices, "w") if isinstance(n, SmemAddr) and n.buffer is dst
+                     else None) for ld in plan.issue(stage, dst, bar)]
+    return Block(_once([Evaluate(Intrin(fn, (bar, nbytes)), s.loc), *loads], g, s.loc), "tma_copy", s.loc)
 
 
 def _together(s: AsyncCopy | CpAsyncGroup, divergent: bool) -> None:
