@@ -19,6 +19,7 @@ from .stmt import (
     BarrierExpectTx,
     BarrierInit,
     BarrierWait,
+    BulkGroup,
     CpAsyncGroup,
     FenceProxyAsync,
     For,
@@ -246,12 +247,12 @@ class _Printer:
             self.emit(depth, f"{s.call}({self.buf(s.buffer)}[{self.expr(s.index)}], {self.expr(s.nbytes)})")
         elif isinstance(s, FenceProxyAsync):
             self.emit(depth, "T.fence_proxy_async()")
-        elif isinstance(s, CpAsyncGroup):
+        elif isinstance(s, (CpAsyncGroup, BulkGroup)):
             self.emit(depth, s.call)
         elif isinstance(s, TmaCopy):
             arrive = ", emit_arrive=True" if s.arrive else ""
-            bar = f"{self.buf(s.barrier)}[{self.expr(s.index)}]" if s.barrier is not None else "None"
-            self.emit(depth, f"T.tma_copy({self.value(s.src)}, {self.value(s.dst)}, barrier={bar}{arrive})")
+            bar = "" if s.barrier is None else f", barrier={self.buf(s.barrier)}[{self.expr(s.index)}]"
+            self.emit(depth, f"T.tma_copy({self.value(s.src)}, {self.value(s.dst)}{bar}{arrive})")
         else:
             self.tile_op(s, depth)
 

@@ -326,6 +326,25 @@ class CpAsyncGroup(Stmt):
         return "T.ptx_commit_group()" if self.kind == "commit" else f"T.ptx_wait_group({self.n})"
 
 
+@dataclass(**_NODE)
+class BulkGroup(Stmt):
+    """``T.tma_store_arrive()`` (``kind`` ``"commit"``: the TMA stores issued and not yet
+    committed form a bulk group) or ``T.tma_store_wait(n, read)`` (``"wait"``: until at most the
+    ``n`` newest groups are pending: they have read their shared tiles, or with ``read=False``
+    also written the tensor); the threads running it then may write those tiles again."""
+
+    kind: str
+    n: int = 0
+    read: bool = True
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def call(self) -> str:
+        if self.kind == "commit":
+            return "T.tma_store_arrive()"
+        return f"T.tma_store_wait({self.n}{'' if self.read else ', read=False'})"
+
+
 #: ``PrimFunc.attrs`` keys: the indices of the parameters that are ``T.alloc_global`` workspaces
 #: (always the last ones; the runtime allocates them on every call, a caller neither passes nor gets
 #: them) and of the ``T.ptr`` parameters (a caller passes memory for the tensor ``T.make_tensor``

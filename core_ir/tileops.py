@@ -108,12 +108,17 @@ class TmaCopy(Copy):
     that the threads running it issue once, completing on the mbarrier ``bar[index]``: the issue
     adds the tile's bytes to the barrier's expected transactions and the landed bytes complete
     them (``arrive``: the issue also arrives once, TileLang's ``emit_arrive``). It does not arrive
-    otherwise: the kernel's ``T.barrier_arrive`` does."""
+    otherwise: the kernel's ``T.barrier_arrive`` does. Without a barrier, a TMA store of a shared
+    tile into a global tensor, committed as a bulk group of its own (``BulkGroup``)."""
 
     barrier: Buffer | None = None
     index: E.Expr = E.const(0)
     arrive: bool = False
     name = "tma_copy"
+
+    @property
+    def is_store(self) -> bool:
+        return self.barrier is None
 
     @property
     def nbytes(self) -> E.Expr:

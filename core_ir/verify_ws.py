@@ -52,8 +52,9 @@ def has_regions(node: Stmt) -> bool:
 
 
 def uses_barriers(node: Stmt) -> bool:
-    """Whether ``node`` holds a ``T.ws`` region or an explicit barrier operation."""
-    return any(isinstance(n, BARRIER_OPS) for n in walk(node))
+    """Whether ``node`` holds a ``T.ws`` region or an explicit barrier operation (a TMA store,
+    which completes on bulk groups, is none)."""
+    return any(isinstance(n, BARRIER_OPS) and not (isinstance(n, TmaCopy) and n.is_store) for n in walk(node))
 
 
 def verify_ws(func: PrimFunc) -> None:

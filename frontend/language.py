@@ -186,6 +186,8 @@ from .tma_copy import (
     ptx_commit_group,
     ptx_wait_group,
     tma_copy,
+    tma_store_arrive,
+    tma_store_wait,
 )
 from .view import reshape, view
 from .warp_specialize import (
@@ -295,6 +297,7 @@ __all__ = [
     "ws", "WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive",
     "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier", "tma_copy", "mbarrier_expect_tx",
     "mbarrier_arrive_expect_tx", "fence_proxy_async", "async_copy", "ptx_commit_group", "ptx_wait_group",
+    "tma_store_arrive", "tma_store_wait",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -323,9 +326,9 @@ _INSTEAD = dict.fromkeys(
 )
 _INSTEAD["ptx_cp_async"] = "T.async_copy(src, dst) for a tile, or T.copy (which the backend pipelines)"
 _INSTEAD.update(dict.fromkeys(
-    ("tma_load", "create_tma_descriptor", "tma_store_arrive", "tma_store_wait"),
-    "T.tma_copy(src, dst, barrier=bar) for a TMA load (the backend builds the tensor maps); T.copy of a "
-    "shared tile to global memory for a store",
+    ("tma_load", "create_tma_descriptor"),
+    "T.tma_copy(src, dst, barrier=bar) for a TMA load, T.tma_copy(shared_tile, C[...]) for a store (the "
+    "backend builds the tensor maps)",
 ))
 
 

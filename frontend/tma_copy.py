@@ -1,12 +1,13 @@
 """Hand-written asynchronous copies: TMA copies and transaction counts (TileLang's
 ``T.tma_copy``, ``T.mbarrier_expect_tx``, ``T.mbarrier_arrive_expect_tx``,
-``T.fence_proxy_async``) and cp.async groups (``T.async_copy``, ``T.ptx_commit_group``,
-``T.ptx_wait_group``).
+``T.fence_proxy_async``; TMA stores with ``T.tma_store_arrive`` / ``T.tma_store_wait``) and
+cp.async groups (``T.async_copy``, ``T.ptx_commit_group``, ``T.ptx_wait_group``).
 
 ``T.tma_copy(src, dst, barrier=bar)`` loads a tile of a global tensor into a shared tile: the
 threads running it issue it once, it adds the tile's bytes to ``bar``'s expected transactions and
 its landed bytes complete them; the kernel arrives and waits with the barrier operations of
-``warp_specialize.py``. ``T.async_copy(src, dst)`` is a cp.async copy committed as a group of its
+``warp_specialize.py``. ``T.tma_copy(shared_tile, C[...])`` stores a shared tile, committed as a
+bulk group of its own. ``T.async_copy(src, dst)`` is a cp.async copy committed as a group of its
 own, there once ``T.ptx_wait_group`` has waited for its group. What can be checked while tracing
 is checked here, at the user's line.
 """
@@ -18,14 +19,14 @@ from typing import Any
 from ..core_ir import expr as E
 from ..core_ir.errors import NotSupportedError, ShapeMismatchError, TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import SourceLoc, caller_loc
-from ..core_ir.stmt import BarrierExpectTx, CpAsyncGroup, FenceProxyAsync, freeze_annotations
+from ..core_ir.stmt import BarrierExpectTx, BulkGroup, CpAsyncGroup, FenceProxyAsync, freeze_annotations
 from ..core_ir.tileops import AsyncCopy, TmaCopy
 from . import builder as bld
 from .surface import _from_point, _operand, _Point
 from .warp_specialize import barrier_operand, int_operand, outside_parallel
 
 __all__ = ["async_copy", "fence_proxy_async", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "ptx_commit_group",
-           "ptx_wait_group", "tma_copy"]
+           "ptx_wait_group", "tma_copy", "tma_store_arrive", "tma_store_wait"]
 
 _EVICTION = ("evict_normal", "evict_first", "evict_last")
 _ANNOTATIONS = ("emit_arrive", "eviction_policy")
@@ -46,14 +47,12 @@ def _regions(src: Any, dst: Any, what: str, loc: SourceLoc | None) -> tuple[Any,
 
 def _check_scopes(s: Any, d: Any, what: str, loc: SourceLoc | None) -> None:
     sb, db = s.buffer, d.buffer
-    if sb.scope == "shared" and db.scope == "global" and what == "T.tma_copy":
-        raise NotSupportedError("T.tma_copy from shared to global memory (a TMA store) is not supported", loc=loc,
-                                hint="store the tile with T.copy(shared_tile, C[...]), which the CUDA backend "
-                                "vectorizes")
-    if sb.scope != "global" or db.scope != "shared":
+    store = what == "T.tma_copy" and sb.scope == "shared" and db.scope == "global"
+    if not store and (sb.scope != "global" or db.scope != "shared"):
         raise TileLangTypeError(
-            f"{what} loads a global tensor into a shared tile, but `{sb.name}` is {sb.scope} and `{db.name}` "
-            f"is {db.scope}", loc=loc, hint="T.copy moves tiles between other scopes")
+            f"{what} loads a global tensor into a shared tile{' (or stores one)' if what == 'T.tma_copy' else ''}, "
+            f"but `{sb.name}` is {sb.scope} and `{db.name}` is {db.scope}", loc=loc,
+            hint="T.copy moves tiles between other scopes")
     if sb.dtype != db.dtype:
         raise TileLangTypeError(
             f"{what} cannot convert: `{sb.name}` is {sb.dtype.name} but `{db.name}` is {db.dtype.name}",
@@ -77,9 +76,14 @@ def tma_copy(src: Any, dst: Any, *, barrier: Any = None, cluster_mask: Any = Non
     b = bld.require_kernel("T.tma_copy")
     s, d = _regions(src, dst, "T.tma_copy", loc)
     _check_scopes(s, d, "T.tma_copy", loc)
-    if barrier is None:
+    store = s.buffer.scope == "shared"
+    if barrier is None and not store:
         raise TileLangSyntaxError("T.tma_copy of a global tile into shared memory needs barrier=", loc=loc,
                                   hint="pass the mbarrier its bytes complete: T.tma_copy(A[...], A_s, barrier=bar)")
+    if barrier is not None and store:
+        raise TileLangSyntaxError("a T.tma_copy into global memory (a TMA store) takes no barrier=", loc=loc,
+                                  hint="it completes on bulk groups: T.tma_store_wait() before the tile is "
+                                  "written again")
     if cluster_mask is not None:
         raise NotSupportedError("T.tma_copy(cluster_mask=...) (a multicast load) is not supported", loc=loc,
                                 hint="T.Kernel(..., cluster_dims=...) with T.Pipelined copies multicasts shared "
@@ -94,10 +98,39 @@ def tma_copy(src: Any, dst: Any, *, barrier: Any = None, cluster_mask: Any = Non
         raise TileLangSyntaxError(f"T.tma_copy: eviction_policy={ann['eviction_policy']!r}", loc=loc,
                                   hint=f"use one of {', '.join(_EVICTION)}")
     arrive = _arrive_annotation(ann, loc)
-    buf, index = barrier_operand(barrier, "T.tma_copy", loc)
-    op = TmaCopy(s, d, freeze_annotations(ann), loc, buf, index, arrive)
+    if store:
+        if arrive:
+            raise TileLangSyntaxError("a TMA store arrives at no barrier: emit_arrive is for loads", loc=loc)
+        outside_parallel(b, "T.tma_copy", loc)
+        op = TmaCopy(s, d, freeze_annotations(ann), loc)
+    else:
+        buf, index = barrier_operand(barrier, "T.tma_copy", loc)
+        op = TmaCopy(s, d, freeze_annotations(ann), loc, buf, index, arrive)
     op.check()
     b.emit(op)
+
+
+def tma_store_arrive() -> None:
+    """``T.tma_store_arrive()``: the TMA stores not yet committed form a bulk group (each
+    ``T.tma_copy`` store commits its own)."""
+    loc = caller_loc()
+    b = bld.require_kernel("T.tma_store_arrive")
+    outside_parallel(b, "T.tma_store_arrive", loc)
+    b.emit(BulkGroup("commit", loc=loc))
+
+
+def tma_store_wait(count: Any = 0, read: bool = True) -> None:
+    """``T.tma_store_wait(n)``: wait until at most the ``n`` newest TMA store groups are pending
+    (have not read their shared tiles; ``read=False``: not written the tensor)."""
+    loc = caller_loc()
+    b = bld.require_kernel("T.tma_store_wait")
+    outside_parallel(b, "T.tma_store_wait", loc)
+    k = None if isinstance(count, bool) else E.as_int(count)
+    if k is None or k < 0:
+        raise TileLangSyntaxError(f"T.tma_store_wait({count!r}): the count of groups left pending must be a "
+                                  "non-negative Python int", loc=loc,
+                                  hint="cp.async.bulk.wait_group takes a constant: T.tma_store_wait(0) waits for all")
+    b.emit(BulkGroup("wait", int(k), bool(read), loc=loc))
 
 
 def _expect(barrier: Any, tx: Any, arrive: bool, what: str) -> None:

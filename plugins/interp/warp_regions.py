@@ -139,7 +139,7 @@ class Regions:
             return self._wait(s)
         if isinstance(s, BarrierExpectTx):
             return self._expect(s)
-        if isinstance(s, TmaCopy):
+        if isinstance(s, TmaCopy) and not s.is_store:
             return self._tma_copy(s)
         if isinstance(s, FenceProxyAsync):
             return lambda env: None

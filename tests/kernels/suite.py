@@ -1026,4 +1026,5 @@ CASES: list[Case] = [
     Case("tma_copy_ws_ring_gemm", _ws_gemm(tma_copy.gemm_tma_ring, 200, 136, 320, block_N=64)),
     Case("tma_copy_tilelang_pipelined", _ws_gemm(tma_copy.gemm_tma_pipelined, 256, 128, 96, num_stages=3)),
     Case("async_copy_double_buffered_gemm", _ws_gemm(tma_copy.gemm_async_copy, 100, 72, 96)),
+    Case("tma_copy_store_gemm", _ws_gemm(tma_copy.gemm_tma_store, 200, 136, 96)),
 ]

@@ -122,3 +122,28 @@ def gemm_async_copy(M, N, K, block_M=64, block_N=64, block_K=32, dtype=T.float16
             T.copy(C_l, C[by * block_M, bx * block_N])
 
     return main
+
+
+@tilelang.jit(out_idx=[2])
+def gemm_tma_store(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=2, dtype=T.float16,
+                   accum_dtype=T.float32):
+    """TileLang's ``matmul_tma_copy_store``: the compiler pipelines the loads, the kernel stores
+    its C tile from shared memory with a TMA store and waits for it."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C_shared)
+            T.tma_copy(C_shared, C[by * block_M, bx * block_N])
+            T.tma_store_wait()
+
+    return main

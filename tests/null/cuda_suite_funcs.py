@@ -185,4 +185,5 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "tma_copy_ws_ring_gemm": lambda: tma_copy.gemm_tma_ring.get_ir(200, 136, 320, block_N=64),
         "tma_copy_tilelang_pipelined": lambda: tma_copy.gemm_tma_pipelined.get_ir(256, 128, 96, num_stages=3),
         "async_copy_double_buffered_gemm": lambda: tma_copy.gemm_async_copy.get_ir(100, 72, 96),
+        "tma_copy_store_gemm": lambda: tma_copy.gemm_tma_store.get_ir(200, 136, 96),
     }

@@ -142,6 +142,38 @@ def test_arrivals_beyond_the_count_while_bytes_are_out_fail_at_the_arrive() -> N
            "128 arrival(s) at barrier `bar[0]`", "16 expected transaction bytes")
 
 
+# ---- TMA stores ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("M", "N", "K"), [(256, 256, 128), (200, 136, 96)])
+def test_tma_store_gemm_matches_torch(M: int, N: int, K: int) -> None:
+    a, b = _randn(M, K, seed=7), _randn(K, N, seed=8)
+    c = _interp(kernels.gemm_tma_store.get_ir(M, N, K))(a, b)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
+
+
+_NO_DIRECT_STORE = {"tlx.direct_store": False}  # keep the kernel's own shared tile and its TMA store
+
+
+def test_sm90a_tma_store_is_fenced_issued_once_waited_and_drained() -> None:
+    src, ctx = cuda_source(kernels.gemm_tma_store.get_ir(256, 256, 256), "sm_90a", _NO_DIRECT_STORE)
+    body = src[src.index('extern "C"'):]
+    fence, store = body.index("tlx_ws_fence_proxy_async();"), body.index("tlx_tma_store_2d(C_tmap")
+    assert fence < store and body.count("tlx_tma_store_2d(C_tmap") == 2  # two 64-column panels
+    assert store < body.index("tlx_tma_store_commit();") < body.index("tlx_ws_bulk_wait<0, true>();")
+    assert body.rstrip().endswith("tlx_tma_store_wait_read0();\n  }\n}")  # none in flight at exit
+    assert any(s.arg == 2 for s in ctx.data["cuda.tmaps"])
+
+
+def test_sm90a_tma_store_sass_has_utmastg() -> None:
+    assert "UTMASTG" in sass_text(kernels.gemm_tma_store.get_ir(256, 256, 256), configs=_NO_DIRECT_STORE)
+
+
+def test_sm80_tma_store_is_an_ordinary_store() -> None:
+    src, _ = cuda_source(kernels.gemm_tma_store.get_ir(256, 256, 256), "sm_80")
+    body = src[src.index('extern "C"'):]
+    assert "tlx_tma_store" not in body and "tlx_ws_bulk_wait" not in body
+
+
 # ---- cp.async groups ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("M", "N", "K"), [(128, 128, 128), (100, 72, 96), (64, 64, 32)])
@@ -228,7 +260,17 @@ def _shape(A, F):
 
 def _store(A, F):
     S = T.alloc_shared((64, 64), T.float16)
-    T.tma_copy(S, A[0, 0])  # E:store
+    bar = T.alloc_barrier(128)
+    T.tma_copy(S, A[0, 0], barrier=bar)  # E:store
+
+
+def _store_arrive(A, F):
+    S = T.alloc_shared((64, 64), T.float16)
+    T.tma_copy(S, A[0, 0], annotations={"emit_arrive": 1})  # E:store_arrive
+
+
+def _store_wait_negative(A, F):
+    T.tma_store_wait(-1)  # E:store_wait_negative
 
 
 def _to_fragment(A, F):
@@ -288,7 +330,8 @@ def _tma_with_thread_query(A, F):
     F[T.get_thread_binding(), 0] = 1.0
 
 
-BODIES = {f.__name__[1:]: f for f in (_no_barrier, _not_a_barrier, _dtype, _shape, _store, _to_fragment, _multicast,
+BODIES = {f.__name__[1:]: f for f in (_no_barrier, _not_a_barrier, _dtype, _shape, _store, _store_arrive,
+                                     _store_wait_negative, _to_fragment, _multicast,
                                      _annotation, _negative_tx, _tx_in_parallel, _fence_in_parallel,
                                      _async_to_fragment, _wait_symbolic, _wait_negative, _tma_with_thread_query)}
 
@@ -298,8 +341,10 @@ BODIES = {f.__name__[1:]: f for f in (_no_barrier, _not_a_barrier, _dtype, _shap
     ("not_a_barrier", TileLangTypeError, "is not a barrier"),
     ("dtype", TileLangTypeError, "cannot convert: `F` is float32 but"),
     ("shape", ShapeMismatchError, "shape mismatch"),
-    ("store", NotSupportedError, "a TMA store"),
-    ("to_fragment", TileLangTypeError, "into a shared tile, but `A` is global and"),
+    ("store", TileLangSyntaxError, "(a TMA store) takes no barrier="),
+    ("store_arrive", TileLangSyntaxError, "emit_arrive is for loads"),
+    ("store_wait_negative", TileLangSyntaxError, "must be a non-negative Python int"),
+    ("to_fragment", TileLangTypeError, "into a shared tile (or stores one), but `A` is global and"),
     ("multicast", NotSupportedError, "cluster_mask"),
     ("annotation", NotSupportedError, "'is_gather4'"),
     ("negative_tx", TileLangSyntaxError, "byte count -4 is negative"),
@@ -324,7 +369,7 @@ def test_outside_a_kernel_names_the_line() -> None:
     raises(TileLangSyntaxError, "outside", build, "T.tma_copy must be used inside `with T.Kernel")
 
 
-@pytest.mark.parametrize("name", ["ptx_cp_async", "tma_load", "tma_store_wait", "create_tma_descriptor"])
+@pytest.mark.parametrize("name", ["ptx_cp_async", "tma_load", "create_tma_descriptor"])
 def test_the_explicit_async_builtins_left_out_say_what_to_write(name: str) -> None:
     with pytest.raises(NotSupportedError, match="T.tma_copy|T.async_copy") as info:
         getattr(T, name)
@@ -419,11 +464,11 @@ def test_a_tile_tma_cannot_write_is_refused_on_sm90a() -> None:
             T.barrier_wait(bar, 0)
             T.copy(S, C)
 
-    raises(NotSupportedError, "half_tile", lambda: cuda_source(main, "sm_90a"), "TMA writes whole tiles")
+    raises(NotSupportedError, "half_tile", lambda: cuda_source(main, "sm_90a"), "TMA moves whole tiles")
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("name", ["ring", "ring2", "pipelined", "rows", "async"])
+@pytest.mark.parametrize("name", ["ring", "ring2", "pipelined", "rows", "async", "store"])
 def test_kernels_compile(name: str, arch: str) -> None:
     from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
 
@@ -432,6 +477,7 @@ def test_kernels_compile(name: str, arch: str) -> None:
     func = {"ring": _ring_ir, "ring2": lambda: kernels.gemm_tma_ring.get_ir(128, 128, 192, consumers=2, num_stages=2),
             "pipelined": lambda: kernels.gemm_tma_pipelined.get_ir(256, 256, 128),
             "rows": lambda: kernels.rows_arrive_expect_tx.get_ir(200, 64),
-            "async": lambda: kernels.gemm_async_copy.get_ir(200, 136, 96)}[name]()
+            "async": lambda: kernels.gemm_async_copy.get_ir(200, 136, 96),
+            "store": lambda: kernels.gemm_tma_store.get_ir(200, 136, 96)}[name]()
     src, ctx = cuda_source(func, arch)
     assert len(compile_cuda(src, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0

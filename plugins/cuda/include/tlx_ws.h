@@ -66,3 +66,16 @@ __device__ __forceinline__ void tlx_ws_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 #endif
 }
+
+// T.tma_store_wait(N, read): the calling thread's TMA store groups but the N newest have read their
+// shared tiles (READ) or also written the tensor.
+template <int N, bool READ>
+__device__ __forceinline__ void tlx_ws_bulk_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (READ) {
+    asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+  } else {
+    asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
+  }
+#endif
+}

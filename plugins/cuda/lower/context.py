@@ -71,6 +71,8 @@ class LowerCtx:
     #: target has mbarrier transaction counts and the async proxy (sm_90 and later)
     user_tma: bool = False
     async_proxy: bool = False
+    #: the kernel issues TMA stores of its own: it waits for them to read their tiles before it ends
+    user_tma_stores: bool = False
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:

@@ -16,6 +16,7 @@ from ....core_ir.stmt import (
     Annotate,
     Assert,
     BarrierExpectTx,
+    BulkGroup,
     CpAsyncGroup,
     ExprStmt,
     FenceProxyAsync,
@@ -46,7 +47,16 @@ from .allreduce import lower_allreduce
 from .atomic import tile_atomic, tile_red
 from .atomic_load import fetch_store, uniform_atomic_loads
 from .parallel import lower_nest
-from .tma_copy import arrive_after, async_copy_parts, fence, lower_expect, lower_group, lower_tma_copy, plain_copy
+from .tma_copy import (
+    arrive_after,
+    async_copy_parts,
+    fence,
+    lower_bulk_group,
+    lower_expect,
+    lower_group,
+    lower_tma_copy,
+    plain_copy,
+)
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
 # get the pointer to the thread's registers and their count, then their other arguments.
@@ -77,7 +87,7 @@ class _Walker:
         lc = self.lc
         if isinstance(s, Seq):
             return Seq(tuple(self.stmt(c) for c in s.stmts), s.loc)
-        if isinstance(s, (TmaCopy, BarrierExpectTx, FenceProxyAsync, AsyncCopy, CpAsyncGroup)):
+        if isinstance(s, (TmaCopy, BarrierExpectTx, FenceProxyAsync, AsyncCopy, CpAsyncGroup, BulkGroup)):
             return self.user_async(s)
         if lc.manual:
             out = lower_ws(s, lc, self.lower_region)
@@ -87,7 +97,7 @@ class _Walker:
                 return Seq((leader_only(self.lower(s), s.loc, self.first_warpgroup()), Barrier(s.loc)), s.loc)
         return self.lower(s)
 
-    def user_async(self, s: TmaCopy | BarrierExpectTx | FenceProxyAsync | AsyncCopy | CpAsyncGroup) -> Stmt:
+    def user_async(self, s: TmaCopy | BarrierExpectTx | FenceProxyAsync | AsyncCopy | CpAsyncGroup | BulkGroup) -> Stmt:
         """The kernel's own asynchronous copies, transaction counts and proxy fences
         (lower/tma_copy.py): what the threads running them issue once, the first warpgroup's
         thread 0 issues."""
@@ -96,6 +106,8 @@ class _Walker:
             return fence(s)
         if isinstance(s, CpAsyncGroup):
             return lower_group(s, self.div > 0)
+        if isinstance(s, BulkGroup):
+            return lower_bulk_group(s, lc, g, self.div > 0)
         if isinstance(s, AsyncCopy):
             before, copy, after = async_copy_parts(s, self.div > 0)
             return Seq((before, self.stmt(copy), after), s.loc)

@@ -1,7 +1,7 @@
 """On the GPU: hand-written TMA copies on user-managed mbarriers and cp.async copies with explicit
 groups (plugins/cuda/lower/tma_copy.py) give torch's results on the Hopper path ("cuda" on an
-H200: cp.async.bulk.tensor loads completing on the barriers' transaction counts) and on the
-sm_80-class one ("cuda:sm_90": ordinary copies for T.tma_copy)."""
+H200: cp.async.bulk.tensor loads completing on the barriers' transaction counts, TMA stores) and
+on the sm_80-class one ("cuda:sm_90": ordinary copies for T.tma_copy)."""
 
 from __future__ import annotations
 
@@ -60,5 +60,16 @@ def test_double_buffered_async_copy_gemm(M: int, N: int, k: int, target: str) ->
     a, b = _operands(M, N, k)
     with tilelang_x.knobs.scope(target_default=target):
         c = K.gemm_async_copy(M, N, k)(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("direct_store", [True, False])
+def test_tma_store_gemm(direct_store: bool, target: str) -> None:
+    a, b = _operands(1000, 520, 512)
+    kernel = tilelang_x.compile(K.gemm_tma_store.get_ir(1000, 520, 512), target=target,
+                                pass_configs={"tlx.direct_store": direct_store})
+    c = kernel(a, b)
     torch.cuda.synchronize()
     torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
