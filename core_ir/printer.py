@@ -16,8 +16,12 @@ from .stmt import (
     Annotate,
     Assert,
     BarrierArrive,
+    BarrierExpectTx,
     BarrierInit,
     BarrierWait,
+    BulkGroup,
+    CpAsyncGroup,
+    FenceProxyAsync,
     For,
     If,
     Jump,
@@ -32,6 +36,7 @@ from .stmt import (
     WarpSpecialize,
     While,
 )
+from .tileops import TmaCopy
 
 _PREC = {
     "or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
@@ -238,6 +243,16 @@ class _Printer:
             self.emit(depth, f"T.barrier_arrive({self.buf(s.buffer)}[{self.expr(s.index)}])")
         elif isinstance(s, BarrierWait):
             self.emit(depth, f"T.barrier_wait({self.buf(s.buffer)}[{self.expr(s.index)}], {self.expr(s.parity)})")
+        elif isinstance(s, BarrierExpectTx):
+            self.emit(depth, f"{s.call}({self.buf(s.buffer)}[{self.expr(s.index)}], {self.expr(s.nbytes)})")
+        elif isinstance(s, FenceProxyAsync):
+            self.emit(depth, "T.fence_proxy_async()")
+        elif isinstance(s, (CpAsyncGroup, BulkGroup)):
+            self.emit(depth, s.call)
+        elif isinstance(s, TmaCopy):
+            arrive = ", emit_arrive=True" if s.arrive else ""
+            bar = "" if s.barrier is None else f", barrier={self.buf(s.barrier)}[{self.expr(s.index)}]"
+            self.emit(depth, f"T.tma_copy({self.value(s.src)}, {self.value(s.dst)}{bar}{arrive})")
         else:
             self.tile_op(s, depth)
 

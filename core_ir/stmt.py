@@ -284,6 +284,67 @@ class BarrierWait(Stmt):
     loc: SourceLoc | None = field(default=None, compare=False)
 
 
+@dataclass(**_NODE)
+class BarrierExpectTx(Stmt):
+    """``T.mbarrier_expect_tx(bar[index], nbytes)``: the threads running it add ``nbytes`` to the
+    barrier's expected transaction bytes once (their first thread issues it, as TileLang kernels
+    elect one); ``arrive``: ``T.mbarrier_arrive_expect_tx``, which also arrives once. A phase
+    completes when its arrivals are all in and its expected bytes have landed."""
+
+    buffer: Buffer
+    index: Expr
+    nbytes: Expr
+    arrive: bool = False
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def call(self) -> str:
+        return "T.mbarrier_arrive_expect_tx" if self.arrive else "T.mbarrier_expect_tx"
+
+
+@dataclass(**_NODE)
+class FenceProxyAsync(Stmt):
+    """``T.fence_proxy_async()``: orders the calling thread's ordinary shared-memory accesses
+    before the async proxy's (TMA, wgmma) that follow; nothing to do where everything runs in order."""
+
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+
+@dataclass(**_NODE)
+class CpAsyncGroup(Stmt):
+    """``T.ptx_commit_group()`` (``kind`` ``"commit"``: the calling thread's cp.async copies not
+    yet committed form a group) or ``T.ptx_wait_group(n)`` (``"wait"``: the calling thread waits
+    until at most its ``n`` newest groups are pending, and the threads running it then see one
+    another's landed copies)."""
+
+    kind: str
+    n: int = 0
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def call(self) -> str:
+        return "T.ptx_commit_group()" if self.kind == "commit" else f"T.ptx_wait_group({self.n})"
+
+
+@dataclass(**_NODE)
+class BulkGroup(Stmt):
+    """``T.tma_store_arrive()`` (``kind`` ``"commit"``: the TMA stores issued and not yet
+    committed form a bulk group) or ``T.tma_store_wait(n, read)`` (``"wait"``: until at most the
+    ``n`` newest groups are pending: they have read their shared tiles, or with ``read=False``
+    also written the tensor); the threads running it then may write those tiles again."""
+
+    kind: str
+    n: int = 0
+    read: bool = True
+    loc: SourceLoc | None = field(default=None, compare=False)
+
+    @property
+    def call(self) -> str:
+        if self.kind == "commit":
+            return "T.tma_store_arrive()"
+        return f"T.tma_store_wait({self.n}{'' if self.read else ', read=False'})"
+
+
 #: ``PrimFunc.attrs`` keys: the indices of the parameters that are ``T.alloc_global`` workspaces
 #: (always the last ones; the runtime allocates them on every call, a caller neither passes nor gets
 #: them) and of the ``T.ptr`` parameters (a caller passes memory for the tensor ``T.make_tensor``

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import expr as E
-from .buffer import Region
+from .buffer import Buffer, Region
 from .dtypes import DType
 from .errors import ShapeMismatchError
 from .source import SourceLoc
@@ -100,6 +100,42 @@ class Copy(TileOp):
                 loc=self.loc,
                 hint="make both regions the same size (dimensions of extent 1 are ignored)",
             )
+
+
+@dataclass(**_NODE)
+class TmaCopy(Copy):
+    """``T.tma_copy(src, dst, barrier=bar[index])``: a copy of a global tile into a shared tile
+    that the threads running it issue once, completing on the mbarrier ``bar[index]``: the issue
+    adds the tile's bytes to the barrier's expected transactions and the landed bytes complete
+    them (``arrive``: the issue also arrives once, TileLang's ``emit_arrive``). It does not arrive
+    otherwise: the kernel's ``T.barrier_arrive`` does. Without a barrier, a TMA store of a shared
+    tile into a global tensor, committed as a bulk group of its own (``BulkGroup``)."""
+
+    barrier: Buffer | None = None
+    index: E.Expr = E.const(0)
+    arrive: bool = False
+    name = "tma_copy"
+
+    @property
+    def is_store(self) -> bool:
+        return self.barrier is None
+
+    @property
+    def nbytes(self) -> E.Expr:
+        """Bytes the copy moves (the destination tile's)."""
+        n: E.Expr = E.const(self.dst.buffer.dtype.bytes)
+        for e in self.dst.extents:
+            n = n * e
+        return n
+
+
+@dataclass(**_NODE)
+class AsyncCopy(Copy):
+    """``T.async_copy(src, dst)``: a copy of a global tile into a shared tile by the threads
+    running it, issued as ``cp.async`` and committed as a group of its own: the tile is there once
+    a ``T.ptx_wait_group`` has waited for that group (``CpAsyncGroup``)."""
+
+    name = "async_copy"
 
 
 @dataclass(**_NODE)

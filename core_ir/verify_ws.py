@@ -21,7 +21,9 @@ from .stmt import (
     CLUSTER_SCOPES,
     Alloc,
     BarrierArrive,
+    BarrierExpectTx,
     BarrierWait,
+    CpAsyncGroup,
     For,
     Kernel,
     NamedBarrier,
@@ -32,13 +34,16 @@ from .stmt import (
     WarpSpecialize,
     ws_call,
 )
+from .tileops import AsyncCopy, TmaCopy
 from .uniformity import Uniformity
 from .visit import buffers_used, children, walk
 
-__all__ = ["WARPGROUP", "has_regions", "uses_barriers", "verify_ws"]
+__all__ = ["BARRIER_OPS", "WARPGROUP", "has_regions", "uses_barriers", "verify_ws"]
 
 #: Threads per warpgroup: the unit ``T.ws`` ids count in.
 WARPGROUP = 128
+#: The statements that make a kernel manage its own barriers (and asynchronous copies).
+BARRIER_OPS = (WarpSpecialize, BarrierArrive, BarrierWait, BarrierExpectTx, TmaCopy, AsyncCopy, CpAsyncGroup)
 
 
 def has_regions(node: Stmt) -> bool:
@@ -47,8 +52,9 @@ def has_regions(node: Stmt) -> bool:
 
 
 def uses_barriers(node: Stmt) -> bool:
-    """Whether ``node`` holds a ``T.ws`` region or an explicit barrier operation."""
-    return any(isinstance(n, (WarpSpecialize, BarrierArrive, BarrierWait)) for n in walk(node))
+    """Whether ``node`` holds a ``T.ws`` region or an explicit barrier operation (a TMA store,
+    which completes on bulk groups, is none)."""
+    return any(isinstance(n, BARRIER_OPS) and not (isinstance(n, TmaCopy) and n.is_store) for n in walk(node))
 
 
 def verify_ws(func: PrimFunc) -> None:
@@ -98,7 +104,7 @@ class _Checker:
         if isinstance(s, WarpSpecialize):
             self.region(s, region, parallel)
             return
-        if isinstance(s, (BarrierArrive, BarrierWait)) and parallel:
+        if isinstance(s, (BarrierArrive, BarrierWait, BarrierExpectTx, TmaCopy, AsyncCopy, CpAsyncGroup)) and parallel:
             self.fail("a barrier operation inside a T.Parallel loop", s.loc,
                       "a T.Parallel body runs once per element; arrive or wait before or after the loop")
         if isinstance(s, Sync) and s.scope == "grid" and has_regions(self.kernel.body):

@@ -178,6 +178,17 @@ from .surface import (
     vectorized,
     wait_wgmma,
 )
+from .tma_copy import (
+    async_copy,
+    fence_proxy_async,
+    mbarrier_arrive_expect_tx,
+    mbarrier_expect_tx,
+    ptx_commit_group,
+    ptx_wait_group,
+    tma_copy,
+    tma_store_arrive,
+    tma_store_wait,
+)
 from .view import reshape, view
 from .warp_specialize import (
     WarpSpecialize,
@@ -284,7 +295,9 @@ __all__ = [
     "attr", "comm_reducer", "tvm_thread_allreduce",
     # warp specialization and mbarriers
     "ws", "WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive",
-    "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier",
+    "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier", "tma_copy", "mbarrier_expect_tx",
+    "mbarrier_arrive_expect_tx", "fence_proxy_async", "async_copy", "ptx_commit_group", "ptx_wait_group",
+    "tma_store_arrive", "tma_store_wait",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -303,13 +316,20 @@ dtype = as_dtype  # TileLang's T.dtype(...): a dtype from any spelling (also a p
 _LAYOUT_NAMES = ("Layout", "Fragment")
 
 #: TileLang names with no counterpart here, and what to write instead: the explicit PTX loads and
-#: stores, whose untyped 32-bit words and uint32 vectors the IR cannot carry
+#: stores, whose untyped 32-bit words and uint32 vectors the IR cannot carry; TileLang's low-level
+#: cp.async and TMA builtins
 _INSTEAD = dict.fromkeys(
     tuple(f"{op}{bits}" for op in ("ldg", "stg") for bits in (32, 64, 128, 256))
     + tuple(f"{op}{bits}" for op in ("lds", "sts") for bits in (32, 64, 128)),
     "read and write elements (A[T.Ramp(i, 1, 2)] for a packed pair), or T.copy a tile, whose global "
     "accesses the CUDA backend vectorizes (up to 16 bytes)",
 )
+_INSTEAD["ptx_cp_async"] = "T.async_copy(src, dst) for a tile, or T.copy (which the backend pipelines)"
+_INSTEAD.update(dict.fromkeys(
+    ("tma_load", "create_tma_descriptor"),
+    "T.tma_copy(src, dst, barrier=bar) for a TMA load, T.tma_copy(shared_tile, C[...]) for a store (the "
+    "backend builds the tensor maps)",
+))
 
 
 def __getattr__(name: str) -> object:

@@ -34,7 +34,8 @@ def _in_parallel(b: bld.Builder) -> bool:
     return any(f.loop_kind == "parallel" for f in b.frames)
 
 
-def _outside_parallel(b: bld.Builder, what: str, loc: SourceLoc | None) -> None:
+def outside_parallel(b: bld.Builder, what: str, loc: SourceLoc | None) -> None:
+    """Refuse ``what`` inside a ``T.Parallel`` body."""
     if _in_parallel(b):
         raise TileLangSyntaxError(f"{what} inside a T.Parallel loop", loc=loc,
                                   hint="a T.Parallel body runs once per element; put it before or after the loop")
@@ -86,7 +87,7 @@ class WarpSpecializeFrame:
             raise TileLangSyntaxError(
                 f"T.ws regions cannot be nested (this one is inside the {ws_call(b.warp_region)} region)", loc=self.loc,
                 hint="close the outer `with T.ws(...)` first; one region may name several warpgroups: T.ws(0, 1)")
-        _outside_parallel(b, "T.ws", self.loc)
+        outside_parallel(b, "T.ws", self.loc)
         b.warp_region = self.ids
         self.depth = b.depth
         self.frame = b.push("ws", self.loc)
@@ -166,7 +167,7 @@ def _element(b: bld.Builder, buf: Buffer | None, index: Any, what: str, loc: Sou
         raise TileLangSyntaxError(f"{what}: barrier {index!r} names an index, but the kernel has no "
                                   "T.create_list_of_mbarrier list", loc=loc,
                                   hint="pass the buffer T.alloc_barrier returned (or an element of it: bar[k])")
-    i = _int_expr(index, f"{what}: the barrier index", loc)
+    i = int_operand(index, f"{what}: the barrier index", loc)
     n = E.as_int(buf.shape[0])
     k = E.as_int(i)
     if k is not None and n is not None and not 0 <= k < n:
@@ -175,7 +176,8 @@ def _element(b: bld.Builder, buf: Buffer | None, index: Any, what: str, loc: Sou
     return E.Load(buf, (i,), loc)
 
 
-def _int_expr(value: Any, what: str, loc: SourceLoc | None) -> E.Expr:
+def int_operand(value: Any, what: str, loc: SourceLoc | None) -> E.Expr:
+    """``value`` as an integer expression, or ``TileLangTypeError`` naming ``what``."""
     if isinstance(value, bool) or not (isinstance(value, E.Expr) or isinstance(value, int)):
         raise TileLangTypeError(f"{what} must be an integer or an integer expression, got {value!r}", loc=loc)
     e = E.convert(value)
@@ -184,7 +186,7 @@ def _int_expr(value: Any, what: str, loc: SourceLoc | None) -> E.Expr:
     return e
 
 
-def _barrier(value: Any, what: str, loc: SourceLoc | None) -> tuple[Buffer, E.Expr]:
+def barrier_operand(value: Any, what: str, loc: SourceLoc | None) -> tuple[Buffer, E.Expr]:
     """(barrier buffer, index) of a barrier argument: a ``T.alloc_barrier`` buffer (its barrier 0),
     one element of it, or an index into the ``T.create_list_of_mbarrier`` list."""
     b = bld.require_kernel(what)
@@ -198,7 +200,7 @@ def _barrier(value: Any, what: str, loc: SourceLoc | None) -> tuple[Buffer, E.Ex
                                 hint="pass a buffer made by T.alloc_barrier (or one element of it)")
     else:
         buf, index = b.mbarrier_list, value
-    _outside_parallel(b, what, loc)
+    outside_parallel(b, what, loc)
     element = _element(b, buf, index, what, loc)
     return element.buffer, element.indices[0]
 
@@ -206,7 +208,7 @@ def _barrier(value: Any, what: str, loc: SourceLoc | None) -> tuple[Buffer, E.Ex
 def barrier_arrive(barrier_id: Any) -> None:
     """``T.barrier_arrive(bar)``: every thread that runs it arrives once at ``bar``."""
     loc = caller_loc()
-    buf, index = _barrier(barrier_id, "T.barrier_arrive", loc)
+    buf, index = barrier_operand(barrier_id, "T.barrier_arrive", loc)
     bld.require_kernel("T.barrier_arrive").emit(BarrierArrive(buf, index, loc=loc))
 
 
@@ -214,11 +216,11 @@ def barrier_wait(barrier_id: Any, parity: Any = None) -> None:
     """``T.barrier_wait(bar, parity)``: wait until the phase of parity ``parity`` of ``bar`` is complete."""
     loc = caller_loc()
     what = "T.barrier_wait"
-    buf, index = _barrier(barrier_id, what, loc)
+    buf, index = barrier_operand(barrier_id, what, loc)
     if parity is None:
         raise TileLangSyntaxError(f"{what} needs the parity of the phase to wait for", loc=loc,
                                   hint="e.g. T.barrier_wait(bar, k % 2) in the k-th round")
-    p = _int_expr(parity, f"{what}: parity", loc)
+    p = int_operand(parity, f"{what}: parity", loc)
     c = E.as_int(p)
     if c is not None and c not in (0, 1):
         raise TileLangSyntaxError(f"{what}: parity {c} is neither 0 nor 1", loc=loc,

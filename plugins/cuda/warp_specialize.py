@@ -48,8 +48,8 @@ from ...core_ir.verify_ws import WARPGROUP, uses_barriers
 from ...core_ir.visit import rewrite, walk
 from .lir import THREAD, Barrier, Block, Evaluate, Intrin, SmemAddr
 
-__all__ = ["MANUAL", "SETS", "leader_only", "lower_ws", "manual_setup", "region_barriers", "unless_manual",
-           "uses_ws_header", "ws_header", "ws_threads"]
+__all__ = ["MANUAL", "SETS", "WG", "barrier_addr", "leader_only", "lower_ws", "manual_setup", "region_barriers",
+           "unless_manual", "uses_ws_header", "ws_header", "ws_threads"]
 
 #: ``ctx.data`` keys: the number of warpgroups of a kernel with T.ws regions or explicit barriers;
 #: the named barrier of each set of several warpgroups a region names (warpgroup g alone: 1 + g)
@@ -135,7 +135,8 @@ def _twin(buf: Buffer, lc: Any) -> Buffer:
     return twin
 
 
-def _addr(buf: Buffer, index: E.Expr, lc: Any) -> SmemAddr:
+def barrier_addr(buf: Buffer, index: E.Expr, lc: Any) -> SmemAddr:
+    """The shared address of mbarrier ``buf[index]``."""
     return SmemAddr(_twin(buf, lc), (index,), "async")  # "async": not a data access for the sync pass
 
 
@@ -144,15 +145,15 @@ def lower_ws(s: Stmt, lc: Any, lower_region: Callable[[tuple[int, ...], Stmt], S
     if isinstance(s, Alloc) and s.buffer.scope == "barrier":
         return Alloc(_twin(s.buffer, lc), None, s.loc)
     if isinstance(s, BarrierInit):
-        inits = tuple(Evaluate(Intrin("tlx_ws_bar_init", (_addr(s.buffer, E.const(i), lc), E.const(c))), s.loc)
+        inits = tuple(Evaluate(Intrin("tlx_ws_bar_init", (barrier_addr(s.buffer, E.const(i), lc), E.const(c))), s.loc)
                       for i, c in enumerate(s.counts))
         thread_0 = E.binary("and", E.binary("==", WG, 0), E.binary("==", THREAD, 0))
         return Seq((If(thread_0, Seq(inits), None, s.loc), Evaluate(Intrin("tlx_ws_bar_fence_init", ())),
                     Barrier(s.loc)), s.loc)
     if isinstance(s, BarrierArrive):
-        return Evaluate(Intrin("tlx_ws_arrive", (_addr(s.buffer, s.index, lc),)), s.loc)
+        return Evaluate(Intrin("tlx_ws_arrive", (barrier_addr(s.buffer, s.index, lc),)), s.loc)
     if isinstance(s, BarrierWait):
-        return Evaluate(Intrin("tlx_ws_wait", (_addr(s.buffer, s.index, lc), s.parity)), s.loc)
+        return Evaluate(Intrin("tlx_ws_wait", (barrier_addr(s.buffer, s.index, lc), s.parity)), s.loc)
     if isinstance(s, WarpSpecialize):
         return WarpSpecialize(s.ids, lower_region(s.ids, s.body), s.loc)
     return None

@@ -39,7 +39,9 @@ from tilelang_x.core_ir.stmt import (
     Alloc,
     Annotate,
     Assert,
+    BulkGroup,
     ExprStmt,
+    FenceProxyAsync,
     For,
     If,
     Jump,
@@ -183,7 +185,7 @@ class Compiler(ExprCompiler):
             return self._sync_grid(s)
         if isinstance(s, Sync) and s.scope in CLUSTER_SCOPES and self.cluster_size > 1:
             return cluster_barrier(s)
-        if isinstance(s, (Annotate, Sync)):  # statements run in order, for the whole block at once
+        if isinstance(s, (Annotate, Sync, FenceProxyAsync, BulkGroup)):  # run in order, for the whole block at once
             return None
         if isinstance(s, For):
             return self._for(s, par)

@@ -31,36 +31,81 @@ from ...core_ir.expr import WARP_SIZE
 from ...core_ir.source import SourceLoc
 from .turns import TakingTurns, run_side_by_side
 
-__all__ = ["MBarriers", "NamedBarriers", "Team", "run_team"]
+__all__ = ["MBarriers", "NamedBarriers", "PendingWrite", "Team", "run_team"]
 
 _RUN, _WAIT, _DONE = "run", "wait", "done"
 
 
 class MBarriers:
     """The mbarriers of one ``T.alloc_barrier``: per barrier, the arrivals a phase needs, those
-    still missing from the current phase, and the current phase's parity."""
+    still missing from the current phase, the transaction bytes expected and not yet landed, and
+    the current phase's parity. A phase completes once its arrivals are all in and its bytes
+    balance (backends.md A4)."""
 
     def __init__(self, counts: Sequence[int]) -> None:
         self.counts = list(counts)
         self.missing = list(counts)
+        self.tx = [0] * len(counts)
         self.phase = [0] * len(counts)
 
-    def arrive(self, k: int, threads: int) -> None:
+    def arrive(self, k: int, threads: int) -> int:
         """``threads`` threads arrive at barrier ``k``, one after another: each ``counts[k]``-th
-        arrival completes a phase."""
-        done = self.counts[k] - self.missing[k] + threads
-        self.phase[k] ^= (done // self.counts[k]) & 1
-        self.missing[k] = self.counts[k] - done % self.counts[k]
+        arrival whose phase has no bytes outstanding completes it. Returns the arrivals that found
+        their phase's arrivals all in but its bytes still outstanding (0 for a correct kernel)."""
+        while threads:
+            if not self.missing[k]:
+                return threads
+            take = min(threads, self.missing[k])
+            self.missing[k] -= take
+            threads -= take
+            self._settle(k)
+        return 0
+
+    def expect(self, k: int, nbytes: int) -> None:
+        """The current phase of barrier ``k`` waits for ``nbytes`` more transaction bytes."""
+        self.tx[k] += nbytes
+
+    def complete(self, k: int, nbytes: int) -> None:
+        """``nbytes`` transaction bytes have landed on barrier ``k``."""
+        self.tx[k] -= nbytes
+        self._settle(k)
+
+    def _settle(self, k: int) -> None:
+        if not self.missing[k] and not self.tx[k]:
+            self.phase[k] ^= 1
+            self.missing[k] = self.counts[k]
 
     def completed(self, k: int, parity: int) -> bool:
         """Whether the phase of parity ``parity`` of barrier ``k`` has completed (the last phase
         of that parity: the current one has the other parity)."""
         return self.phase[k] != parity
 
+    def pending(self, k: int) -> str:
+        """What the current phase of barrier ``k`` still waits for, in words."""
+        out = f"{self.missing[k]} of {self.counts[k]} arrivals"
+        if self.tx[k]:
+            out += f", {self.tx[k]} expected transaction bytes"
+        return out
+
+
+class PendingWrite:
+    """A cp.async copy read at its issue whose values land in shared memory at the first wait of
+    a thread that committed it (every thread of the region committed it: it lands once)."""
+
+    def __init__(self, land: Callable[[], None]) -> None:
+        self.land: Callable[[], None] | None = land
+
+    def __call__(self) -> None:
+        if self.land is not None:
+            land, self.land = self.land, None
+            land()
+
 
 _MBARRIER_HINT = ("check the arrive counts (threads that arrive per phase) and the parities: a wait for parity p "
                   "returns once the barrier's phase of parity p has completed; a fresh barrier is in phase 0, so "
-                  "waiting for parity 1 returns at once")
+                  "waiting for parity 1 returns at once; a phase with expected transaction bytes "
+                  "(T.mbarrier_expect_tx) completes only once copies deliver them (a T.tma_copy delivers the "
+                  "bytes it expects itself)")
 _NAMED_HINT = ("check the named barriers' arrive counts: barrier id completes once arrive_count threads (whole warps) "
                "have arrived at it with T.sync_threads(id, count) or T.named_barrier_arrive(id, count)")
 
@@ -102,9 +147,13 @@ class Team(TakingTurns):
         self.waits: list[tuple[Callable[[], bool], SourceLoc | None, str] | None] = [None] * n
         self.envs: list[list[Any]] = []
         self.meetings: dict[int, list[Any]] = {}  # statement -> [members arrived, times it ran]
+        # per member, its committed cp.async groups, oldest first: each the writes still to land
+        self.async_groups: list[list[list[PendingWrite]]] = [[] for _ in range(n)]
 
-    def wait_until(self, i: int, ready: Callable[[], bool], loc: SourceLoc | None, what: str) -> None:
-        """Member ``i`` goes on once ``ready()``; meanwhile the others run."""
+    def wait_until(self, i: int, ready: Callable[[], bool], loc: SourceLoc | None,
+                   what: str | Callable[[], str]) -> None:
+        """Member ``i`` goes on once ``ready()``; meanwhile the others run. ``what`` it waits at (a
+        callable: worded when a deadlock is reported)."""
         if ready():
             return
         with self.cond:
@@ -150,7 +199,8 @@ class Team(TakingTurns):
         waiting = [(j, w) for j, w in enumerate(self.waits) if self.state[j] == _WAIT and w is not None]
         if waiting:
             block = ", ".join(str(b) for b in self.block)
-            lines = "; ".join(f"{self.member} {j} at {w[2]} ({w[1]})" for j, w in waiting)
+            lines = "; ".join(f"{self.member} {j} at {w[2]() if callable(w[2]) else w[2]} ({w[1]})"
+                              for j, w in waiting)
             self.error = DeadlockError(
                 f"deadlock in block ({block}): every {self.member} that has not ended waits, so none can go on "
                 f"(on a GPU the kernel would hang): {lines}", loc=waiting[0][1][1],

@@ -33,9 +33,12 @@ from tilelang_x.core_ir.stmt import (
     Alloc,
     Assert,
     BarrierArrive,
+    BarrierExpectTx,
     BarrierInit,
     BarrierWait,
+    CpAsyncGroup,
     ExprStmt,
+    FenceProxyAsync,
     For,
     If,
     Jump,
@@ -48,14 +51,14 @@ from tilelang_x.core_ir.stmt import (
     WarpSpecialize,
     While,
 )
-from tilelang_x.core_ir.tileops import Atomic, TileOp
+from tilelang_x.core_ir.tileops import AsyncCopy, Atomic, Copy, TileOp, TmaCopy
 from tilelang_x.core_ir.uniformity import written_regions
 from tilelang_x.core_ir.verify_ws import WARPGROUP, has_regions
 from tilelang_x.core_ir.visit import walk
 
 from .compile_expr import Fn
 from .runtime import FRAME, MASK
-from .team import MBarriers, Team, run_team
+from .team import MBarriers, PendingWrite, Team, run_team
 
 if TYPE_CHECKING:
     from .compile import Compiler
@@ -64,7 +67,8 @@ __all__ = ["Regions"]
 
 _PRIVATE = ("var", "local")
 #: Statements every member runs for itself (control flow, per-thread work, barrier operations).
-_OWN = (Seq, If, While, Jump, Assert, ExprStmt, WarpSpecialize, BarrierArrive, BarrierWait, NamedBarrier)
+_OWN = (Seq, If, While, Jump, Assert, ExprStmt, WarpSpecialize, BarrierArrive, BarrierWait, NamedBarrier,
+        FenceProxyAsync)
 
 
 def _team(env: list) -> tuple[Team, int]:
@@ -133,6 +137,16 @@ class Regions:
             return self._arrive(s)
         if isinstance(s, BarrierWait):
             return self._wait(s)
+        if isinstance(s, BarrierExpectTx):
+            return self._expect(s)
+        if isinstance(s, TmaCopy) and not s.is_store:
+            return self._tma_copy(s)
+        if isinstance(s, FenceProxyAsync):
+            return lambda env: None
+        if isinstance(s, AsyncCopy):
+            return self._async_copy(s)
+        if isinstance(s, CpAsyncGroup):
+            return self._group(s)
         if isinstance(s, NamedBarrier):
             return self._named(s)
         return None
@@ -235,10 +249,10 @@ class Regions:
 
         return init
 
-    def _which(self, s: BarrierArrive | BarrierWait) -> Callable[[list], tuple[MBarriers, int]]:
-        slot = self.comp.buffer_slot(s.buffer)
-        findex = self.comp.expr(s.index, s.loc)
-        name, loc = s.buffer.name, s.loc
+    def _which(self, buffer: Any, index: E.Expr, loc: Any) -> Callable[[list], tuple[MBarriers, int]]:
+        slot = self.comp.buffer_slot(buffer)
+        findex = self.comp.expr(index, loc)
+        name = buffer.name
 
         def which(env: list) -> tuple[MBarriers, int]:
             bars = env[slot]
@@ -253,14 +267,52 @@ class Regions:
         return which
 
     def _arrive(self, s: BarrierArrive) -> Fn:
-        which = self._which(s)
-        threads = self.threads
+        which = self._which(s.buffer, s.index, s.loc)
+        threads, name, loc = self.threads, s.buffer.name, s.loc
 
         def arrive(env: list) -> None:
             bars, k = which(env)
-            bars.arrive(k, threads)
+            _arrivals(bars, k, threads, name, loc)
 
         return arrive
+
+    def _expect(self, s: BarrierExpectTx) -> Fn:
+        """Issued once by the threads running it (a meeting, ``wrap``): expected bytes, and with
+        ``arrive`` one arrival."""
+        which = self._which(s.buffer, s.index, s.loc)
+        fbytes = self.comp.expr(s.nbytes, s.loc)
+        arrive, name, loc, call = s.arrive, s.buffer.name, s.loc, s.call
+
+        def expect(env: list) -> None:
+            bars, k = which(env)
+            n = fbytes(env)
+            if isinstance(n, np.ndarray) or int(n) < 0:
+                raise TileLangError(f"{call}: the byte count {n} is not one non-negative number", loc=loc)
+            bars.expect(k, int(n))
+            if arrive:
+                _arrivals(bars, k, 1, name, loc)
+
+        return expect
+
+    def _tma_copy(self, s: TmaCopy) -> Fn | None:
+        """Issued once (a meeting): the tile's bytes are expected, copied and landed at once, so
+        they balance; with ``arrive`` the issue arrives once as well."""
+        assert s.barrier is not None
+        copy = self.comp._tileop(Copy(s.src, s.dst, s.annotations, s.loc))
+        which = self._which(s.barrier, s.index, s.loc)
+        fbytes = self.comp.expr(s.nbytes, s.loc)
+        arrive, name, loc = s.arrive, s.barrier.name, s.loc
+
+        def tma_copy(env: list) -> None:
+            bars, k = which(env)
+            n = int(fbytes(env))
+            bars.expect(k, n)
+            if arrive:
+                _arrivals(bars, k, 1, name, loc)
+            copy(env)
+            bars.complete(k, n)
+
+        return tma_copy
 
     def _named(self, s: NamedBarrier) -> Fn:
         """A warp arrives at a named barrier (whole: all of its threads reach it, or none); at a
@@ -288,8 +340,55 @@ class Regions:
 
         return named
 
+    def _async_copy(self, s: AsyncCopy) -> Fn:
+        """Issued by the region's threads together (a meeting): the source is read now, the
+        values land at the first ``T.ptx_wait_group`` of a member that has waited for the group
+        each member commits it in (``PendingWrite``); until then the tile keeps its old values."""
+        src, dst, members, loc = s.src, s.dst, self.region, s.loc
+
+        def async_copy(env: list) -> None:
+            rt = env[FRAME]
+            rt.loc = loc
+            try:
+                values = rt.read(src)
+                starts, extents = rt.bounds(dst)
+            finally:
+                rt.loc = None
+            arr = rt.array(dst.buffer)
+            at = tuple(slice(a, a + n) for a, n in zip(starts, extents))
+            vals = np.asarray(values).reshape(extents)
+
+            def land() -> None:
+                arr[at] = vals
+
+            write = PendingWrite(land)
+            team, _ = _team(env)
+            for j in members:
+                team.async_groups[j].append([write])
+
+        return async_copy
+
+    def _group(self, s: CpAsyncGroup) -> Fn:
+        """Made by the region's threads together (a meeting, as CUDA's wait is followed by their
+        barrier): a commit adds an empty group to each member (each ``T.async_copy`` commits its
+        own); a wait lands all but each member's ``n`` newest groups."""
+        n, commit, members = s.n, s.kind == "commit", self.region
+
+        def group(env: list) -> None:
+            team, _ = _team(env)
+            for j in members:
+                groups = team.async_groups[j]
+                if commit:
+                    groups.append([])
+                    continue
+                while len(groups) > n:
+                    for write in groups.pop(0):
+                        write()
+
+        return group
+
     def _wait(self, s: BarrierWait) -> Fn:
-        which = self._which(s)
+        which = self._which(s.buffer, s.index, s.loc)
         fparity = self.comp.expr(s.parity, s.loc)
         loc = s.loc
         what = f"T.barrier_wait({s.buffer.name}[{s.index}], {s.parity})"
@@ -300,7 +399,20 @@ class Regions:
             if int(p) not in (0, 1) or isinstance(p, np.ndarray):
                 raise TileLangError(f"T.barrier_wait: parity {p} is neither 0 nor 1", loc=loc,
                                     hint="a phase parity is 0 or 1: write `k % 2` rather than `k`")
+            if bars.completed(k, int(p)):
+                return
             team, i = _team(env)
-            team.wait_until(i, lambda: bars.completed(k, int(p)), loc, what)
+            team.wait_until(i, lambda: bars.completed(k, int(p)), loc,
+                            lambda: f"{what} (its phase waits for {bars.pending(k)})")
 
         return wait
+
+
+def _arrivals(bars: MBarriers, k: int, threads: int, name: str, loc: Any) -> None:
+    extra = bars.arrive(k, threads)
+    if extra:
+        raise TileLangError(
+            f"{extra} arrival(s) at barrier `{name}[{k}]`, whose phase has all its {bars.counts[k]} arrivals but "
+            f"still waits for {bars.tx[k]} expected transaction bytes", loc=loc,
+            hint="on a GPU these arrivals would corrupt the barrier: expect only the bytes the phase's copies "
+            "deliver, and arrive arrive_count times per phase")

@@ -25,6 +25,7 @@ from . import (
     scalar_intrinsics,
     simt,
     thread_allreduce,
+    tma_copy,
     views,
     warp_specialize,
     workspace,
@@ -1022,4 +1023,8 @@ CASES: list[Case] = [
     Case("ws_scale_rows_producer_consumer", _ws_scale_rows(1), atol=1e-4, rtol=1e-4),
     Case("ws_block_statements_beside_regions", _ws_column_sums, atol=1e-4, rtol=1e-4),
     Case("ws_region_of_two_warpgroups", _ws_scale_rows(2), atol=1e-4, rtol=1e-4),
+    Case("tma_copy_ws_ring_gemm", _ws_gemm(tma_copy.gemm_tma_ring, 200, 136, 320, block_N=64)),
+    Case("tma_copy_tilelang_pipelined", _ws_gemm(tma_copy.gemm_tma_pipelined, 256, 128, 96, num_stages=3)),
+    Case("async_copy_double_buffered_gemm", _ws_gemm(tma_copy.gemm_async_copy, 100, 72, 96)),
+    Case("tma_copy_store_gemm", _ws_gemm(tma_copy.gemm_tma_store, 200, 136, 96)),
 ]

@@ -21,6 +21,7 @@ from tests.kernels import (
     scalar_intrinsics,
     simt,
     thread_allreduce,
+    tma_copy,
     views,
     warp_specialize,
     workspace,
@@ -181,4 +182,8 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "ws_region_of_two_warpgroups": lambda: warp_specialize.scale_rows_producer_consumer.get_ir(128, 64,
                                                                                                   producers=2),
         "ws_scale_rows_producer_consumer": lambda: warp_specialize.scale_rows_producer_consumer.get_ir(128, 64),
+        "tma_copy_ws_ring_gemm": lambda: tma_copy.gemm_tma_ring.get_ir(200, 136, 320, block_N=64),
+        "tma_copy_tilelang_pipelined": lambda: tma_copy.gemm_tma_pipelined.get_ir(256, 128, 96, num_stages=3),
+        "async_copy_double_buffered_gemm": lambda: tma_copy.gemm_async_copy.get_ir(100, 72, 96),
+        "tma_copy_store_gemm": lambda: tma_copy.gemm_tma_store.get_ir(200, 136, 96),
     }

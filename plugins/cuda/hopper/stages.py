@@ -15,6 +15,7 @@ from ..cluster import check as check_cluster
 from ..fragment_fallback import fragment_fallback_stage
 from ..layout_inference import find_kernel, infer_stage
 from ..lower import lower_stage
+from ..lower.tma_copy import preset_user_tma
 from ..rasterize import plan_stage
 from ..smem_plan import smem_plan_stage
 from ..sync import sync_stage
@@ -65,6 +66,7 @@ def hopper_stages() -> list[tuple[str, Any]]:
         ("unswitch_masks", unless_manual(unswitch_stage)),
         ("direct_store", unless_manual(direct_store_stage)),
         ("pipeline", unless_manual(hopper_pipeline_stage)),
+        ("user_tma", preset_user_tma),
         ("layout_inference", infer_stage),
         ("lower_tile_ops", lower_stage),
         ("smem_plan", smem_plan_stage),

@@ -45,3 +45,37 @@ __device__ __forceinline__ void tlx_ws_sync(int id, int threads) {
 #endif
   asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory");
 }
+
+// The kernel's own transaction counts and proxy fences (T.mbarrier_expect_tx,
+// T.mbarrier_arrive_expect_tx, T.tma_copy, T.fence_proxy_async: lower/tma_copy.py). Transaction
+// counts exist from sm_90 on; the backend emits the expect calls only there.
+__device__ __forceinline__ void tlx_ws_expect_tx(unsigned int bar, unsigned int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void tlx_ws_arrive_expect_tx(unsigned int bar, unsigned int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void tlx_ws_fence_proxy_async() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// T.tma_store_wait(N, read): the calling thread's TMA store groups but the N newest have read their
+// shared tiles (READ) or also written the tensor.
+template <int N, bool READ>
+__device__ __forceinline__ void tlx_ws_bulk_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (READ) {
+    asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+  } else {
+    asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
+  }
+#endif
+}

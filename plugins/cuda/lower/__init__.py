@@ -86,6 +86,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         func, ctx, opts.vector_epilogue and opts.staged_epilogue and not lc.manual)
     if lc.staged_epilogue and opts.tma_store:
         _tma_store_setup(func, ctx, lc)
+    _user_tma_setup(func, ctx, lc)
     ctx.data["cuda.lower"] = lc
     hook = ctx.options.get("hook") if isinstance(getattr(ctx, "options", None), dict) else None
 
@@ -99,8 +100,8 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     body = lower_body(func.body, lc, dispatch)
     if lc.defer_store_drain and lc.tmaps:
         body = _drain_after_tiles(body, ctx.data["cuda.persistent"].j)
-    if lc.tma_reduce:
-        body = _drain_reductions(body)
+    if lc.tma_reduce or lc.user_tma_stores:
+        body = _drain_reductions(body, lc.user_tma_stores)
     if lc.tmaps:
         ctx.data["cuda.tmaps"] = [*ctx.data.get("cuda.tmaps", ()), *lc.tmaps.values()]
     if lc.aligns:
@@ -127,14 +128,32 @@ def _tma_store_setup(func: PrimFunc, ctx: Any, lc: LowerCtx) -> None:
     lc.tma_reduce_dsts = reduce_only_params(source) if lc.tma_reduce else frozenset()
 
 
-def _drain_reductions(body: Stmt) -> Stmt:
-    """The kernel's TMA reductions have read their slots before it ends (lower/tma_reduce.py)."""
-    from ....core_ir.stmt import Kernel
+def _user_tma_setup(func: PrimFunc, ctx: Any, lc: LowerCtx) -> None:
+    """What the kernel's own T.tma_copy loads and stores and transaction counts need
+    (lower/tma_copy.py)."""
+    from ....core_ir.tileops import TmaCopy
+    from ....core_ir.visit import walk
+    from ..hopper.config import hopper_config
+    from ..target import has_capability
+
+    lc.async_proxy = has_capability(ctx.target, "tma")
+    lc.user_tma = lc.async_proxy and getattr(ctx.target, "arch", None) == "sm_90a" and hopper_config(ctx).tma
+    if lc.user_tma and any(isinstance(n, TmaCopy) for n in walk(func.body)):
+        lc.tma_params = tuple(func.params)
+
+
+def _drain_reductions(body: Stmt, stores: bool = False) -> Stmt:
+    """The kernel's TMA reductions (``stores``: and its own TMA stores) have read their slots
+    (tiles) before it ends (lower/tma_reduce.py)."""
+    from ....core_ir.stmt import Kernel, Seq
     from ....core_ir.visit import rewrite
     from .tma_reduce import drain_at_exit
+    from .tma_store import drain
 
     def fn(n: Any) -> Any:
-        return dataclasses.replace(n, body=drain_at_exit(n.body)) if isinstance(n, Kernel) else None
+        if not isinstance(n, Kernel):
+            return None
+        return dataclasses.replace(n, body=Seq((n.body, drain())) if stores else drain_at_exit(n.body))
 
     return rewrite(body, fn)
 

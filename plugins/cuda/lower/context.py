@@ -67,6 +67,12 @@ class LowerCtx:
     #: otherwise; its tile ops run on one); the shared arrays of its T.alloc_barrier buffers
     manual: int = 0
     barriers: dict[Buffer, Buffer] = field(default_factory=dict)
+    #: the kernel's own T.tma_copy loads are TMA loads (sm_90a, TMA on: lower/tma_copy.py); the
+    #: target has mbarrier transaction counts and the async proxy (sm_90 and later)
+    user_tma: bool = False
+    async_proxy: bool = False
+    #: the kernel issues TMA stores of its own: it waits for them to read their tiles before it ends
+    user_tma_stores: bool = False
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:

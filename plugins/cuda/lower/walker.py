@@ -15,7 +15,11 @@ from ....core_ir.stmt import (
     Alloc,
     Annotate,
     Assert,
+    BarrierExpectTx,
+    BulkGroup,
+    CpAsyncGroup,
     ExprStmt,
+    FenceProxyAsync,
     For,
     If,
     Kernel,
@@ -27,7 +31,7 @@ from ....core_ir.stmt import (
     Sync,
     While,
 )
-from ....core_ir.tileops import Atomic, TileOp
+from ....core_ir.tileops import AsyncCopy, Atomic, TileOp, TmaCopy
 from ....core_ir.uniformity import Uniformity, written_regions
 from ....core_ir.visit import rewrite, walk
 from ..analysis import bounds
@@ -43,6 +47,16 @@ from .allreduce import lower_allreduce
 from .atomic import tile_atomic, tile_red
 from .atomic_load import Fetched, fetch_store, uniform_atomic_loads
 from .parallel import lower_nest
+from .tma_copy import (
+    arrive_after,
+    async_copy_parts,
+    fence,
+    lower_bulk_group,
+    lower_expect,
+    lower_group,
+    lower_tma_copy,
+    plain_copy,
+)
 from .transposed_epilogue import lower_transposed_store, transposed_plan
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
@@ -74,6 +88,8 @@ class _Walker:
         lc = self.lc
         if isinstance(s, Seq):
             return Seq(tuple(self.stmt(c) for c in s.stmts), s.loc)
+        if isinstance(s, (TmaCopy, BarrierExpectTx, FenceProxyAsync, AsyncCopy, CpAsyncGroup, BulkGroup)):
+            return self.user_async(s)
         if lc.manual:
             out = lower_ws(s, lc, self.lower_region)
             if out is not None:
@@ -81,6 +97,26 @@ class _Walker:
             if self.shared_by_warpgroups() and (isinstance(s, Print) or _block_write(s)):
                 return Seq((leader_only(self.lower(s), s.loc, self.first_warpgroup()), Barrier(s.loc)), s.loc)
         return self.lower(s)
+
+    def user_async(self, s: TmaCopy | BarrierExpectTx | FenceProxyAsync | AsyncCopy | CpAsyncGroup | BulkGroup) -> Stmt:
+        """The kernel's own asynchronous copies, transaction counts and proxy fences
+        (lower/tma_copy.py): what the threads running them issue once, the first warpgroup's
+        thread 0 issues."""
+        lc, g = self.lc, self.first_warpgroup()
+        if isinstance(s, FenceProxyAsync):
+            return fence(s)
+        if isinstance(s, CpAsyncGroup):
+            return lower_group(s, self.div > 0)
+        if isinstance(s, BulkGroup):
+            return lower_bulk_group(s, lc, g, self.div > 0)
+        if isinstance(s, AsyncCopy):
+            before, copy, after = async_copy_parts(s, self.div > 0)
+            return Seq((before, self.stmt(copy), after), s.loc)
+        if isinstance(s, BarrierExpectTx):
+            return lower_expect(s, lc, g)
+        if lc.user_tma:
+            return lower_tma_copy(s, lc, g)
+        return Seq((self.stmt(plain_copy(s)), *arrive_after(s, lc, g)), s.loc)
 
     def lower_region(self, ids: tuple[int, ...], body: Stmt) -> Stmt:
         self.region = ids

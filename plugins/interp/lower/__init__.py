@@ -80,6 +80,7 @@ def default_executor(op: Stmt, ctx: LowerContext) -> Executor | None:
 
     factories: dict[type, Callable[[Any, LowerContext], Executor]] = {
         tileops.Copy: copy.lower,
+        tileops.TmaCopy: copy.lower,  # a TMA store (loads complete on barriers: warp_regions.py)
         tileops.Fill: fill.lower,
         tileops.Gemm: gemm.lower,
         tileops.GemmSp: gemm_sp.lower,
