@@ -261,6 +261,7 @@ class Macro:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         f = rewritten(self.fn)
+        self._check_arguments(args, kwargs)
         if self._refs is None:
             self._refs = ref.ref_params(self.fn, def_loc(self.fn))
         args, kwargs = ref.macro_arguments(self.fn, self._refs, args, kwargs)
@@ -272,6 +273,17 @@ class Macro:
             return f(*args, **kwargs)
         finally:
             b.fn_bases.pop()
+
+    def _check_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Python's own TypeError for a call that does not fit the macro's signature would name
+        our frames; this names the caller's line and the signature."""
+        sig = inspect.signature(self.fn)
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            name = self.fn.__name__
+            raise TileLangSyntaxError(f"T.macro `{name}`: {exc}", loc=caller_loc(),
+                                      hint=f"call it as {name}{sig}") from None
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:

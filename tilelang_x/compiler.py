@@ -37,6 +37,7 @@ from .core_ir.kernel_parts import kernel_parts
 from .core_ir.stages import StageContext, dump_path, run_stages
 from .core_ir.stmt import PrimFunc, Seq
 from .kernel import JITKernel
+from .pass_config import check_pass_configs
 from .target import Target
 
 __all__ = ["Build", "build", "compile_prim_func", "clear_cache", "cache_size", "dump_stage_names"]
@@ -171,6 +172,7 @@ def compile_prim_func(
         raise TypeError(f"compile_prim_func expects a PrimFunc, got {type(func).__name__}")
     tgt = registry.resolve_target(target)
     opts = _with_default_pass_configs(with_body_options(func, dict(options or {})))
+    check_pass_configs(opts.get("pass_configs") or {}, func.loc)
     outs = normalize_out_idx(func, out_idx)
     if outs != func.out_idx:
         func = dataclasses.replace(func, out_idx=outs)
