@@ -181,7 +181,8 @@ def test_pass_configs_knob_is_merged_under_the_kernels_own(monkeypatch: pytest.M
 
     monkeypatch.setattr(compiler, "build", spy)
     monkeypatch.setenv("TILELANG_X_PASS_CONFIGS", '{"tlx.pingpong": true, "tlx.multicast": true}')
-    compiler.compile_prim_func(scale_func(), target="interp", out_idx=[-1], options={"pass_configs": {"tlx.multicast": False}})
+    compiler.compile_prim_func(scale_func(), target="interp", out_idx=[-1],
+                               options={"pass_configs": {"tlx.multicast": False}})
     assert seen == [{"tlx.pingpong": True, "tlx.multicast": False}]
     monkeypatch.setenv("TILELANG_X_PASS_CONFIGS", "[1]")
     with pytest.raises(TileLangError, match="JSON object"):
