@@ -25,6 +25,7 @@ from . import pointers, ref
 from .capture import get_source, rewritten, visible_names
 from .extern import check_externs
 from .spec import TensorSpec
+from .type_errors import located_type_error
 
 
 def def_loc(fn: Callable[..., Any]) -> SourceLoc:
@@ -40,7 +41,13 @@ def trace(fn: Callable[..., Any], builder: bld.Builder, args: tuple[Any, ...], k
     """Run the rewritten ``fn`` with ``builder`` active; returns what the function returned."""
     f = rewritten(fn)
     with bld.tracing(builder):
-        return f(*args, **kwargs)
+        try:
+            return f(*args, **kwargs)
+        except TypeError as exc:
+            located = located_type_error(exc)
+            if located is None:
+                raise
+            raise located from None
 
 
 def _user_frame_locals() -> dict[str, Any]:

@@ -351,6 +351,9 @@ def _check_scope(r: Region, allowed: tuple[str, ...], op: str, operand: str, hin
 def _py_bool(value: Any, what: str, loc: SourceLoc | None) -> bool:
     if isinstance(value, E.Expr) and not isinstance(value, E.Const):
         raise TileLangSyntaxError(f"{what} must be a Python bool, got the symbolic value `{value}`", loc=loc)
+    if isinstance(value, str):  # any non-empty string, "False" included, would read as True
+        raise TileLangSyntaxError(f"{what} must be a Python bool, got the string {value!r}", loc=loc,
+                                  hint="write True or False, without quotes")
     return builtins.bool(value)
 
 
@@ -973,7 +976,7 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
         raise TileLangSyntaxError(f"T.use_swizzle panel_size must be positive, got {size}", loc=loc)
     if order not in ("row", "column", "col"):
         raise TileLangSyntaxError(f"T.use_swizzle order={order!r}", loc=loc, hint="use order='row' or 'column'")
-    b.emit(Annotate("swizzle", (size, "column" if order == "col" else order, _py_bool(enable, "enable", loc)),
+    b.emit(Annotate("swizzle", (size, "column" if order == "col" else order, _py_bool(enable, "T.use_swizzle enable", loc)),
                     loc=loc))
 
 
