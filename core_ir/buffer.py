@@ -17,7 +17,7 @@ from typing import Any
 from . import expr as E
 from . import packed
 from .dtypes import DType
-from .errors import OutOfBoundsError, TileLangSyntaxError
+from .errors import OutOfBoundsError, ShapeMismatchError, TileLangSyntaxError
 from .packed import Packed
 from .source import SourceLoc, caller_loc
 
@@ -110,7 +110,24 @@ class Buffer:
                 f"{len(idx)} indices given for {self.ndim}-d buffer `{self.name}`",
                 loc=caller_loc(),
             )
+        for i in idx:
+            self._check_index_entry(i)
         return idx
+
+    def _check_index_entry(self, i: Any) -> None:
+        """Reject what Python sequences accept but a kernel index is not: a list, and a literal
+        negative int (a kernel index does not count from the end; one into a global tensor would
+        silently read 0 or drop the store)."""
+        if isinstance(i, list):
+            raise TileLangSyntaxError(
+                f"a list is not an index of `{self.name}`", loc=caller_loc(),
+                hint=f"give one int, loop variable or slice per dimension, e.g. `{self.name}[i, j]`")
+        bounds = (i.start, i.stop) if isinstance(i, slice) else (i,)
+        for b in bounds:
+            if isinstance(b, int) and not isinstance(b, bool) and b < 0:
+                raise OutOfBoundsError(
+                    f"index {b} of `{self.name}` is negative: kernel indices do not count from the end",
+                    loc=caller_loc(), hint=f"write the position from the start, e.g. `{self.name}.shape[k] - 1`")
 
     def __getitem__(self, idx: Any) -> E.Load | Region | Packed:
         idx = self._normalize_index(idx)
@@ -125,6 +142,12 @@ class Buffer:
         if packed.has_ramp(idx) or isinstance(value, Packed):
             packed.store(self, idx, value)
             return
+        if len(idx) < self.ndim and not any(isinstance(i, slice) for i in idx):
+            raise TileLangSyntaxError(
+                f"`{self.name}` has {self.ndim} dimensions but the store gives {len(idx)} "
+                f"ind{'ex' if len(idx) == 1 else 'ices'}", loc=caller_loc(),
+                hint="index every dimension to store one element, or use T.copy / T.fill for a region",
+            )
         if len(idx) != self.ndim or any(isinstance(i, slice) for i in idx):
             raise TileLangSyntaxError(
                 f"assignment to a slice of `{self.name}` is not supported",
@@ -211,6 +234,11 @@ class Region:
                     )
                 lo = E.convert(0 if i.start is None else i.start)
                 hi = buffer.shape[dim] if i.stop is None else E.convert(i.stop)
+                size = E.as_int(hi - lo)
+                if size is not None and size <= 0:
+                    raise ShapeMismatchError(
+                        f"slice {lo}:{hi} of `{buffer.name}` (dimension {dim}) is empty", loc=caller_loc(),
+                        hint="a slice is start:stop with stop > start")
                 starts.append(lo)
                 extents.append(hi - lo)
             else:

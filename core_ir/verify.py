@@ -117,7 +117,8 @@ class _Verifier:
                 if id(node) not in self.vars:
                     self.fail(
                         f"variable `{node.name}` is used outside the scope that defines it",
-                        hint="loop and block variables exist only inside their loop or T.Kernel",
+                        hint="loop and block variables exist only inside their loop or T.Kernel; to carry a value "
+                             "out of a loop (a running sum), keep it in a T.alloc_var",
                     )
                 continue
             if isinstance(node, AtomicFetch):

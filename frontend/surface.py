@@ -976,8 +976,8 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
         raise TileLangSyntaxError(f"T.use_swizzle panel_size must be positive, got {size}", loc=loc)
     if order not in ("row", "column", "col"):
         raise TileLangSyntaxError(f"T.use_swizzle order={order!r}", loc=loc, hint="use order='row' or 'column'")
-    b.emit(Annotate("swizzle", (size, "column" if order == "col" else order, _py_bool(enable, "T.use_swizzle enable", loc)),
-                    loc=loc))
+    on = _py_bool(enable, "T.use_swizzle enable", loc)
+    b.emit(Annotate("swizzle", (size, "column" if order == "col" else order, on), loc=loc))
 
 
 def print_(obj: Any, msg: str = "", warp_group_id: int | None = None, warp_id: int | None = None) -> None:

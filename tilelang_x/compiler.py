@@ -34,6 +34,7 @@ from .args import normalize_out_idx
 from .body_options import with_body_options
 from .core_ir.errors import BackendNotImplementedError, TileLangError
 from .core_ir.kernel_parts import kernel_parts
+from .core_ir.source import caller_loc
 from .core_ir.stages import StageContext, dump_path, run_stages
 from .core_ir.stmt import PrimFunc, Seq
 from .kernel import JITKernel
@@ -170,7 +171,10 @@ def compile_prim_func(
     """
     if not isinstance(func, PrimFunc):
         raise TypeError(f"compile_prim_func expects a PrimFunc, got {type(func).__name__}")
-    tgt = registry.resolve_target(target)
+    try:
+        tgt = registry.resolve_target(target)
+    except TileLangError as err:
+        raise err.with_loc(caller_loc()) from None
     opts = _with_default_pass_configs(with_body_options(func, dict(options or {})))
     check_pass_configs(opts.get("pass_configs") or {}, func.loc)
     outs = normalize_out_idx(func, out_idx)
