@@ -28,7 +28,7 @@ from ..core_ir import expr as E
 from ..core_ir.buffer import Buffer
 from ..core_ir.dtypes import as_dtype
 from ..core_ir.errors import ArgumentError, TileLangError, TileLangSyntaxError, UnboundConstError
-from ..core_ir.source import SourceLoc
+from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import PrimFunc
 from . import builder as bld
 from .capture import get_source
@@ -290,7 +290,22 @@ class JITFunc:
         return f"<tilelang_x.jit {self.fn.__qualname__} ({self.style})>"
 
     # ---- classic ----------------------------------------------------------------------------
+    def _check_factory_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A call that does not fit the factory's signature, most often tensors passed to the
+        factory itself instead of to the kernel it returns."""
+        sig = inspect.signature(self.fn)
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            name = self.fn.__name__
+            hint = f"call it as {name}{sig}"
+            if any(hasattr(a, "shape") and hasattr(a, "dtype") for a in (*args, *kwargs.values())):
+                hint = (f"`{name}` builds the kernel from its parameters: `kernel = {name}{sig}`, then call "
+                        "`kernel(tensors...)`")
+            raise TileLangSyntaxError(f"@tilelang.jit factory `{name}`: {exc}", loc=caller_loc(), hint=hint) from None
+
     def _classic_func(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PrimFunc:
+        self._check_factory_arguments(args, kwargs)
         func = self.fn(*args, **kwargs)
         if not isinstance(func, PrimFunc):
             raise TileLangSyntaxError(

@@ -530,6 +530,27 @@ def case_call_with_a_tensor_on_another_device():
     interp(doubler(), torch.zeros(64, 64, device="meta"), torch.zeros(64, 64))
 
 
+@mistake(ArgumentError, "arguments are passed by position, not by name (A=..., B=...)", "main(A, B)")
+def case_call_with_keyword_tensors():
+    interp(doubler())(A=torch.zeros(64, 64), B=torch.zeros(64, 64))
+
+
+@tilelang.jit(out_idx=[-1], target="interp")
+def copy_factory(M, N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), T.float32), B: T.Tensor((M, N), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            B[0, 0] = A[0, 0]
+
+    return main
+
+
+@mistake(TileLangSyntaxError, "factory `copy_factory`: missing a required argument: 'N'",
+         "kernel = copy_factory(M, N)`, then call `kernel(tensors...)`")
+def case_tensor_passed_to_the_factory():
+    copy_factory(torch.zeros(4, 4))  # E:tensor_passed_to_the_factory
+
+
 @mistake(TileLangSyntaxError, "out_idx entry 2 is out of range", "[-2, 1]")
 def case_out_idx_out_of_range():
     interp(doubler(), out_idx=[2])
