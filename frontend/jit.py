@@ -172,6 +172,18 @@ def detect_style(fn: Callable[..., Any]) -> str:
 
 # ---- eager style --------------------------------------------------------------------------------
 
+@functools.cache
+def _tensor_annotations(fn: Callable[..., Any]) -> dict[str, int]:
+    """The parameters of eager kernel ``fn`` annotated in its body (``A: T.Tensor(...)``), with the
+    annotation's line."""
+    tree = get_source(fn).tree
+    params = {a.arg for a in tree.args.args}
+    scan = _StyleScan(fn.__globals__)
+    return {node.target.id: node.lineno for node in tree.body
+            if isinstance(node, ast.AnnAssign) and node.value is None and isinstance(node.target, ast.Name)
+            and node.target.id in params and scan.is_language(node.annotation, ("Tensor", "Buffer", "StridedTensor"))}
+
+
 @dataclass
 class _Probe:
     """What the probe trace learned: where each ``T.const`` is a parameter dimension."""
@@ -433,11 +445,23 @@ class JITFunc:
                 )
         return values
 
+    def _check_tensor_arguments(self, scalars: dict[str, Any]) -> None:
+        """A parameter annotated as a tensor that was given something else (otherwise the trace
+        would stop first at a T.const its shape was to bind)."""
+        for pname, line in _tensor_annotations(self.fn).items():
+            if pname in scalars:
+                value = scalars[pname]
+                raise ArgumentError(
+                    f"`{self.fn.__name__}`: argument `{pname}` is {type(value).__name__} {value!r}, but `{pname}` "
+                    "is annotated as a tensor", loc=SourceLoc(self.fn.__code__.co_filename, line, self.fn.__name__),
+                    hint="pass a torch tensor (or a numpy array on the interpreter)")
+
     def _eager_entry(self, args: tuple[Any, ...], kwargs: dict[str, Any], need_tensors: bool
                      ) -> tuple[_Entry, dict[str, Any]]:
         tensors, scalars, missing, sizes = self._split(args, kwargs, need_tensors)
         p1 = (tuple(sorted(tensors)), tuple(missing), tuple((k, _freeze(v)) for k, v in scalars.items()))
         probe = self._probe(p1, scalars)
+        self._check_tensor_arguments(scalars)
         values = self._const_values(probe, tensors, sizes)
         dtypes = tuple((k, str(t.dtype)) for k, t in tensors.items())
         key = (p1, tuple(sorted(values.items())), dtypes)

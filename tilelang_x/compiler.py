@@ -186,7 +186,8 @@ def compile_prim_func(
         raise err.with_loc(func.loc) from None
     opts.pop("dump", None)
     opts.pop("dump_dir", None)
-    key = None if dump else (func.script(), outs, tgt, _freeze(opts))
+    # the location too: a kernel's errors name its own lines, not those of another with the same text
+    key = None if dump else (func.script(), func.loc, outs, tgt, _freeze(opts))
     if key is not None:
         with _cache_lock:
             cached = _cache.get(key)

@@ -272,10 +272,17 @@ class _State:
             have = self.layouts.get(buf)
             if have is None:  # through ``set``: the fragment's reshapes get theirs too
                 changed |= self.set(buf, want, f"the loop at {where(nest.loc)}", loc)
+            elif local_map(lay, dim_map, have) is None and self.origin[buf] == f"the loop at {where(nest.loc)}":
+                raise NestConflict(
+                    f"the loop at {where(nest.loc)} indexes fragment `{buf.name}` in two ways that need different "
+                    f"thread layouts (as at {where(loc)}): a fragment has one layout", key, buf, loc=loc,
+                    hint=f"index `{buf.name}` the same way throughout the loop (e.g. not both [i, j] and [j, i]), "
+                    f"or T.copy it into a T.alloc_shared tile and read the other pattern from there")
             elif local_map(lay, dim_map, have) is None:
                 raise NestConflict(
                     f"layout conflict for `{buf.name}` at {where(loc)}: {self.origin[buf]} gives it "
-                    f"{have.describe()}, but the loop at {where(nest.loc)} maps its threads as {lay.describe()}",
+                    f"{have.describe()}, but the loop at {where(nest.loc)} maps its threads as {lay.describe()}"
+                    + _order_note(buf, dim_map),
                     key, buf, loc=loc,
                     hint="use the same warp policy for the gemms involved, or copy into a separate fragment"
                     if "T.gemm" in self.origin[buf] else
@@ -399,18 +406,29 @@ def element_nest(op: Stmt) -> For | None:
     return None
 
 
+def _order_note(buf: Buffer, dim_map: list[int | None]) -> str:
+    """What makes two equal-looking layouts conflict: the access takes the buffer's dimensions from
+    the loop's in another order (``f[j, i]`` in ``for i, j in T.Parallel(...)``)."""
+    used = [d for d in dim_map if d is not None]
+    if used == sorted(used):
+        return ""
+    return f", and this access indexes `{buf.name}` with the loop's variables in another order (a transpose)"
+
+
 def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     count = 0
     # one round of broadcast copies, after the first inference that succeeds; none with T.ws regions,
     # whose threads cannot all meet at a barrier
     broadcast_pending = ctx.data.get(MANUAL, 0) == 0
+    first: NestConflict | None = None  # names the user's fragment, not an exchange's copy of it
     while True:
         try:
             st = _infer(func, ctx)
         except NestConflict as conflict:
+            first = first or conflict
             changed = exchange_through_shared(func, conflict, count)
             if changed is None:
-                raise
+                raise first from None
             func, count = changed, count + 1
             continue
         if not broadcast_pending:

@@ -502,7 +502,35 @@ def case_gemm_fragment_b():
     cuda_source(main, "sm_90a")
 
 
+@mistake(LayoutError, "layout conflict for `f`", "indexes `f` with the loop's variables in another order")
+def case_fragment_read_transposed():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32), B: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, f)
+            for i, j in T.Parallel(64, 64):
+                B[j, i] = f[i, j] + f[j, i]  # E:fragment_read_transposed
+
+    cuda_source(main, "sm_80")
+
+
 # ---- calls, compile options and targets --------------------------------------------------------
+
+@tilelang.jit(target="interp")
+def eager_copy(A):
+    M = T.const("M")
+    A: T.Tensor((M,), T.float32)  # E:eager_tensor_given_a_float
+    B = T.empty((M,), T.float32)
+    with T.Kernel(1, threads=32) as bx:
+        B[0] = A[0]
+    return B
+
+
+@mistake(ArgumentError, "argument `A` is float 1.0, but `A` is annotated as a tensor", "torch tensor")
+def case_eager_tensor_given_a_float():
+    eager_copy(1.0)
+
 
 @mistake(ArgumentError, "parameter `A` (float32[64, 64]): expected dtype float32, got torch.float16",
          ".to(torch.float32)")
@@ -602,3 +630,16 @@ def test_mistake_names_its_line_and_what_to_change(m: Mistake) -> None:
 
 def test_every_case_is_registered_once() -> None:
     assert len({m.tag for m in MISTAKES}) == len(MISTAKES) >= 40
+
+
+def test_a_kernel_with_the_same_text_as_another_keeps_its_own_line() -> None:
+    interp(doubler())
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32), B: T.Tensor((64, 64), T.float32)):  # E:twin
+        with T.Kernel(1, threads=128) as bx:
+            for i, j in T.Parallel(64, 64):
+                B[i, j] = A[i, j] * 2.0
+
+    assert main.script() == doubler().script()
+    raises(ArgumentError, "twin", lambda: interp(main, torch.zeros(64, 32), torch.zeros(64, 64)), "dimension 1")
