@@ -84,6 +84,8 @@ def _language_names() -> dict[str, tuple[Callable[..., Any], str]]:
 def _value_hint(text: str) -> str | None:
     if "'Region'" in text:
         return "index every dimension of a buffer to get one element (A[i, j]); fewer indices give a region"
+    if "does not support item assignment" in text or "is not subscriptable" in text:
+        return "only buffers take indices; this is a single value (a scalar parameter or an expression)"
     if "'Buffer' has no len()" in text:
         return "use A.shape[k] for the size of dimension k"
     if any(f"'{t}'" in text or f"not {t}" in text for t in _expr_type_names()) or "ufunc" in text:

@@ -190,6 +190,14 @@ def case_row_used_as_a_value():
                 B[i] = A[i] + 1.0  # E:row_used_as_a_value
 
 
+@mistake(TileLangTypeError, "'Var' object does not support item assignment", "only buffers take indices")
+def case_scalar_parameter_indexed():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), n: T.int32):
+        with T.Kernel(1, threads=32) as bx:
+            n[0] = 3  # E:scalar_parameter_indexed
+
+
 @mistake(VerificationError, "variable `k` is used outside the scope", "T.alloc_var")
 def case_python_variable_as_running_sum():
     @T.prim_func
