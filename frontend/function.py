@@ -43,7 +43,7 @@ def trace(fn: Callable[..., Any], builder: bld.Builder, args: tuple[Any, ...], k
     with bld.tracing(builder):
         try:
             return f(*args, **kwargs)
-        except TypeError as exc:
+        except (TypeError, NameError) as exc:
             located = located_type_error(exc)
             if located is None:
                 raise

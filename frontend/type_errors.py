@@ -1,6 +1,7 @@
 """Python ``TypeError``s raised on the user's own line while a kernel is traced, as located errors.
 
-Two kinds reach here: a ``T.*`` call whose arguments do not fit its signature (``T.gemm(a, b, c,
+A ``NameError`` (a name the kernel never defined) is located the same way. Two kinds of
+``TypeError`` reach here: a ``T.*`` call whose arguments do not fit its signature (``T.gemm(a, b, c,
 trans_B=True)``; Python raises those in the caller's frame) and a Python builtin handed a kernel
 value (``int(bx)``, ``math.exp(x)``, ``len(A)``), which has no Python number to give while the
 kernel is traced.
@@ -27,7 +28,7 @@ _BINDING = re.compile(
 _UNEXPECTED = re.compile(r"unexpected keyword argument '(?P<kw>\w+)'")
 
 
-def located_type_error(exc: TypeError) -> TileLangError | None:
+def located_type_error(exc: TypeError | NameError) -> TileLangError | None:
     """``exc`` as a ``TileLangError`` naming the user's line when it was raised there, else ``None``."""
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames or _is_internal(frames[-1].filename):
@@ -35,6 +36,8 @@ def located_type_error(exc: TypeError) -> TileLangError | None:
     last = frames[-1]
     loc = SourceLoc(last.filename, last.lineno or 0, last.name)
     text = str(exc)
+    if isinstance(exc, NameError):
+        return TileLangSyntaxError(text, loc=loc, hint=_name_hint(exc, last.line or ""))
     match = _BINDING.match(text)
     if match:
         return _binding_error(match["callee"], text, loc)
@@ -79,6 +82,14 @@ def _language_names() -> dict[str, tuple[Callable[..., Any], str]]:
         elif callable(obj) and hasattr(obj, "__qualname__"):
             out.setdefault(obj.__qualname__, (obj, f"T.{name}"))
     return out
+
+
+def _name_hint(exc: NameError, line: str) -> str | None:
+    """``with T.Kernel(gx, gy) as bx, by:`` makes Python look ``by`` up as a second context manager."""
+    name = getattr(exc, "name", None)
+    if name and re.search(rf"\bas\s+\w+\s*,\s*{re.escape(name)}\b", line):
+        return f"put the names in parentheses: `as (..., {name})`; without them `{name}` is read as another `with` item"
+    return None
 
 
 def _value_hint(text: str) -> str | None:

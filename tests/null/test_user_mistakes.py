@@ -1,5 +1,5 @@
 # Kernel code is written as users write it (unused block and loop variables included).
-# ruff: noqa: F841, F842, B007, E741
+# ruff: noqa: F841, F842, B007, E741, F821
 """The mistakes kernel authors make, each answered by a TileLang error that names the line of the
 mistake (marked ``# E:<case name>``) and says what to change.
 
@@ -151,6 +151,31 @@ def case_bool_flag_as_string():
             f = T.alloc_fragment((64, 64), T.float32)
             r = T.alloc_fragment((64,), T.float32)
             T.reduce_max(f, r, dim=1, clear="False")  # E:bool_flag_as_string
+
+
+@mistake(TileLangSyntaxError, "name 'by' is not defined", "put the names in parentheses: `as (..., by)`")
+def case_block_indices_without_parentheses():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(4, 4, threads=128) as bx, by:  # E:block_indices_without_parentheses
+            A[bx, by] = 1.0
+
+
+@mistake(TileLangTypeError, "cannot use tuple value (i_0, i_1)", "this name holds 2 index variables")
+def case_one_name_for_two_loop_indices():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(4, threads=128) as bx:
+            for i in T.Parallel(64, 64):
+                A[i, 0] = 1.0  # E:one_name_for_two_loop_indices
+
+
+@mistake(TileLangSyntaxError, "name 'block_M' is not defined")
+def case_undefined_name():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(4, threads=128) as bx:
+            A[bx, 0] = block_M  # E:undefined_name
 
 
 # ---- Python applied to kernel values -----------------------------------------------------------
