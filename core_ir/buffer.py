@@ -110,24 +110,29 @@ class Buffer:
                 f"{len(idx)} indices given for {self.ndim}-d buffer `{self.name}`",
                 loc=caller_loc(),
             )
-        for i in idx:
-            self._check_index_entry(i)
+        for dim, i in enumerate(idx):
+            self._check_index_entry(dim, i)
         return idx
 
-    def _check_index_entry(self, i: Any) -> None:
-        """Reject what Python sequences accept but a kernel index is not: a list, and a literal
-        negative int (a kernel index does not count from the end; one into a global tensor would
-        silently read 0 or drop the store)."""
+    def _check_index_entry(self, dim: int, i: Any) -> None:
+        """Reject what Python sequences accept but a kernel index is not: a list, a literal negative
+        int (a kernel index does not count from the end) and a literal int past a constant
+        dimension (into a global tensor either would silently read 0 or drop the store)."""
         if isinstance(i, list):
             raise TileLangSyntaxError(
                 f"a list is not an index of `{self.name}`", loc=caller_loc(),
                 hint=f"give one int, loop variable or slice per dimension, e.g. `{self.name}[i, j]`")
-        bounds = (i.start, i.stop) if isinstance(i, slice) else (i,)
-        for b in bounds:
+        first = i.start if isinstance(i, slice) else i
+        for b in ((i.start, i.stop) if isinstance(i, slice) else (i,)):
             if isinstance(b, int) and not isinstance(b, bool) and b < 0:
                 raise OutOfBoundsError(
                     f"index {b} of `{self.name}` is negative: kernel indices do not count from the end",
                     loc=caller_loc(), hint=f"write the position from the start, e.g. `{self.name}.shape[k] - 1`")
+        extent = E.as_int(self.shape[dim])
+        if isinstance(first, int) and not isinstance(first, bool) and extent is not None and first >= extent:
+            raise OutOfBoundsError(
+                f"index {first} is past the end of `{self.name}`, whose dimension {dim} has {extent} elements",
+                loc=caller_loc(), hint=f"indices of dimension {dim} run from 0 to {extent - 1}")
 
     def __getitem__(self, idx: Any) -> E.Load | Region | Packed:
         idx = self._normalize_index(idx)

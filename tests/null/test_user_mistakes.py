@@ -277,6 +277,24 @@ def case_negative_slice():
             T.copy(A[-32:, :], s)  # E:negative_slice
 
 
+@mistake(OutOfBoundsError, "index 64 is past the end of `A`, whose dimension 0 has 64 elements", "0 to 63")
+def case_constant_index_past_the_end():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            A[64] = 1.0  # E:constant_index_past_the_end
+
+
+@mistake(OutOfBoundsError, "index 80 is past the end of `A`")
+def case_copy_from_a_row_past_the_end():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            s = T.alloc_shared((32, 64), T.float16)
+            T.copy(A[80, 0], s)  # E:copy_from_a_row_past_the_end
+            T.copy(s, B[0, 0])
+
+
 @mistake(ShapeMismatchError, "slice 32:0 of `A` (dimension 0) is empty")
 def case_empty_slice():
     @T.prim_func
