@@ -1253,6 +1253,9 @@ def infinity(dtype: Any) -> E.Const:
 
 def cast(value: Any, dtype: Any) -> E.Expr:
     """``value`` converted to ``dtype``."""
+    if isinstance(value, dtypes.DType) and (isinstance(dtype, E.Expr) or hasattr(dtype, "as_expr")):
+        raise TileLangTypeError("T.cast takes the value first: T.cast(value, dtype)", loc=caller_loc(),
+                                hint="or write TVM's T.Cast(dtype, value)")
     return E.cast(value, dtype_of(dtype))
 
 

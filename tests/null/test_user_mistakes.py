@@ -391,6 +391,23 @@ def case_cast_to_unknown_dtype():
             A[0] = T.cast(A[1], "float17")  # E:cast_to_unknown_dtype
 
 
+@mistake(TileLangTypeError, "shape entry float32 is not an integer",
+         "the shape comes first: T.alloc_shared(shape, dtype)")
+def case_alloc_with_dtype_and_shape_swapped():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            s = T.alloc_shared(T.float32, (64,))  # E:alloc_with_dtype_and_shape_swapped
+
+
+@mistake(TileLangTypeError, "T.cast takes the value first: T.cast(value, dtype)")
+def case_cast_with_arguments_swapped():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            A[0] = T.cast(T.float16, A[1])  # E:cast_with_arguments_swapped
+
+
 @mistake(TileLangTypeError, "cannot use str value 'zero'")
 def case_fill_with_a_string():
     @T.prim_func
