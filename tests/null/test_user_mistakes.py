@@ -647,6 +647,22 @@ def case_tensor_passed_to_the_factory():
     copy_factory(torch.zeros(4, 4))  # E:tensor_passed_to_the_factory
 
 
+def scaled_fill() -> object:
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32), n: T.int32):  # E:int_too_large_for_its_parameter
+        with T.Kernel(1, threads=32) as bx:
+            A[0] = T.cast(n, T.float32)
+
+    return main
+
+
+@mistake(ArgumentError, "parameter `n` (int32 scalar): 1099511627776 does not fit int32", "-2147483648 to 2147483647")
+def case_int_too_large_for_its_parameter():
+    kernel = interp(scaled_fill())
+    kernel(torch.zeros(64), 5)  # the second call takes the fast path
+    kernel(torch.zeros(64), 2**40)
+
+
 @mistake(TileLangSyntaxError, "out_idx entry 2 is out of range", "[-2, 1]")
 def case_out_idx_out_of_range():
     interp(doubler(), out_idx=[2])
