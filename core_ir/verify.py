@@ -41,6 +41,7 @@ from .stmt import (
     While,
 )
 from .tileops import CumSum, Gemm, Reduce, TileOp, squeeze
+from .verify_bounds import verify_bounds
 from .verify_simt import verify_simt
 from .verify_ws import verify_ws
 
@@ -61,6 +62,7 @@ def verify(func: PrimFunc) -> None:
     _Verifier(func).run()
     verify_simt(func)
     verify_ws(func)
+    verify_bounds(func)
 
 
 class _Verifier:
