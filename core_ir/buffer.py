@@ -111,10 +111,10 @@ class Buffer:
                 loc=caller_loc(),
             )
         for dim, i in enumerate(idx):
-            self._check_index_entry(dim, i)
+            self._check_index_entry(dim, i, idx)
         return idx
 
-    def _check_index_entry(self, dim: int, i: Any) -> None:
+    def _check_index_entry(self, dim: int, i: Any, idx: tuple[Any, ...]) -> None:
         """Reject what Python sequences accept but a kernel index is not: a list, a literal negative
         int (a kernel index does not count from the end) and a literal int past a constant
         dimension (into a global tensor either would silently read 0 or drop the store)."""
@@ -129,10 +129,12 @@ class Buffer:
                     f"index {b} of `{self.name}` is negative: kernel indices do not count from the end",
                     loc=caller_loc(), hint=f"write the position from the start, e.g. `{self.name}.shape[k] - 1`")
         extent = E.as_int(self.shape[dim])
-        if isinstance(first, int) and not isinstance(first, bool) and extent is not None and first >= extent:
+        if isinstance(first, int) and not isinstance(first, bool) and extent is not None and first >= extent \
+                and self.scope != "barrier":  # T.alloc_barrier lists check their own indices
+            access = ", ".join(_index_text(x) for x in idx)
             raise OutOfBoundsError(
-                f"index {first} is past the end of `{self.name}`, whose dimension {dim} has {extent} elements",
-                loc=caller_loc(), hint=f"indices of dimension {dim} run from 0 to {extent - 1}")
+                f"`{self.name}`[{access}]: index {first} is past the end of `{self.name}`, whose dimension {dim} has "
+                f"{extent} elements", loc=caller_loc(), hint=f"indices of dimension {dim} run from 0 to {extent - 1}")
 
     def __getitem__(self, idx: Any) -> E.Load | Region | Packed:
         idx = self._normalize_index(idx)
@@ -178,6 +180,12 @@ class Buffer:
             loc=caller_loc(),
             hint=f"index it, e.g. `{self.name}[i, j]`",
         )
+
+
+def _index_text(i: Any) -> str:
+    if isinstance(i, slice):
+        return f"{'' if i.start is None else i.start}:{'' if i.stop is None else i.stop}"
+    return str(i)
 
 
 #: the operators a stand-in for one value (a one-element buffer, ``T.Ref``) forwards to the
