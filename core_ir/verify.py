@@ -42,6 +42,7 @@ from .stmt import (
 )
 from .tileops import CumSum, Gemm, Reduce, TileOp, squeeze
 from .verify_bounds import verify_bounds
+from .verify_parallel import verify_parallel
 from .verify_simt import verify_simt
 from .verify_ws import verify_ws
 
@@ -63,6 +64,7 @@ def verify(func: PrimFunc) -> None:
     verify_simt(func)
     verify_ws(func)
     verify_bounds(func)
+    verify_parallel(func)
 
 
 class _Verifier:

@@ -342,6 +342,21 @@ def case_parallel_past_the_fragment():
     cuda_source(main, "sm_80")  # found before any backend: the CUDA backend itself checks nothing
 
 
+@mistake(VerificationError, "the T.Parallel iterations depend on each other",
+         "`f` is read at [i] and written at [i + 1]", "T.serial")
+def case_parallel_iterations_depend_on_each_other():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            f = T.alloc_fragment((64,), T.float32)
+            T.clear(f)
+            for i in T.Parallel(63):
+                f[i + 1] = f[i] + 1.0  # E:parallel_iterations_depend_on_each_other
+            T.copy(f, A)
+
+    interp(main, torch.zeros(64))
+
+
 # ---- kernel structure and allocations ----------------------------------------------------------
 
 @mistake(TileLangSyntaxError, "T.Kernel blocks cannot be nested")
