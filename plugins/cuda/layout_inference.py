@@ -207,9 +207,9 @@ class _State:
             plan = GemmPlan("fma", m, n, k, tf32=tf32)
             if a.scope == "fragment" or b.scope == "fragment":
                 raise LayoutError(
-                    f"T.gemm with a fragment operand needs fp16/bf16 inputs, fp32 accumulation and tile sizes "
-                    f"that split into 16x8 warp tiles on CUDA (got {a.dtype}/{b.dtype}->{c.dtype}, M={m} N={n} K={k})",
-                    loc=op.loc)
+                    f"T.gemm with a fragment operand cannot run on CUDA's tensor cores here: "
+                    f"{_fragment_gemm_obstacle(op, mma_types and not (tf32 or byte_ops), k, warps)}",
+                    loc=op.loc, hint="keep the operand in T.alloc_shared, where every gemm form reads it")
             log.debug("%s: %s x %s -> %s (M=%d N=%d K=%d) has no tensor-core form here: a per-element FMA loop%s",
                       origin, a.dtype, b.dtype, c.dtype, m, n, k, _FP8_TENSOR_CORES if a.dtype.bits == 8 else "")
             self.gemm[id(op)] = plan
@@ -404,6 +404,22 @@ def element_nest(op: Stmt) -> For | None:
     if isinstance(op, FinalizeReducer) and op.dst is not None:  # the result copied to its destination
         return copy_nest(Copy(op.src, op.dst, loc=op.loc))
     return None
+
+
+def _fragment_gemm_obstacle(op: Gemm, fp16_types: bool, k: int, warps: int) -> str:
+    """Why a T.gemm with a fragment operand has no tensor-core form: the first condition it misses."""
+    a, b, c = op.A.buffer, op.B.buffer, op.C.buffer
+    if b.scope == "fragment":
+        return f"B (`{b.name}`) must be in shared memory; only A may be a fragment"
+    if op.trans_A:
+        return f"a fragment A (`{a.name}`) cannot be transposed (transpose_A=True)"
+    if not fp16_types:
+        return (f"a fragment A needs float16 or bfloat16 A and B of one dtype with a float32 accumulator "
+                f"(got {a.dtype} x {b.dtype} -> {c.dtype})")
+    if k % k_step(a.dtype.name):
+        return f"K must be a multiple of {k_step(a.dtype.name)} (got K={k})"
+    return (f"M={op.C.extents[0]} and N={op.C.extents[-1]} must split into 16x8 warp tiles over the block's "
+            f"{warps} warps, and shared rows of B must be a multiple of 16 bytes")
 
 
 def _order_note(buf: Buffer, dim_map: list[int | None]) -> str:

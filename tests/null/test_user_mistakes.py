@@ -569,7 +569,7 @@ def case_atomic_add_on_int8():
     cuda_source(main, "sm_90a")
 
 
-@mistake(LayoutError, "T.gemm with a fragment operand")
+@mistake(LayoutError, "T.gemm with a fragment operand", "B (`b`) must be in shared memory; only A may be a fragment")
 def case_gemm_fragment_b():
     @T.prim_func
     def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float32)):
@@ -595,6 +595,23 @@ def case_fragment_read_transposed():
             T.copy(A, f)
             for i, j in T.Parallel(64, 64):
                 B[j, i] = f[i, j] + f[j, i]  # E:fragment_read_transposed
+
+    cuda_source(main, "sm_80")
+
+
+@mistake(LayoutError, "a fragment A (`a`) cannot be transposed (transpose_A=True)", "T.alloc_shared")
+def case_gemm_transposed_fragment_a():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_fragment((64, 64), T.float16)
+            b = T.alloc_shared((64, 64), T.float16)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, a)
+            T.copy(A, b)
+            T.clear(c)
+            T.gemm(a, b, c, transpose_A=True)  # E:gemm_transposed_fragment_a
+            T.copy(c, C)
 
     cuda_source(main, "sm_80")
 
