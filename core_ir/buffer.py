@@ -17,7 +17,7 @@ from typing import Any
 from . import expr as E
 from . import packed
 from .dtypes import DType
-from .errors import OutOfBoundsError, TileLangSyntaxError
+from .errors import OutOfBoundsError, ShapeMismatchError, TileLangSyntaxError
 from .packed import Packed
 from .source import SourceLoc, caller_loc
 
@@ -110,7 +110,31 @@ class Buffer:
                 f"{len(idx)} indices given for {self.ndim}-d buffer `{self.name}`",
                 loc=caller_loc(),
             )
+        for dim, i in enumerate(idx):
+            self._check_index_entry(dim, i, idx)
         return idx
+
+    def _check_index_entry(self, dim: int, i: Any, idx: tuple[Any, ...]) -> None:
+        """Reject what Python sequences accept but a kernel index is not: a list, a literal negative
+        int (a kernel index does not count from the end) and a literal int past a constant
+        dimension (into a global tensor either would silently read 0 or drop the store)."""
+        if isinstance(i, list):
+            raise TileLangSyntaxError(
+                f"a list is not an index of `{self.name}`", loc=caller_loc(),
+                hint=f"give one int, loop variable or slice per dimension, e.g. `{self.name}[i, j]`")
+        first = i.start if isinstance(i, slice) else i
+        for b in ((i.start, i.stop) if isinstance(i, slice) else (i,)):
+            if isinstance(b, int) and not isinstance(b, bool) and b < 0:
+                raise OutOfBoundsError(
+                    f"index {b} of `{self.name}` is negative: kernel indices do not count from the end",
+                    loc=caller_loc(), hint=f"write the position from the start, e.g. `{self.name}.shape[k] - 1`")
+        extent = E.as_int(self.shape[dim])
+        if isinstance(first, int) and not isinstance(first, bool) and extent is not None and first >= extent \
+                and self.scope != "barrier":  # T.alloc_barrier lists check their own indices
+            access = ", ".join(_index_text(x) for x in idx)
+            raise OutOfBoundsError(
+                f"`{self.name}`[{access}]: index {first} is past the end of `{self.name}`, whose dimension {dim} has "
+                f"{extent} elements", loc=caller_loc(), hint=f"indices of dimension {dim} run from 0 to {extent - 1}")
 
     def __getitem__(self, idx: Any) -> E.Load | Region | Packed:
         idx = self._normalize_index(idx)
@@ -125,6 +149,12 @@ class Buffer:
         if packed.has_ramp(idx) or isinstance(value, Packed):
             packed.store(self, idx, value)
             return
+        if len(idx) < self.ndim and not any(isinstance(i, slice) for i in idx):
+            raise TileLangSyntaxError(
+                f"`{self.name}` has {self.ndim} dimensions but the store gives {len(idx)} "
+                f"ind{'ex' if len(idx) == 1 else 'ices'}", loc=caller_loc(),
+                hint="index every dimension to store one element, or use T.copy / T.fill for a region",
+            )
         if len(idx) != self.ndim or any(isinstance(i, slice) for i in idx):
             raise TileLangSyntaxError(
                 f"assignment to a slice of `{self.name}` is not supported",
@@ -150,6 +180,12 @@ class Buffer:
             loc=caller_loc(),
             hint=f"index it, e.g. `{self.name}[i, j]`",
         )
+
+
+def _index_text(i: Any) -> str:
+    if isinstance(i, slice):
+        return f"{'' if i.start is None else i.start}:{'' if i.stop is None else i.stop}"
+    return str(i)
 
 
 #: the operators a stand-in for one value (a one-element buffer, ``T.Ref``) forwards to the
@@ -211,6 +247,11 @@ class Region:
                     )
                 lo = E.convert(0 if i.start is None else i.start)
                 hi = buffer.shape[dim] if i.stop is None else E.convert(i.stop)
+                size = E.as_int(hi - lo)
+                if size is not None and size <= 0:
+                    raise ShapeMismatchError(
+                        f"slice {lo}:{hi} of `{buffer.name}` (dimension {dim}) is empty", loc=caller_loc(),
+                        hint="a slice is start:stop with stop > start")
                 starts.append(lo)
                 extents.append(hi - lo)
             else:

@@ -540,8 +540,16 @@ def convert(value: Any, like: DType | None = None) -> Expr:
     raise TileLangTypeError(
         f"cannot use {type(value).__name__} value {value!r} in a kernel expression",
         loc=caller_loc(),
-        hint="kernel expressions take numbers, loop/block indices, buffer elements and T.* calls",
+        hint=_tuple_hint(value) or "kernel expressions take numbers, loop/block indices, buffer elements and T.* calls",
     )
+
+
+def _tuple_hint(value: Any) -> str | None:
+    """A tuple of index variables is what one name bound to several loop or block indices holds."""
+    if isinstance(value, tuple) and value and all(isinstance(v, Var) for v in value):
+        return (f"this name holds {len(value)} index variables: unpack them, `with T.Kernel(gx, gy) as (bx, by)` / "
+                "`for i, j in T.Parallel(m, n)`, or index the tuple (bx[0])")
+    return None
 
 
 def cast(value: Any, dtype: DType | str) -> Expr:

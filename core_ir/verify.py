@@ -41,6 +41,8 @@ from .stmt import (
     While,
 )
 from .tileops import CumSum, Gemm, Reduce, TileOp, squeeze
+from .verify_bounds import verify_bounds
+from .verify_parallel import verify_parallel
 from .verify_simt import verify_simt
 from .verify_ws import verify_ws
 
@@ -61,6 +63,8 @@ def verify(func: PrimFunc) -> None:
     _Verifier(func).run()
     verify_simt(func)
     verify_ws(func)
+    verify_bounds(func)
+    verify_parallel(func)
 
 
 class _Verifier:
@@ -117,7 +121,8 @@ class _Verifier:
                 if id(node) not in self.vars:
                     self.fail(
                         f"variable `{node.name}` is used outside the scope that defines it",
-                        hint="loop and block variables exist only inside their loop or T.Kernel",
+                        hint="loop and block variables exist only inside their loop or T.Kernel; to carry a value "
+                             "out of a loop (a running sum), keep it in a T.alloc_var",
                     )
                 continue
             if isinstance(node, AtomicFetch):

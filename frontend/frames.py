@@ -9,6 +9,7 @@ variables (``as (bx, by)``, ``for i, j in ...``) so the IR reads like the source
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,6 +62,19 @@ def _cluster_dims(value: Any, loc: Any) -> tuple[int, ...]:
     return tuple(d.__index__() for d in dims)
 
 
+#: The most threads a block may have on every GPU.
+MAX_BLOCK_THREADS = 1024
+
+
+def _check_block_size(threads: tuple[int, ...], loc: SourceLoc | None) -> None:
+    total = math.prod(threads)
+    if total > MAX_BLOCK_THREADS:
+        raise TileLangSyntaxError(
+            f"T.Kernel threads={threads if len(threads) > 1 else threads[0]} is {total} threads a block; "
+            f"GPUs run at most {MAX_BLOCK_THREADS}", loc=loc,
+            hint="use fewer threads (e.g. 128 or 256) and give each more work, or more blocks in the grid")
+
+
 class KernelFrame:
     """``with T.Kernel(gx, gy, gz, threads=128) as (bx, by, bz)``."""
 
@@ -91,6 +105,8 @@ class KernelFrame:
                 hint="the thread count must be known when the kernel is built, e.g. threads=128",
             )
         self.threads = tuple(int(x) for x in ints)  # type: ignore[arg-type]
+        if not is_cpu:
+            _check_block_size(self.threads, self.loc)
         ann: dict[str, Any] = {}
         if prelude is not None:
             ann["prelude"] = prelude

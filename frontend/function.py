@@ -25,6 +25,7 @@ from . import pointers, ref
 from .capture import get_source, rewritten, visible_names
 from .extern import check_externs
 from .spec import TensorSpec
+from .type_errors import located_type_error
 
 
 def def_loc(fn: Callable[..., Any]) -> SourceLoc:
@@ -40,7 +41,13 @@ def trace(fn: Callable[..., Any], builder: bld.Builder, args: tuple[Any, ...], k
     """Run the rewritten ``fn`` with ``builder`` active; returns what the function returned."""
     f = rewritten(fn)
     with bld.tracing(builder):
-        return f(*args, **kwargs)
+        try:
+            return f(*args, **kwargs)
+        except (TypeError, NameError) as exc:
+            located = located_type_error(exc)
+            if located is None:
+                raise
+            raise located from None
 
 
 def _user_frame_locals() -> dict[str, Any]:
@@ -261,6 +268,7 @@ class Macro:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         f = rewritten(self.fn)
+        self._check_arguments(args, kwargs)
         if self._refs is None:
             self._refs = ref.ref_params(self.fn, def_loc(self.fn))
         args, kwargs = ref.macro_arguments(self.fn, self._refs, args, kwargs)
@@ -272,6 +280,17 @@ class Macro:
             return f(*args, **kwargs)
         finally:
             b.fn_bases.pop()
+
+    def _check_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Python's own TypeError for a call that does not fit the macro's signature would name
+        our frames; this names the caller's line and the signature."""
+        sig = inspect.signature(self.fn)
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            name = self.fn.__name__
+            raise TileLangSyntaxError(f"T.macro `{name}`: {exc}", loc=caller_loc(),
+                                      hint=f"call it as {name}{sig}") from None
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:

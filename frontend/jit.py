@@ -28,7 +28,7 @@ from ..core_ir import expr as E
 from ..core_ir.buffer import Buffer
 from ..core_ir.dtypes import as_dtype
 from ..core_ir.errors import ArgumentError, TileLangError, TileLangSyntaxError, UnboundConstError
-from ..core_ir.source import SourceLoc
+from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import PrimFunc
 from . import builder as bld
 from .capture import get_source
@@ -172,6 +172,18 @@ def detect_style(fn: Callable[..., Any]) -> str:
 
 # ---- eager style --------------------------------------------------------------------------------
 
+@functools.cache
+def _tensor_annotations(fn: Callable[..., Any]) -> dict[str, int]:
+    """The parameters of eager kernel ``fn`` annotated in its body (``A: T.Tensor(...)``), with the
+    annotation's line."""
+    tree = get_source(fn).tree
+    params = {a.arg for a in tree.args.args}
+    scan = _StyleScan(fn.__globals__)
+    return {node.target.id: node.lineno for node in tree.body
+            if isinstance(node, ast.AnnAssign) and node.value is None and isinstance(node.target, ast.Name)
+            and node.target.id in params and scan.is_language(node.annotation, ("Tensor", "Buffer", "StridedTensor"))}
+
+
 @dataclass
 class _Probe:
     """What the probe trace learned: where each ``T.const`` is a parameter dimension."""
@@ -290,7 +302,22 @@ class JITFunc:
         return f"<tilelang_x.jit {self.fn.__qualname__} ({self.style})>"
 
     # ---- classic ----------------------------------------------------------------------------
+    def _check_factory_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A call that does not fit the factory's signature, most often tensors passed to the
+        factory itself instead of to the kernel it returns."""
+        sig = inspect.signature(self.fn)
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            name = self.fn.__name__
+            hint = f"call it as {name}{sig}"
+            if any(hasattr(a, "shape") and hasattr(a, "dtype") for a in (*args, *kwargs.values())):
+                hint = (f"`{name}` builds the kernel from its parameters: `kernel = {name}{sig}`, then call "
+                        "`kernel(tensors...)`")
+            raise TileLangSyntaxError(f"@tilelang.jit factory `{name}`: {exc}", loc=caller_loc(), hint=hint) from None
+
     def _classic_func(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PrimFunc:
+        self._check_factory_arguments(args, kwargs)
         func = self.fn(*args, **kwargs)
         if not isinstance(func, PrimFunc):
             raise TileLangSyntaxError(
@@ -418,11 +445,23 @@ class JITFunc:
                 )
         return values
 
+    def _check_tensor_arguments(self, scalars: dict[str, Any]) -> None:
+        """A parameter annotated as a tensor that was given something else (otherwise the trace
+        would stop first at a T.const its shape was to bind)."""
+        for pname, line in _tensor_annotations(self.fn).items():
+            if pname in scalars:
+                value = scalars[pname]
+                raise ArgumentError(
+                    f"`{self.fn.__name__}`: argument `{pname}` is {type(value).__name__} {value!r}, but `{pname}` "
+                    "is annotated as a tensor", loc=SourceLoc(self.fn.__code__.co_filename, line, self.fn.__name__),
+                    hint="pass a torch tensor (or a numpy array on the interpreter)")
+
     def _eager_entry(self, args: tuple[Any, ...], kwargs: dict[str, Any], need_tensors: bool
                      ) -> tuple[_Entry, dict[str, Any]]:
         tensors, scalars, missing, sizes = self._split(args, kwargs, need_tensors)
         p1 = (tuple(sorted(tensors)), tuple(missing), tuple((k, _freeze(v)) for k, v in scalars.items()))
         probe = self._probe(p1, scalars)
+        self._check_tensor_arguments(scalars)
         values = self._const_values(probe, tensors, sizes)
         dtypes = tuple((k, str(t.dtype)) for k, t in tensors.items())
         key = (p1, tuple(sorted(values.items())), dtypes)

@@ -34,7 +34,8 @@ def shape_of(shape: Any, what: str) -> tuple[E.Expr, ...]:
             raise TileLangTypeError(
                 f"{what}: shape entry {d!r} is not an integer or an integer expression",
                 loc=caller_loc(),
-                hint="write the shape as a tuple of ints, T.const / T.dynamic names or expressions of them",
+                hint=f"the shape comes first: {what}(shape, dtype)" if isinstance(d, DType) else
+                "write the shape as a tuple of ints, T.const / T.dynamic names or expressions of them",
             )
         e = E.convert(d)
         if not e.dtype.is_int:

@@ -143,7 +143,11 @@ def _scope(scope: str, default: str, what: str) -> str:
 def _alloc(scope: str, shape: Any, dtype: Any, what: str, default_name: str) -> Buffer:
     b = bld.require_kernel(what)
     loc = caller_loc()
-    buf = b.new_buffer(default_name, shape_of(shape, what), dtype_of(dtype), scope, loc)
+    dims = shape_of(shape, what)
+    if any(E.as_int(d) == 0 for d in dims):
+        raise TileLangTypeError(f"{what}: shape ({', '.join(map(str, dims))}) has a dimension of size 0", loc=loc,
+                                hint="every dimension of a tile needs at least one element")
+    buf = b.new_buffer(default_name, dims, dtype_of(dtype), scope, loc)
     b.emit(Alloc(buf, None, loc=loc))
     return buf
 
@@ -347,6 +351,9 @@ def _check_scope(r: Region, allowed: tuple[str, ...], op: str, operand: str, hin
 def _py_bool(value: Any, what: str, loc: SourceLoc | None) -> bool:
     if isinstance(value, E.Expr) and not isinstance(value, E.Const):
         raise TileLangSyntaxError(f"{what} must be a Python bool, got the symbolic value `{value}`", loc=loc)
+    if isinstance(value, str):  # any non-empty string, "False" included, would read as True
+        raise TileLangSyntaxError(f"{what} must be a Python bool, got the string {value!r}", loc=loc,
+                                  hint="write True or False, without quotes")
     return builtins.bool(value)
 
 
@@ -565,6 +572,7 @@ def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = 
                  "allocate the accumulator with T.alloc_fragment(shape, T.float32)", loc)
     if not rc.buffer.dtype.is_float and not rc.buffer.dtype.is_int:
         raise TileLangTypeError(f"T.gemm: accumulator `{rc.buffer.name}` has dtype {rc.buffer.dtype}", loc=loc)
+    _check_accumulator_kind(ra, rb, rc, loc)
     op = Gemm(ra, rb, rc,
               trans_A=_py_bool(transpose_A, "T.gemm transpose_A", loc),
               trans_B=_py_bool(transpose_B, "T.gemm transpose_B", loc),
@@ -575,6 +583,16 @@ def gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = 
               loc=loc)
     op.check()
     b.emit(op)
+
+
+def _check_accumulator_kind(ra: Region, rb: Region, rc: Region, loc: SourceLoc | None) -> None:
+    """Floating operands summed into an integer accumulator truncate every product."""
+    floats = [r.buffer for r in (ra, rb) if r.buffer.dtype.is_float]
+    if floats and rc.buffer.dtype.is_int:
+        raise TileLangTypeError(
+            f"T.gemm: operand `{floats[0].name}` is {floats[0].dtype.name} but the accumulator "
+            f"`{rc.buffer.name}` is {rc.buffer.dtype.name}", loc=loc,
+            hint="allocate the accumulator as T.float32 (integer accumulators are for int8 operands)")
 
 
 _TILE_SCOPES = ("shared", "fragment", "local")
@@ -958,8 +976,8 @@ def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> Non
         raise TileLangSyntaxError(f"T.use_swizzle panel_size must be positive, got {size}", loc=loc)
     if order not in ("row", "column", "col"):
         raise TileLangSyntaxError(f"T.use_swizzle order={order!r}", loc=loc, hint="use order='row' or 'column'")
-    b.emit(Annotate("swizzle", (size, "column" if order == "col" else order, _py_bool(enable, "enable", loc)),
-                    loc=loc))
+    on = _py_bool(enable, "T.use_swizzle enable", loc)
+    b.emit(Annotate("swizzle", (size, "column" if order == "col" else order, on), loc=loc))
 
 
 def print_(obj: Any, msg: str = "", warp_group_id: int | None = None, warp_id: int | None = None) -> None:
@@ -1235,6 +1253,9 @@ def infinity(dtype: Any) -> E.Const:
 
 def cast(value: Any, dtype: Any) -> E.Expr:
     """``value`` converted to ``dtype``."""
+    if isinstance(value, dtypes.DType) and (isinstance(dtype, E.Expr) or hasattr(dtype, "as_expr")):
+        raise TileLangTypeError("T.cast takes the value first: T.cast(value, dtype)", loc=caller_loc(),
+                                hint="or write TVM's T.Cast(dtype, value)")
     return E.cast(value, dtype_of(dtype))
 
 

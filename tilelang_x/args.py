@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .core_ir import expr as E
+from .core_ir.arith import dtype_range
 from .core_ir.buffer import Buffer
 from .core_ir.dtypes import TORCH_NAMES, DType, as_dtype
 from .core_ir.errors import ArgumentError, TileLangError
@@ -373,6 +374,10 @@ class ArgBinder:
         if dtype.is_int:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise self.error(spec, f"expected an integer, got {type(arg).__name__} {arg!r}")
+            lo, hi = dtype_range(dtype)
+            if not lo <= value <= hi:
+                raise self.error(spec, f"{value} does not fit {dtype.name} (it would wrap around)",
+                                 hint=f"pass a value from {lo} to {hi}, or declare the parameter with a wider type")
         elif dtype.is_bool:
             if not isinstance(value, (bool, int)):
                 raise self.error(spec, f"expected a bool, got {type(arg).__name__} {arg!r}")

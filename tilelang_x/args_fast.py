@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .core_ir import expr as E
+from .core_ir.arith import dtype_range
 
 if TYPE_CHECKING:
     from .args import ArgBinder, ParamSpec
@@ -130,7 +131,8 @@ class _Generator:
         x, miss, var = f"a{spec.index}", self.miss, spec.param
         if spec.dtype.is_int:
             assert isinstance(var, E.Var)
-            out = [f"if type({x}) is not int: {miss}"]
+            lo, hi = dtype_range(spec.dtype)
+            out = [f"if type({x}) is not int or not {lo} <= {x} <= {hi}: {miss}"]
             if var in bound:
                 return [*out, f"if {x} != {self.names[var]}: {miss}"]
             bound.add(var)

@@ -34,9 +34,11 @@ from .args import normalize_out_idx
 from .body_options import with_body_options
 from .core_ir.errors import BackendNotImplementedError, TileLangError
 from .core_ir.kernel_parts import kernel_parts
+from .core_ir.source import caller_loc
 from .core_ir.stages import StageContext, dump_path, run_stages
 from .core_ir.stmt import PrimFunc, Seq
 from .kernel import JITKernel
+from .pass_config import check_pass_configs
 from .target import Target
 
 __all__ = ["Build", "build", "compile_prim_func", "clear_cache", "cache_size", "dump_stage_names"]
@@ -169,8 +171,12 @@ def compile_prim_func(
     """
     if not isinstance(func, PrimFunc):
         raise TypeError(f"compile_prim_func expects a PrimFunc, got {type(func).__name__}")
-    tgt = registry.resolve_target(target)
+    try:
+        tgt = registry.resolve_target(target)
+    except TileLangError as err:
+        raise err.with_loc(caller_loc()) from None
     opts = _with_default_pass_configs(with_body_options(func, dict(options or {})))
+    check_pass_configs(opts.get("pass_configs") or {}, func.loc)
     outs = normalize_out_idx(func, out_idx)
     if outs != func.out_idx:
         func = dataclasses.replace(func, out_idx=outs)
@@ -180,7 +186,8 @@ def compile_prim_func(
         raise err.with_loc(func.loc) from None
     opts.pop("dump", None)
     opts.pop("dump_dir", None)
-    key = None if dump else (func.script(), outs, tgt, _freeze(opts))
+    # the location too: a kernel's errors name its own lines, not those of another with the same text
+    key = None if dump else (func.script(), func.loc, outs, tgt, _freeze(opts))
     if key is not None:
         with _cache_lock:
             cached = _cache.get(key)

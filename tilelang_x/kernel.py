@@ -94,7 +94,11 @@ class JITKernel:
         self._launcher = launcher
         self._call = self._first_call
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise self._binder.error(
+                None, f"arguments are passed by position, not by name ({', '.join(f'{k}=...' for k in kwargs)})",
+                hint=f"call it as {self.name}({', '.join(s.name for s in self._binder.inputs)})")
         return self._call(args)
 
     def _first_call(self, args: tuple[Any, ...]) -> Any:

@@ -7,7 +7,12 @@ are TileLang's own switches, accepted so that kernels carrying them compile, and
 
 from __future__ import annotations
 
+import difflib
 from enum import Enum
+from typing import Any
+
+from .core_ir.errors import TileLangSyntaxError
+from .core_ir.source import SourceLoc
 
 __all__ = ["PassConfigKey"]
 
@@ -49,3 +54,39 @@ class PassConfigKey(str, Enum):
 def config_key(key: object) -> object:
     """A ``pass_configs`` key as the string the stages look up (a ``PassConfigKey`` by its value)."""
     return key.value if isinstance(key, PassConfigKey) else key
+
+
+#: The ``tlx.*`` switches (each read by the stage that owns it); a value is ``True`` or ``False``.
+TLX_SWITCHES = frozenset({
+    "tlx.auto_rasterize", "tlx.barrier_groups", "tlx.defer_store_drain", "tlx.direct_store",
+    "tlx.fold_clear", "tlx.follow", "tlx.half_pairs", "tlx.hoist_fragments", "tlx.interp_race_check",
+    "tlx.lazy_wgmma_waits", "tlx.merge_shared", "tlx.multicast", "tlx.persistent", "tlx.pingpong",
+    "tlx.prefetch_fragments", "tlx.prologue_loads", "tlx.reciprocal_division", "tlx.softmax_rotation",
+    "tlx.staged_epilogue", "tlx.stream_k", "tlx.swap_operands", "tlx.tma_reduce", "tlx.tma_store",
+    "tlx.unswitch_masks", "tlx.vector_epilogue", "tlx.wgmma_overlap", "tlx.wgmma_sp", "tlx.ws_compute_loops",
+})
+#: Switches whose ``None`` leaves the choice to the compiler.
+TLX_OPTIONAL = frozenset({"tlx.merge_shared", "tlx.persistent", "tlx.stream_k", "tlx.ws_compute_loops"})
+#: ``tlx.*`` keys that take other values, checked where they are read.
+TLX_VALUED = frozenset({"tlx.fp32_gemm", "tlx.producer_regs"})
+
+
+def check_pass_configs(configs: dict[str, Any], loc: SourceLoc | None) -> None:
+    """Reject an unknown ``tlx.*`` key and a switch given something other than a bool: stages read
+    switches with ``bool(...)``, so ``"false"`` would silently mean on. TileLang's ``tl.*`` keys
+    and others pass through."""
+    for key, value in configs.items():
+        if not isinstance(key, str) or not key.startswith("tlx."):
+            continue
+        if key not in TLX_SWITCHES | TLX_VALUED:
+            close = difflib.get_close_matches(key, sorted(TLX_SWITCHES | TLX_VALUED), n=3)
+            hint = f"did you mean {', '.join(close)}?" if close else "see docs/language.md for the tlx.* pass configs"
+            raise TileLangSyntaxError(f"unknown pass config {key!r}", loc=loc, hint=hint)
+        if key in TLX_SWITCHES and not _is_switch_value(key, value):
+            allowed = "True, False or None" if key in TLX_OPTIONAL else "True or False"
+            raise TileLangSyntaxError(f"pass config {key!r} is {value!r}; it takes {allowed}", loc=loc,
+                                hint=f'e.g. pass_configs={{"{key}": False}}')
+
+
+def _is_switch_value(key: str, value: Any) -> bool:
+    return isinstance(value, bool) or (value is None and key in TLX_OPTIONAL)

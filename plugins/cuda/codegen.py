@@ -48,13 +48,14 @@ from .lir import (
     PtrTo,
     SmemAddr,
 )
-from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec
+from .meta import SCALAR_CTYPES, KernelMeta, ParamSpec, check_smem_fits
 from .named_barriers import check_ids
 from .narrow_math import is_narrow_float, narrow_constant, needs_rounding
 from .packed import fast_rcp_call, packed_call
 from .rasterize import block_remap
 from .rng import rng_call
 from .smem_plan import PLAN, plan_shared
+from .target import CAPABILITIES
 from .warp import thread_index, warp_header, warp_op
 from .warp_specialize import MANUAL, uses_ws_header, ws_header
 
@@ -131,6 +132,8 @@ def generate(func: PrimFunc, ctx: Any) -> str:
     check_ids(func.body)
     gen = _Gen(func, ctx)
     source = gen.run()
+    assert gen.meta is not None
+    check_smem_fits(gen.meta, CAPABILITIES.get(gen.meta.arch, {}).get("max_smem"))
     ctx.data["cuda.meta"] = gen.meta
     return source
 

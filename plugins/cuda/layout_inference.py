@@ -207,9 +207,9 @@ class _State:
             plan = GemmPlan("fma", m, n, k, tf32=tf32)
             if a.scope == "fragment" or b.scope == "fragment":
                 raise LayoutError(
-                    f"T.gemm with a fragment operand needs fp16/bf16 inputs, fp32 accumulation and tile sizes "
-                    f"that split into 16x8 warp tiles on CUDA (got {a.dtype}/{b.dtype}->{c.dtype}, M={m} N={n} K={k})",
-                    loc=op.loc)
+                    f"T.gemm with a fragment operand cannot run on CUDA's tensor cores here: "
+                    f"{_fragment_gemm_obstacle(op, mma_types and not (tf32 or byte_ops), k, warps)}",
+                    loc=op.loc, hint="keep the operand in T.alloc_shared, where every gemm form reads it")
             log.debug("%s: %s x %s -> %s (M=%d N=%d K=%d) has no tensor-core form here: a per-element FMA loop%s",
                       origin, a.dtype, b.dtype, c.dtype, m, n, k, _FP8_TENSOR_CORES if a.dtype.bits == 8 else "")
             self.gemm[id(op)] = plan
@@ -272,10 +272,17 @@ class _State:
             have = self.layouts.get(buf)
             if have is None:  # through ``set``: the fragment's reshapes get theirs too
                 changed |= self.set(buf, want, f"the loop at {where(nest.loc)}", loc)
+            elif local_map(lay, dim_map, have) is None and self.origin[buf] == f"the loop at {where(nest.loc)}":
+                raise NestConflict(
+                    f"the loop at {where(nest.loc)} indexes fragment `{buf.name}` in two ways that need different "
+                    f"thread layouts (as at {where(loc)}): a fragment has one layout", key, buf, loc=loc,
+                    hint=f"index `{buf.name}` the same way throughout the loop (e.g. not both [i, j] and [j, i]), "
+                    f"or T.copy it into a T.alloc_shared tile and read the other pattern from there")
             elif local_map(lay, dim_map, have) is None:
                 raise NestConflict(
                     f"layout conflict for `{buf.name}` at {where(loc)}: {self.origin[buf]} gives it "
-                    f"{have.describe()}, but the loop at {where(nest.loc)} maps its threads as {lay.describe()}",
+                    f"{have.describe()}, but the loop at {where(nest.loc)} maps its threads as {lay.describe()}"
+                    + _order_note(buf, dim_map),
                     key, buf, loc=loc,
                     hint="use the same warp policy for the gemms involved, or copy into a separate fragment"
                     if "T.gemm" in self.origin[buf] else
@@ -399,18 +406,45 @@ def element_nest(op: Stmt) -> For | None:
     return None
 
 
+def _fragment_gemm_obstacle(op: Gemm, fp16_types: bool, k: int, warps: int) -> str:
+    """Why a T.gemm with a fragment operand has no tensor-core form: the first condition it misses."""
+    a, b, c = op.A.buffer, op.B.buffer, op.C.buffer
+    if b.scope == "fragment":
+        return f"B (`{b.name}`) must be in shared memory; only A may be a fragment"
+    if op.trans_A:
+        return f"a fragment A (`{a.name}`) cannot be transposed (transpose_A=True)"
+    if not fp16_types:
+        return (f"a fragment A needs float16 or bfloat16 A and B of one dtype with a float32 accumulator "
+                f"(got {a.dtype} x {b.dtype} -> {c.dtype})")
+    if k % k_step(a.dtype.name):
+        return f"K must be a multiple of {k_step(a.dtype.name)} (got K={k})"
+    return (f"M={op.C.extents[0]} and N={op.C.extents[-1]} must split into 16x8 warp tiles over the block's "
+            f"{warps} warps, and shared rows of B must be a multiple of 16 bytes")
+
+
+def _order_note(buf: Buffer, dim_map: list[int | None]) -> str:
+    """What makes two equal-looking layouts conflict: the access takes the buffer's dimensions from
+    the loop's in another order (``f[j, i]`` in ``for i, j in T.Parallel(...)``)."""
+    used = [d for d in dim_map if d is not None]
+    if used == sorted(used):
+        return ""
+    return f", and this access indexes `{buf.name}` with the loop's variables in another order (a transpose)"
+
+
 def infer_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     count = 0
     # one round of broadcast copies, after the first inference that succeeds; none with T.ws regions,
     # whose threads cannot all meet at a barrier
     broadcast_pending = ctx.data.get(MANUAL, 0) == 0
+    first: NestConflict | None = None  # names the user's fragment, not an exchange's copy of it
     while True:
         try:
             st = _infer(func, ctx)
         except NestConflict as conflict:
+            first = first or conflict
             changed = exchange_through_shared(func, conflict, count)
             if changed is None:
-                raise
+                raise first from None
             func, count = changed, count + 1
             continue
         if not broadcast_pending:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from ...core_ir.errors import ArgumentError
+from ...core_ir.errors import ArgumentError, TileLangError
 from ...core_ir.source import SourceLoc
 
 #: C parameter type for each IR dtype name of a scalar / dim parameter.
@@ -181,3 +181,17 @@ def make_grid_fn(source: str, dims: Sequence[str]) -> Callable[..., tuple[int, i
     exec(f"def _grid({names}):\n    return {body}\n", env)  # noqa: S102 - text built by codegen
     _GRID_FNS[key] = env["_grid"]
     return env["_grid"]
+
+
+def check_smem_fits(meta: KernelMeta, limit: int | None) -> None:
+    """A kernel whose shared tiles alone exceed the architecture's per-block shared memory
+    (``limit``) cannot launch on any GPU of it: say so at compile time, naming the largest tiles."""
+    if limit is None or meta.smem_bytes <= limit:
+        return
+    tiles = ", ".join(f"`{tile}` {size / 1024:.1f} KB" for tile, size in meta.smem_tiles[:4])
+    raise TileLangError(
+        f"kernel `{meta.kernel_name}` needs {meta.smem_bytes / 1024:.1f} KB of shared memory, but {meta.arch} allows "
+        f"{limit / 1024:.1f} KB a block" + (f"; its largest shared tiles: {tiles}" if tiles else ""),
+        loc=meta.loc,
+        hint="reduce block sizes or num_stages (a pipelined tile takes num_stages times its size), or keep a "
+             "tile in T.alloc_fragment")

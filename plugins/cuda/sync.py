@@ -15,10 +15,10 @@ import dataclasses
 from typing import Any
 
 from ...core_ir.buffer import Buffer
-from ...core_ir.expr import AtomicLoad, Load
+from ...core_ir.expr import AtomicLoad, BinOp, Load, as_int
 from ...core_ir.stmt import For, If, Jump, Kernel, PrimFunc, Seq, Stmt, Store, WarpSpecialize, While
 from ...core_ir.visit import walk
-from .lir import AtomicStore, Barrier, Block, PtrTo, SmemAddr
+from .lir import THREAD, AtomicStore, Barrier, Block, PtrTo, SmemAddr
 from .warp_specialize import SETS, region_barriers
 
 # (written, read) shared buffers since the last barrier; in a kernel with T.ws regions, those a
@@ -90,6 +90,8 @@ class _Sync:
             return self.region(s, st)
         if isinstance(s, (For, While)):
             return self.loop(s, st)
+        if isinstance(s, If) and _one_thread(s.cond):
+            return self.leaf(s, st)  # not every thread would reach a barrier in it: one goes before it
         if isinstance(s, If):
             then, s1 = self.stmt(s.then, st)
             other, s2 = (None, st) if s.otherwise is None else self.stmt(s.otherwise, st)
@@ -149,6 +151,11 @@ class _Sync:
         if has_barrier:
             written, read = frozenset(), frozenset()
         return out, (written | frozenset(w), read | frozenset(r))
+
+
+def _one_thread(cond: Any) -> bool:
+    """Whether ``cond`` is ``tx == 0`` (``lir.by_thread_0``: a statement one thread runs for the block)."""
+    return isinstance(cond, BinOp) and cond.op == "==" and cond.a is THREAD and as_int(cond.b) == 0
 
 
 def _untagged(st: State) -> State:

@@ -138,8 +138,9 @@ def test_tickets_do_not_race_with_each_other_but_with_a_plain_read() -> None:
 def test_an_element_out_of_range_is_guarded_or_with_the_guards_off_an_error() -> None:
     @T.prim_func
     def main(C: T.Tensor((4,), T.int32), Out: T.Tensor((1,), T.int32)):
-        with T.Kernel(1, threads=32):
-            Out[0] = T.atomic_add(C[4], 1, return_prev=True)  # E:oob
+        with T.Kernel(1, threads=32) as bx:
+            # C[bx + 4]: a literal C[4] is refused where it is written, before the interpreter runs
+            Out[0] = T.atomic_add(C[bx + 4], 1, return_prev=True)  # E:oob
 
     c, out = torch.ones(4, dtype=torch.int32), torch.full((1,), 7, dtype=torch.int32)
     _interp(main)(c, out)

@@ -186,3 +186,20 @@ def test_a_read_in_a_warp_specialized_region_keeps_the_layout_error(arch: str) -
     with pytest.raises(LayoutError, match=r"`sums\[0\]` is outside a T.Parallel loop") as info:
         cuda_source(ws_read, arch)
     assert info.value.loc.line == _line_of("# one thread's element, in a region")
+
+
+def test_a_block_wide_store_of_a_fragment_element_syncs_before_its_one_thread() -> None:
+    """``A[0, 0] = f[3, 5]`` at the kernel's top level: thread 0 stores for the block, after the
+    barrier that publishes the staged fragment; a barrier inside ``if (tx == 0)`` would hang."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((64, 64), T.float32)
+            T.clear(f)
+            A[0, 0] = f[3, 5]
+
+    src, _ = cuda_source(main)
+    one = src[src.index("if (tx == 0) {"):]
+    assert "__syncthreads();\n  if (tx == 0) {" in src
+    assert "__syncthreads" not in one[:one.index("}")]

@@ -180,9 +180,10 @@ def test_pass_configs_knob_is_merged_under_the_kernels_own(monkeypatch: pytest.M
         return real(func, tgt, opts, *a, **k)
 
     monkeypatch.setattr(compiler, "build", spy)
-    monkeypatch.setenv("TILELANG_X_PASS_CONFIGS", '{"tlx.a": 1, "tlx.b": 2}')
-    compiler.compile_prim_func(scale_func(), target="interp", out_idx=[-1], options={"pass_configs": {"tlx.b": 3}})
-    assert seen == [{"tlx.a": 1, "tlx.b": 3}]
+    monkeypatch.setenv("TILELANG_X_PASS_CONFIGS", '{"tlx.pingpong": true, "tlx.multicast": true}')
+    compiler.compile_prim_func(scale_func(), target="interp", out_idx=[-1],
+                               options={"pass_configs": {"tlx.multicast": False}})
+    assert seen == [{"tlx.pingpong": True, "tlx.multicast": False}]
     monkeypatch.setenv("TILELANG_X_PASS_CONFIGS", "[1]")
     with pytest.raises(TileLangError, match="JSON object"):
         compiler.compile_prim_func(scale_func(8), target="interp", out_idx=[-1])

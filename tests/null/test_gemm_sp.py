@@ -188,7 +188,9 @@ def test_cuda_refuses_what_mma_sp_cannot_run():
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("kw", [{}, {"in_dtype": "bfloat16", "trans_B": True, "arch": "9.0"},
-                                {"trans_A": True, "block_K": 256, "num_stages": 3, "threads": 256}],
+                                # 64x64 tiles: 3 stages of K=256 fit sm_80's shared memory
+                                {"trans_A": True, "block_M": 64, "block_N": 64, "block_K": 256, "num_stages": 3,
+                                 "threads": 256}],
                          ids=["fp16", "bf16_trans_B_uint8", "trans_A_tma_k256"])
 def test_sass_has_sparse_hmma(arch, kw):  # on sm_90a with wgmma.sp off
     sass = sass_text(matmul_sp.get_ir(512, 512, 512, **kw), arch, {"tlx.wgmma_sp": False})

@@ -662,7 +662,7 @@ def test_scalar_code_in_narrow_dtypes_matches_torch():
 def test_out_of_bounds_scalar_load_names_file_line_buffer_index_shape():
     A = Buffer("A", (4, 4), D.float32)
     Out = Buffer("Out", (1,), D.float32)
-    load = A[2, 7]  # this line is the location in the message
+    load = A[2, c(7)]  # this line is the location in the message (a literal 7 is refused when written)
     line = inspect.currentframe().f_lineno - 1
     f = kernel("oob", (A, Out), (1,), lambda bx: [st(Out, 0, load)])
     with pytest.raises(OutOfBoundsError) as err:

@@ -23,3 +23,18 @@ def test_an_enum_key_switches_the_backend() -> None:
 
     assert "tlx_tma_load" in kernel_body(None)
     assert "tlx_tma_load" not in kernel_body({tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER: True})
+
+
+def test_every_tlx_key_the_stages_read_is_known() -> None:
+    """A ``"tlx.*"`` string in the compiler's sources is a pass config a stage reads; one missing
+    from ``TLX_SWITCHES`` / ``TLX_VALUED`` would be refused as unknown at compile time."""
+    import pathlib
+    import re
+
+    from tilelang_x.pass_config import TLX_SWITCHES, TLX_VALUED
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    found = {key for folder in ("core_ir", "frontend", "plugins", "tilelang_x")
+             for path in (root / folder).rglob("*.py")
+             for key in re.findall(r"\"(tlx\.[a-z0-9_]+)\"", path.read_text())}
+    assert found - (TLX_SWITCHES | TLX_VALUED) == set()
