@@ -151,13 +151,13 @@ def test_an_element_out_of_range_is_guarded_or_with_the_guards_off_an_error() ->
 
 def test_a_shared_element_out_of_range_is_an_error() -> None:
     @T.prim_func
-    def main(Out: T.Tensor((1,), T.int32)):
+    def main(Out: T.Tensor((1,), T.int32), at: T.int32):
         with T.Kernel(1, threads=32):
             S = T.alloc_shared((4,), T.int32)
             T.fill(S, 0)
-            Out[0] = T.atomic_add(S[4], 1, return_prev=True)  # E:shared_oob
+            Out[0] = T.atomic_add(S[at], 1, return_prev=True)  # E:shared_oob
 
-    raises(OutOfBoundsError, "shared_oob", lambda: _interp(main)(torch.zeros(1, dtype=torch.int32)), "`S`[4]")
+    raises(OutOfBoundsError, "shared_oob", lambda: _interp(main)(torch.zeros(1, dtype=torch.int32), 4), "`S`[4]")
 
 
 # ---- what the frontend refuses ------------------------------------------------------------------
