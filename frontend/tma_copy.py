@@ -124,13 +124,8 @@ def tma_store_wait(count: Any = 0, read: bool = True) -> None:
     (have not read their shared tiles; ``read=False``: not written the tensor)."""
     loc = caller_loc()
     b = bld.require_kernel("T.tma_store_wait")
-    outside_parallel(b, "T.tma_store_wait", loc)
-    k = None if isinstance(count, bool) else E.as_int(count)
-    if k is None or k < 0:
-        raise TileLangSyntaxError(f"T.tma_store_wait({count!r}): the count of groups left pending must be a "
-                                  "non-negative Python int", loc=loc,
-                                  hint="cp.async.bulk.wait_group takes a constant: T.tma_store_wait(0) waits for all")
-    b.emit(BulkGroup("wait", int(k), bool(read), loc=loc))
+    k = _pending(b, "T.tma_store_wait", count, "cp.async.bulk.wait_group", loc)
+    b.emit(BulkGroup("wait", k, bool(read), loc=loc))
 
 
 def _expect(barrier: Any, tx: Any, arrive: bool, what: str) -> None:
@@ -197,10 +192,14 @@ def ptx_wait_group(n: Any = 0) -> None:
     the threads running it then see one another's landed copies."""
     loc = caller_loc()
     b = bld.require_kernel("T.ptx_wait_group")
-    outside_parallel(b, "T.ptx_wait_group", loc)
-    k = None if isinstance(n, bool) else E.as_int(n)
+    b.emit(CpAsyncGroup("wait", _pending(b, "T.ptx_wait_group", n, "cp.async.wait_group", loc), loc=loc))
+
+
+def _pending(b: Any, name: str, count: Any, instr: str, loc: Any) -> int:
+    """The count of groups a wait leaves pending: a non-negative Python int (outside T.Parallel)."""
+    outside_parallel(b, name, loc)
+    k = None if isinstance(count, bool) else E.as_int(count)
     if k is None or k < 0:
-        raise TileLangSyntaxError(f"T.ptx_wait_group({n!r}): the count of groups left pending must be a "
-                                  "non-negative Python int", loc=loc,
-                                  hint="cp.async.wait_group takes a constant: T.ptx_wait_group(0) waits for all")
-    b.emit(CpAsyncGroup("wait", int(k), loc=loc))
+        raise TileLangSyntaxError(f"{name}({count!r}): the count of groups left pending must be a non-negative "
+                                  "Python int", loc=loc, hint=f"{instr} takes a constant: {name}(0) waits for all")
+    return int(k)
