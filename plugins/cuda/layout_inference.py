@@ -194,6 +194,11 @@ class _State:
                     self.fp8_mma and a.dtype in FP8_TYPES and b.dtype in FP8_TYPES and c.dtype == dtypes.float32)
         mma_types = tf32 or byte_ops or a.dtype == b.dtype and a.dtype in (dtypes.float16, dtypes.bfloat16) and \
             c.dtype == dtypes.float32
+        if self.threads % 32:
+            raise LayoutError(f"T.gemm on CUDA runs on whole warps: a block of {self.threads} threads is not a "
+                              "multiple of 32", loc=op.loc,
+                              hint=f"give T.Kernel threads={max(32, self.threads // 32 * 32)} or "
+                                   f"{(self.threads // 32 + 1) * 32}")
         warps = self.threads // 32
         plan = None
         rows_ok = all(x.scope != "shared" or E.as_int(x.shape[-1]) is not None and

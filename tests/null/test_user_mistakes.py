@@ -559,6 +559,22 @@ def case_too_much_shared_memory():
     cuda_source(main, "sm_80")
 
 
+@mistake(LayoutError, "T.gemm on CUDA runs on whole warps: a block of 100 threads", "threads=96 or 128")
+def case_gemm_in_a_block_of_partial_warps():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=100) as bx:
+            a = T.alloc_shared((64, 64), T.float16)
+            b = T.alloc_shared((64, 64), T.float16)
+            c = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True)  # E:gemm_in_a_block_of_partial_warps
+            T.copy(c, C)
+
+    cuda_source(main, "sm_80")
+
+
 @mistake(BackendNotImplementedError, "T.atomic_add on int8 is not supported on CUDA", "int32")
 def case_atomic_add_on_int8():
     @T.prim_func
