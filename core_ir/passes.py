@@ -26,6 +26,7 @@ from .simplify_stmt import simplify_stmt
 from .stages import StageContext
 from .stmt import PrimFunc
 from .verify import verify as verify_func
+from .visit import map_fields
 
 __all__ = ["CORE_STAGES", "bindable_vars", "simplify", "specialize", "substitute_func", "verify"]
 
@@ -124,15 +125,7 @@ class _Rebinder:
             items = tuple(self.visit(v) for v in node)
             return node if all(a is b for a, b in zip(items, node)) else items
         if dataclasses.is_dataclass(node) and not isinstance(node, type):
-            changes = {}
-            for f in dataclasses.fields(node):
-                if f.name == "loc":
-                    continue
-                value = getattr(node, f.name)
-                new = self.visit(value)
-                if new is not value:
-                    changes[f.name] = new
-            return dataclasses.replace(node, **changes) if changes else node
+            return map_fields(node, self.visit)
         return node
 
 

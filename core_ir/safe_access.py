@@ -50,7 +50,7 @@ from .simplify import Bounds, as_linear, bounds_of, comparisons, implied_bounds,
 from .stages import StageContext
 from .stmt import Alloc, For, If, Kernel, PrimFunc, Seq, Stmt, Store, While
 from .tileops import Atomic, TileOp
-from .visit import rewrite, substitute, walk
+from .visit import map_fields, rewrite, substitute, walk
 
 __all__ = ["KEY", "guard_global_accesses", "safe_access"]
 
@@ -313,15 +313,7 @@ class _Guard:
 
     def fields(self, node: Any) -> Any:
         """``node`` with its expression, region and statement fields visited."""
-        changes = {}
-        for f in dataclasses.fields(node):
-            if f.name == "loc":
-                continue
-            value = getattr(node, f.name)
-            new = self.any(value)
-            if new is not value:
-                changes[f.name] = new
-        return dataclasses.replace(node, **changes) if changes else node
+        return map_fields(node, self.any)
 
     def any(self, value: Any) -> Any:
         if isinstance(value, Expr):

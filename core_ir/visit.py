@@ -54,6 +54,17 @@ def flat_seq(s: Stmt) -> list[Stmt]:
     return [s]
 
 
+def map_fields(node: Any, fn: Callable[[Any], Any]) -> Any:
+    """The dataclass ``node`` with ``fn`` applied to each field but its ``loc`` (the same object
+    when ``fn`` returns every field unchanged)."""
+    changes = {}
+    for name, value in _fields(node):
+        new = fn(value)
+        if new is not value:
+            changes[name] = new
+    return dataclasses.replace(node, **changes) if changes else node
+
+
 def rewrite(node: Any, fn: Callable[[Any], Any | None]) -> Any:
     """Rebuild ``node`` bottom-up; ``fn`` sees each rebuilt node and returns a replacement or
     ``None`` to keep it. Unchanged subtrees are returned as the same objects."""
