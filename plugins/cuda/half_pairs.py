@@ -44,16 +44,14 @@ def pair_stores(body: Stmt, v: E.Var, count: int, ranges: dict[E.Var, Range], fr
         return None
     if not _slots_pair_up(st.indices[0], v, count):
         return None
-    trial = E.Var("u")  # named from ``fresh`` only when the nest pairs (names stay stable otherwise)
+    trial = E.Var("u")  # renamed from ``fresh`` only when the nest pairs (names stay stable otherwise)
     known = {**ranges, trial: (0, count // 2 - 1)}
-
-    def at(e: E.Expr, k: int, u: E.Var) -> E.Expr:
-        return simplify(substitute(e, {v: u * 2 + k}), {**known, u: known[trial]})
-
-    if not _computes(plan(at(st.value, 0, trial), at(st.value, 1, trial), dt, known)):
+    lo, hi = (simplify(substitute(st.value, {v: trial * 2 + k}), known) for k in (0, 1))
+    if not _computes(plan(lo, hi, dt, known)):
         return None
+    index = simplify(substitute(st.indices[0], {v: trial * 2}), known)
     u = E.Var(fresh("u"))
-    pair = PairStore(st.buffer, at(st.indices[0], 0, u), at(st.value, 0, u), at(st.value, 1, u), st.loc)
+    pair = substitute(PairStore(st.buffer, index, lo, hi, st.loc), {trial: u})
     return For(u, E.const(count // 2), "unroll", pair, None, (), st.loc)
 
 

@@ -159,6 +159,18 @@ def register_reads(acc: Buffer, lay: Fragment, lc: Any, loc: Any) -> Callable[[i
     return reg
 
 
+def stmatrix_regs(reg: Callable[[int], E.Expr], cvt: str, c: WarpChunk, nn: int, chunk: int,
+                  s: int) -> list[E.Expr]:
+    """The four 16-bit pairs one ``stmatrix.x4`` stores of chunk ``c``'s 16-column step ``s``:
+    matrix ``i`` is the 8×8 block of rows ``8 (i & 1)``, column block ``2 s + (i >> 1)``."""
+    out: list[E.Expr] = []
+    for i in range(4):
+        ni = c.cc * (chunk // 8) + 2 * s + (i >> 1)
+        v = c.mb * (nn // 2) + ni * 4 + (i & 1) * 2
+        out.append(Intrin(cvt, (reg(v), reg(v + 1)), U32))
+    return out
+
+
 def _swz(r: E.Expr, k: E.Expr, chunk: int) -> E.Expr:
     """Element offset of row ``r``, 16-byte chunk ``k`` in a 16 × ``chunk`` slot."""
     nk = chunk // 8
@@ -194,14 +206,9 @@ def lower_staged_store(op: Copy, lay: Fragment, wgm: int, wgn: int, chunk: int, 
         elif j == 0:  # run again (a loop, a persistent kernel's next tile): the last use of the slots is done
             stmts.append(Evaluate(Intrin("__syncwarp", ()), op.loc))
         for s in range(chunk // 16):
-            regs = []
-            for i in range(4):
-                ni = c.cc * (chunk // 8) + 2 * s + (i >> 1)
-                v = c.mb * (nn // 2) + ni * 4 + (i & 1) * 2
-                regs.append(Intrin(cvt, (reg(v), reg(v + 1)), U32))
             k = mat // 2 + 2 * s
             addr = SmemAddr(ws, (c.base + _swz(w_row, k, chunk),), "w")
-            stmts.append(Evaluate(Intrin("tlx_stsm_x4", (addr, *regs)), op.loc))
+            stmts.append(Evaluate(Intrin("tlx_stsm_x4", (addr, *stmatrix_regs(reg, cvt, c, nn, chunk, s))), op.loc))
         if spec is not None:
             stmts.extend(issue(spec, ws, c.base, _dst_index(op, c.row0, c.col0)))
         else:

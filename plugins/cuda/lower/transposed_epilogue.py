@@ -26,9 +26,9 @@ from ....core_ir.stmt import For, If, Seq, Stmt, Store
 from ....core_ir.visit import substitute, walk
 from ..analysis import divisor
 from ..layout import Fragment
-from ..lir import THREAD, U32, Block, Evaluate, Intrin, PtrTo, SmemAddr
+from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import loop_starts, nest_info
-from .staged_epilogue import CVT, bounds_guard, register_reads, warp_chunks, wgmma_shape
+from .staged_epilogue import CVT, bounds_guard, register_reads, stmatrix_regs, warp_chunks, wgmma_shape
 
 
 @dataclass(frozen=True)
@@ -104,14 +104,9 @@ def lower_transposed_store(p: TransposedStore, loc: Any, lc: Any) -> Stmt:
     for ch in warp_chunks(r, c, wgm, wgn, chunk, 1):
         stmts.append(Evaluate(Intrin("__syncwarp", ()), loc))  # the slot's previous chunk is stored
         for s in range(chunk // 16):
-            regs = []
-            for m in range(4):
-                ni = ch.cc * (chunk // 8) + 2 * s + (m >> 1)
-                v = ch.mb * (nn // 2) + ni * 4 + (m & 1) * 2
-                regs.append(Intrin(cvt, (reg(v), reg(v + 1)), U32))
             row = (2 * s + mat // 2) * 8 + lane % 8  # matrix m's row k: accumulator column 8 * block + k
             addr = SmemAddr(ws, (ch.base + _slot(row, mat % 2),), "w")
-            stmts.append(Evaluate(Intrin("tlx_stsm_x4_t", (addr, *regs)), loc))
+            stmts.append(Evaluate(Intrin("tlx_stsm_x4_t", (addr, *stmatrix_regs(reg, cvt, ch, nn, chunk, s))), loc))
         stmts.append(Evaluate(Intrin("__syncwarp", ()), loc))
         for it in range(chunk // 16):
             row, half = lane // 2 + it * 16, lane % 2
