@@ -58,7 +58,7 @@ def config_key(key: object) -> object:
 
 #: The ``tlx.*`` switches (each read by the stage that owns it); a value is ``True`` or ``False``.
 TLX_SWITCHES = frozenset({
-    "tlx.auto_rasterize", "tlx.barrier_groups", "tlx.defer_store_drain", "tlx.direct_store",
+    "tlx.auto_rasterize", "tlx.barrier_groups", "tlx.defer_store_drain", "tlx.direct_store", "tlx.early_wgmma_issue",
     "tlx.fold_clear", "tlx.follow", "tlx.half_pairs", "tlx.hoist_fragments", "tlx.interp_race_check",
     "tlx.lazy_wgmma_waits", "tlx.merge_shared", "tlx.multicast", "tlx.persistent", "tlx.pingpong",
     "tlx.prefetch_fragments", "tlx.prologue_loads", "tlx.reciprocal_division", "tlx.softmax_rotation",

@@ -24,8 +24,8 @@ from ..lir import Barrier, Evaluate, Intrin, is_call
 from ..perf_options import pass_configs
 from .config import hopper_config
 from .header import WGMMA_FORMS, hopper_header, wgmma_source
+from .lazy_waits import EARLY_KEY, lazy_waits
 from .lazy_waits import KEY as LAZY
-from .lazy_waits import lazy_waits
 from .pingpong import pingpong, takes
 from .tma import TmaSpec
 
@@ -60,7 +60,8 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     body = func.body
     cfg = hopper_config(ctx)
     if ws is not None and pass_configs(ctx).get(LAZY, True):
-        body = lazy_waits(body, lambda loop: cfg.pingpong and takes(loop, ws["consumers"]))
+        body = lazy_waits(body, lambda loop: cfg.pingpong and takes(loop, ws["consumers"]),
+                          pass_configs(ctx).get(EARLY_KEY, True))
     if ws is not None and cfg.pingpong:
         body = pingpong(body, ws["consumers"])
     body = rewrite(body, fix)

@@ -14,11 +14,19 @@ issued after it, which may stay in flight:
 - the stage release (``tlx_mbar_arrive`` on an empty barrier): not waited for but moved below the
   wait that completes every group issued before it, since it lets the producer overwrite the
   stage the groups read;
-- anything else (a branch, a loop, an unknown call): every group.
+- anything else that makes a call (an unknown one, or within a branch or a loop): every group; a
+  branch or a loop of plain loads and stores is judged by what it touches.
 
 The loop body ends with every group done. After each wait, the completed groups' accumulators are
 fenced (``tlx_fence_regs``), so ptxas does not move their reads above it. Not applied to rotated
-loops (rotate.py places its own waits) nor to those ping-pong takes (pingpong.py)."""
+loops (rotate.py places its own waits) nor to those ping-pong takes (pingpong.py).
+
+Before the waits are placed, each gemm is issued as early as its operands allow (pass config
+``tlx.early_wgmma_issue``, default on): it moves up, with the statement clearing its accumulator
+just before it, past statements that touch none of its registers, write none of the shared memory
+it reads and make no call (a stage wait, a barrier, another gemm stop it). FlashAttention
+backward's dP = V·dOᵀ then runs while the warpgroup exponentiates the scores of S = K·Qᵀ, which it
+does not read, instead of after them."""
 
 from __future__ import annotations
 
@@ -33,6 +41,7 @@ from ..lir import AtomicStore, Barrier, Block, Evaluate, Intrin, PtrTo, SmemAddr
 from .pingpong import CONSUMER_LOOP, ROTATED
 
 KEY = "tlx.lazy_wgmma_waits"
+EARLY_KEY = "tlx.early_wgmma_issue"
 #: calls that touch no register or shared memory a wgmma group uses
 _HARMLESS = ("tlx_mbar_wait", "tlx_fence_proxy_async")
 
@@ -83,7 +92,7 @@ def _opaque(s: Stmt) -> bool:
         return any(isinstance(n, Barrier) for n in walk(s))
     if isinstance(s, Evaluate) and isinstance(s.value, Intrin):
         return s.value.fn not in _HARMLESS
-    return True
+    return any(isinstance(n, (Barrier, Evaluate)) for n in walk(s))
 
 
 def _wait(pending: list[_Group], upto: int) -> list[Stmt]:
@@ -95,8 +104,39 @@ def _wait(pending: list[_Group], upto: int) -> list[Stmt]:
     return out
 
 
-def _lazy(body: Stmt) -> Stmt | None:
+def _passable(s: Stmt, regs: set[int], smem: set[int]) -> bool:
+    """Whether a gemm touching the register arrays ``regs`` and reading the shared tiles ``smem``
+    may be issued before ``s``."""
+    if any(isinstance(n, (Barrier, Evaluate, AtomicStore)) for n in walk(s)):
+        return False
+    return not (_locals(s) & regs) and not (_shared_writes(s) & smem)
+
+
+def _early(stmts: list[Stmt]) -> list[Stmt]:
+    """``stmts`` with each gemm (and the clear of its accumulator just before it) moved up past the
+    statements it does not depend on."""
+    out = list(stmts)
+    for i in range(len(out)):
+        issue = _issue(out[i])
+        if issue is None:
+            continue
+        _, group = issue
+        regs = _locals(out[i])
+        lo = i
+        acc = {id(group.acc.buffer.storage)}
+        if lo > 0 and _locals(out[lo - 1]) == acc and _passable(out[lo - 1], set(), group.smem):
+            lo -= 1
+        top = lo
+        while top > 0 and _passable(out[top - 1], regs, group.smem):
+            top -= 1
+        out[top:i + 1] = out[lo:i + 1] + out[top:lo]
+    return out
+
+
+def _lazy(body: Stmt, early: bool) -> Stmt | None:
     stmts = flat_seq(body)
+    if early:
+        stmts = _early(stmts)
     writes_of = [_shared_writes(s) for s in stmts]
     written = set().union(*writes_of)
     out: list[Stmt] = []
@@ -143,13 +183,14 @@ def _lazy(body: Stmt) -> Stmt | None:
     return Seq(tuple(out), getattr(body, "loc", None)) if changed else None
 
 
-def lazy_waits(body: Stmt, pingpong_takes: Any) -> Stmt:
-    """``body`` with the wgmma waits of its warp-specialized compute loops placed lazily;
-    ``pingpong_takes(loop)``: whether ping-pong scheduling will take the loop (then unchanged)."""
+def lazy_waits(body: Stmt, pingpong_takes: Any, early: bool) -> Stmt:
+    """``body`` with the wgmma waits of its warp-specialized compute loops placed lazily (and, with
+    ``early``, their gemms issued early); ``pingpong_takes(loop)``: whether ping-pong scheduling
+    will take the loop (then unchanged)."""
 
     def fn(n: Any) -> Any:
         if isinstance(n, For) and n.ann().get(CONSUMER_LOOP) and not n.ann().get(ROTATED) and not pingpong_takes(n):
-            new = _lazy(n.body)
+            new = _lazy(n.body, early)
             return None if new is None else dataclasses.replace(n, body=new)
         return None
 
