@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .block_order import block_order_stage
 from .fragment_fallback import fragment_fallback_stage
 from .layout_inference import infer_stage
 from .lower import lower_stage
@@ -24,6 +25,7 @@ def stages(target: Any) -> list[tuple[str, Any]]:
         ("manual_ws", manual_setup),
         ("fragment_fallback", fragment_fallback_stage),
         ("rasterize", unless_manual(plan_stage)),
+        ("block_order", block_order_stage),
         ("unswitch_masks", unless_manual(unswitch_stage)),
         ("pipeline", unless_manual(pipeline_stage)),
         ("layout_inference", infer_stage),

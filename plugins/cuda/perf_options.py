@@ -36,6 +36,9 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
 - ``tlx.auto_rasterize``: a large 2-D grid of a one-gemm kernel runs its blocks in panels of tile
   rows for L2 reuse (the ``T.use_swizzle`` remap, panel height from the grid, tile and L2 size;
   ``rasterize.py``, read there); never when the kernel calls ``T.use_swizzle``. Both paths.
+- ``tlx.block_order``: when blocks differing only in the first grid index read nothing in common
+  and those differing in another one do (FlashAttention backward's grid ``(heads, key blocks,
+  batch)``), that axis is launched first, for L2 reuse (``block_order.py``, read there). Both paths.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from typing import Any
 from ....core_ir.stmt import PrimFunc
 from ....core_ir.tileops import Gemm
 from ....core_ir.visit import rewrite
+from ..block_order import block_order_stage
 from ..cluster import check as check_cluster
 from ..fragment_fallback import fragment_fallback_stage
 from ..layout_inference import find_kernel, infer_stage
@@ -63,6 +64,7 @@ def hopper_stages() -> list[tuple[str, Any]]:
         ("hopper_setup", _setup),
         ("fragment_fallback", fragment_fallback_stage),
         ("rasterize", unless_manual(plan_stage)),
+        ("block_order", block_order_stage),
         ("unswitch_masks", unless_manual(unswitch_stage)),
         ("direct_store", unless_manual(direct_store_stage)),
         ("pipeline", unless_manual(hopper_pipeline_stage)),
