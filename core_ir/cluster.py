@@ -1,6 +1,6 @@
 """What a kernel asks of its thread-block cluster: the shape (``T.Kernel(..., cluster_dims=...)``)
 and the cluster operations it calls (``T.cluster_arrive`` / ``_relaxed``, ``T.cluster_wait``,
-``T.cluster_sync``, ``T.block_rank_in_cluster``).
+``T.cluster_sync``, ``T.block_rank_in_cluster``, ``T.tma_copy(..., cluster_mask=...)``).
 
 A block's rank in its cluster is linear, x fastest: ``(bx % cx) + cx * ((by % cy) + cy * (bz % cz))``
 (PTX ``%cluster_ctarank`` for a grid launched in clusters of ``(cx, cy, cz)`` blocks in
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from .expr import ClusterRank
 from .source import SourceLoc
 from .stmt import CLUSTER_SCOPES, Kernel, Stmt, Sync
+from .tileops import TmaCopy
 from .visit import walk
 
 __all__ = ["cluster_ops", "cluster_shape", "cluster_size", "has_cluster_barrier", "rank_in_cluster"]
@@ -40,6 +41,8 @@ def cluster_ops(body: Stmt) -> list[tuple[str, SourceLoc | None]]:
             out.append((n.call, n.loc))
         elif isinstance(n, ClusterRank):
             out.append(("T.block_rank_in_cluster()", n.loc))
+        elif isinstance(n, TmaCopy) and n.mask:
+            out.append((f"T.tma_copy(..., cluster_mask={n.mask:#b})", n.loc))
     return out
 
 

@@ -252,7 +252,8 @@ class _Printer:
         elif isinstance(s, TmaCopy):
             arrive = ", emit_arrive=True" if s.arrive else ""
             bar = "" if s.barrier is None else f", barrier={self.buf(s.barrier)}[{self.expr(s.index)}]"
-            self.emit(depth, f"T.tma_copy({self.value(s.src)}, {self.value(s.dst)}{bar}{arrive})")
+            mask = f", cluster_mask={s.mask:#b}" if s.mask else ""
+            self.emit(depth, f"T.tma_copy({self.value(s.src)}, {self.value(s.dst)}{bar}{mask}{arrive})")
         else:
             self.tile_op(s, depth)
 

@@ -57,6 +57,7 @@ from tilelang_x.core_ir.verify_ws import WARPGROUP, has_regions
 from tilelang_x.core_ir.visit import walk
 
 from .compile_expr import Fn
+from .multicast import multicast_check
 from .runtime import FRAME, MASK
 from .team import MBarriers, PendingWrite, Team, run_team
 
@@ -296,12 +297,15 @@ class Regions:
 
     def _tma_copy(self, s: TmaCopy) -> Fn | None:
         """Issued once (a meeting): the tile's bytes are expected, copied and landed at once, so
-        they balance; with ``arrive`` the issue arrives once as well."""
+        they balance; with ``arrive`` the issue arrives once as well. A multicast copy is each
+        block's own load, once ``multicast.py`` has checked that its mask's blocks name one tile."""
         assert s.barrier is not None
         copy = self.comp._tileop(Copy(s.src, s.dst, s.annotations, s.loc))
         which = self._which(s.barrier, s.index, s.loc)
         fbytes = self.comp.expr(s.nbytes, s.loc)
         arrive, name, loc = s.arrive, s.barrier.name, s.loc
+        shared = multicast_check(s, [self.comp.expr(st, loc) for st in s.src.starts], self.comp.cluster_shape) \
+            if s.mask else None
 
         def tma_copy(env: list) -> None:
             bars, k = which(env)
@@ -309,6 +313,8 @@ class Regions:
             bars.expect(k, n)
             if arrive:
                 _arrivals(bars, k, 1, name, loc)
+            if shared is not None:
+                shared(env)
             copy(env)
             bars.complete(k, n)
 
