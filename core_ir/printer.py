@@ -240,7 +240,8 @@ class _Printer:
         elif isinstance(s, BarrierInit):
             self.emit(depth, f"T.barrier_init({self.buf(s.buffer)}, {list(s.counts)})")
         elif isinstance(s, BarrierArrive):
-            self.emit(depth, f"T.barrier_arrive({self.buf(s.buffer)}[{self.expr(s.index)}])")
+            cta = "" if s.cta is None else f", cta_id={self.expr(s.cta)}"
+            self.emit(depth, f"T.barrier_arrive({self.buf(s.buffer)}[{self.expr(s.index)}]{cta})")
         elif isinstance(s, BarrierWait):
             self.emit(depth, f"T.barrier_wait({self.buf(s.buffer)}[{self.expr(s.index)}], {self.expr(s.parity)})")
         elif isinstance(s, BarrierExpectTx):

@@ -206,6 +206,7 @@ from .view import reshape, view
 from .warp_specialize import (
     WarpSpecialize,
     alloc_barrier,
+    alloc_cluster_barrier,
     barrier_arrive,
     barrier_wait,
     create_list_of_mbarrier,
@@ -310,10 +311,10 @@ __all__ = [
     "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect", "thread_binding",
     "attr", "comm_reducer", "tvm_thread_allreduce",
     # warp specialization and mbarriers
-    "ws", "WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive",
-    "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier", "tma_copy", "mbarrier_expect_tx",
-    "mbarrier_arrive_expect_tx", "fence_proxy_async", "async_copy", "ptx_commit_group", "ptx_wait_group",
-    "tma_store_arrive", "tma_store_wait",
+    "ws", "WarpSpecialize", "alloc_barrier", "alloc_cluster_barrier", "barrier_arrive", "barrier_wait",
+    "mbarrier_arrive", "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier", "tma_copy",
+    "mbarrier_expect_tx", "mbarrier_arrive_expect_tx", "fence_proxy_async", "async_copy", "ptx_commit_group",
+    "ptx_wait_group", "tma_store_arrive", "tma_store_wait",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",

@@ -1,11 +1,13 @@
 """CUDA code of the cluster barrier and rank (``T.cluster_arrive`` / ``_relaxed``,
-``T.cluster_wait``, ``T.cluster_sync``, ``T.block_rank_in_cluster``; ``include/tlx_cluster.h``);
-where a multicast ``T.tma_copy`` may be (its code: lower/tma_copy.py).
+``T.cluster_wait``, ``T.cluster_sync``, ``T.block_rank_in_cluster``) and of arrivals at a peer's
+mbarrier (``T.barrier_arrive(bar, cta_id)``; ``include/tlx_cluster.h``); where a multicast
+``T.tma_copy`` may be (its code: lower/tma_copy.py).
 
 Each barrier statement becomes a call of a ``tlx_cluster_*`` helper, the rank ``tlx_cluster_rank()``.
-The header defines them as PTX's ``barrier.cluster.*.aligned`` and ``%cluster_ctarank`` in a kernel
-launched in clusters (sm_90a, cluster.py), and otherwise for a cluster of one block: the wait is
-``__syncthreads()`` and the rank 0. A kernel asking for clusters of several blocks on a target
+The header defines them as PTX's ``barrier.cluster.*.aligned``, ``%cluster_ctarank`` and ``mapa`` +
+``mbarrier.arrive.release.cluster.shared::cluster`` in a kernel launched in clusters (sm_90a,
+cluster.py), and otherwise for a cluster of one block: the wait is ``__syncthreads()``, the rank 0
+and a peer's barrier the caller's own. A kernel asking for clusters of several blocks on a target
 without them (sm_80..sm_90) cannot keep its meaning there: ``BackendNotImplementedError`` at the
 first cluster operation.
 
@@ -28,11 +30,14 @@ from ...core_ir.visit import walk
 from .cluster import launch_dims, requested
 from .lir import Evaluate, Intrin
 
-__all__ = ["check", "check_multicast", "cluster_header", "has_cluster_ops", "lower_cluster_sync", "uses_cluster_header"]
+__all__ = ["REMOTE_ARRIVE", "check", "check_multicast", "cluster_header", "has_cluster_ops", "lower_cluster_sync",
+           "uses_cluster_header"]
 
 _CALLS = {"cluster_arrive": "tlx_cluster_arrive", "cluster_arrive_relaxed": "tlx_cluster_arrive_relaxed",
           "cluster_wait": "tlx_cluster_wait", "cluster_sync": "tlx_cluster_barrier"}
-_SPELLED = {fn: f"T.{scope}()" for scope, fn in _CALLS.items()}
+#: ``T.barrier_arrive(bar, cta_id)``: every thread arrives at ``bar`` of the block of rank ``cta_id``
+REMOTE_ARRIVE = "tlx_cluster_arrive_remote"
+_SPELLED = {fn: f"T.{scope}()" for scope, fn in _CALLS.items()} | {REMOTE_ARRIVE: "T.barrier_arrive(..., cta_id=...)"}
 
 
 def lower_cluster_sync(s: Sync) -> Stmt:

@@ -1,61 +1,83 @@
-"""The interpreter's multicast TMA loads: ``T.tma_copy(src, dst, barrier=bar, cluster_mask=m)``.
+"""The interpreter's multicast TMA loads: ``T.tma_copy(src, dst, barrier=bar, cluster_mask=m)``,
+as on a GPU (TileLang's semantics).
 
-On a GPU the lowest rank of the mask loads its tile once into the shared tile of every block of the
-mask, completing each one's barrier; the other blocks of the mask issue nothing, and a block outside
-the mask loads its own tile. The interpreter runs each block's copy as that block's own load (each
-block expects and receives the bytes on its own barrier, as on the GPU), which gives the GPU's
-result whenever the blocks of the mask name the same tile: this module checks that they do. Each
-block's ``k``-th run of a multicast copy is compared with the first block of its cluster and mask
-to run it ``k`` times; a block that names another tile is a ``TileLangError`` at the copy (on a GPU
-it would receive the leader's tile instead of its own).
+Every block of the cluster runs the copy and expects the tile's bytes on its own barrier. The lowest
+rank of the mask loads the tile it names into its own shared tile and into the same region of the
+same shared tile of every other block of the mask, completing the bytes on each one's barrier at
+the same index; the mask's other blocks issue nothing (the tile they name is not read); a block
+outside the mask loads its own tile. A kernel with multicast copies runs the blocks of each cluster
+side by side (``cluster_sync``), each block registering its slots there when it initializes its
+barriers (``ClusterTurns.envs``), so the leader finds its peers' tiles and barriers; a peer that
+has not initialized its barriers yet is a ``TileLangError`` at the copy (on a GPU the bytes would
+complete a barrier before its init: a ``T.cluster_sync()`` after the allocation orders them).
 
-What the interpreter does not see: the leader's load landing in a peer's shared tile while that
-peer still reads the tile's previous contents (each block here writes only its own tile, when it
-runs the copy itself). A kernel orders that reuse with ``T.cluster_sync()`` (or barriers its
-peers arrive on) between the reads and the next multicast.
+What the interpreter does not flag: the leader's load landing in a peer's shared tile while that
+peer still reads the tile's previous contents; the kernel orders that with ``T.cluster_sync()`` or
+with barriers its peers arrive on (``T.barrier_arrive(bar, cta_id)``) before the next load.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from tilelang_x.core_ir.errors import TileLangError
 from tilelang_x.core_ir.tileops import TmaCopy
 
 from .compile_expr import Fn
 from .runtime import FRAME
+from .team import MBarriers
 
-__all__ = ["multicast_check"]
+__all__ = ["multicast_copy", "peer_barriers"]
 
 
-def multicast_check(s: TmaCopy, starts: Sequence[Fn], shape: tuple[int, int, int]) -> Callable[[list], None]:
-    """The check run before each block's copy ``s`` (``starts``: the source tile's corner,
-    ``shape``: the kernel's cluster shape)."""
-    mask, loc, key = s.mask, s.loc, id(s)
+def multicast_copy(s: TmaCopy, own: Fn, which: Callable[[list], tuple[MBarriers, int]], slot: int) -> \
+        Callable[[list, int], bool]:
+    """``deliver(env, nbytes)`` for the copy ``s`` of a block whose barrier already expects
+    ``nbytes``: what the block's rank does (see the module docstring); ``False`` for a block
+    outside the mask, which then loads its own tile. ``own`` copies the block's tile, ``which``
+    finds its barrier, ``slot`` holds the barrier buffer."""
+    mask, loc, dst = s.mask, s.loc, s.dst
     leader = (mask & -mask).bit_length() - 1
-    name = s.src.buffer.name
+    bar = s.barrier.name if s.barrier is not None else "?"
 
-    def check(env: list) -> None:
+    def deliver(env: list, nbytes: int) -> bool:
         frame = env[FRAME]
-        if not mask >> frame.rank & 1:
-            return  # outside the mask: the block's own load
-        cluster = tuple(b // c for b, c in zip(frame.block, shape))
-        log = frame.multicasts
-        count = log.get((key, frame.block), 0)
-        log[(key, frame.block)] = count + 1
-        corner = tuple(int(f(env)) for f in starts)
-        first = log.setdefault((key, cluster, count), (frame.block, frame.rank, corner))
-        if first[2] != corner:
-            raise TileLangError(
-                f"T.tma_copy(cluster_mask={mask:#b}): block {frame.block} (rank {frame.rank}) loads `{name}` at "
-                f"{_at(corner)}, block {first[0]} (rank {first[1]}) of its cluster at {_at(first[2])}; on a GPU the "
-                f"mask's lowest rank ({leader}) loads its tile into every block of the mask", loc=loc,
-                hint="give the blocks of the mask the same source tile (from T.get_cluster_id, not the block "
-                "index), or load each block's own tile without cluster_mask=")
+        rank = frame.rank
+        if not mask >> rank & 1:
+            return False
+        if rank != leader:
+            return True  # its tile and bytes come from the leader
+        own(env)
+        bars, k = which(env)
+        cluster = frame.cluster
+        if cluster is not None:
+            starts, extents = frame.bounds(dst)
+            at = tuple(slice(a, a + n) for a, n in zip(starts, extents))
+            tile = np.array(frame.array(dst.buffer)[at])
+            for r in range(rank + 1, mask.bit_length()):
+                if mask >> r & 1:
+                    peer = peer_barriers(cluster, r, slot, f"T.tma_copy(cluster_mask={mask:#b})", bar, "bytes",
+                                         loc)
+                    penv = cluster.envs[r]
+                    penv[FRAME].array(dst.buffer)[at] = tile
+                    peer.complete(k, nbytes)
+        bars.complete(k, nbytes)
+        return True
 
-    return check
+    return deliver
 
 
-def _at(corner: Any) -> str:
-    return f"[{', '.join(map(str, corner))}]"
+def peer_barriers(cluster: Any, rank: int, slot: int, what: str, bar: str, event: str, loc: Any) -> MBarriers:
+    """The barriers in ``slot`` of the block of ``rank`` in ``cluster``, which ``event`` reaches
+    (``TileLangError`` when that block has not initialized them)."""
+    env = cluster.envs.get(rank)
+    bars = None if env is None else env[slot]
+    if not isinstance(bars, MBarriers):
+        raise TileLangError(f"{what}: block {cluster.blocks[rank]} (rank {rank}) has not initialized `{bar}` yet "
+                            f"(on a GPU its barrier would receive the {event} before its init)", loc=loc,
+                            hint="call T.cluster_sync() after allocating the barriers, before a block loads into or "
+                            "arrives at a peer's")
+    return bars

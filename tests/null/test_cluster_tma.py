@@ -1,7 +1,9 @@
-"""The cluster queries (``T.get_cluster_dims`` & co., ``T.ClusterKernel``) and multicast TMA loads
-(``T.tma_copy(..., cluster_mask=...)``) without a GPU: the interpreter against torch and expected
-values, the check that the blocks of a mask name one tile, the CUDA source for sm_90a (the
-multicast instruction, compiled where a compiler is installed), and the errors at the user's line."""
+"""The cluster queries (``T.get_cluster_dims`` & co., ``T.ClusterKernel``), multicast TMA loads
+(``T.tma_copy(..., cluster_mask=...)``) and arrivals at a peer's mbarrier
+(``T.alloc_cluster_barrier``, ``T.barrier_arrive(bar, cta_id)``) without a GPU: the interpreter
+(a cluster's blocks side by side, the leader's load landing in its peers) against torch and
+expected values, its deadlocks and unsynchronized peers, the CUDA source for sm_90a (compiled
+where a compiler is installed), and the errors at the user's line."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import tilelang_x.language as T
 from tests.kernels import cluster_tma as kernels
 from tests.null.cuda_helpers import cuda_source
 from tests.null.located import located_errors
-from tilelang_x.core_ir.errors import BackendNotImplementedError, TileLangError, TileLangSyntaxError
+from tilelang_x.core_ir.errors import BackendNotImplementedError, DeadlockError, TileLangError, TileLangSyntaxError
 
 where, raises = located_errors(__file__)
 
@@ -126,17 +128,59 @@ def test_blocks_of_the_mask_share_the_leaders_tile_and_the_others_load_their_own
     assert torch.equal(y, expected_shared_tiles(x, 8, cx, mask))
 
 
-def test_blocks_of_a_mask_naming_different_tiles_are_an_error() -> None:
+def test_a_block_of_the_mask_receives_the_leaders_tile_whatever_tile_it_names() -> None:
     x = torch.randn(8 * 64, 64)
+    y = _interp(kernels.shared_tiles.get_ir(8, 4, 0b0110, own=True))(x)
+    assert torch.equal(y, expected_shared_tiles(x, 8, 4, 0b0110))
+    y = _interp(kernels.shared_tiles.get_ir(8, 4, 0b0100, own=True))(x)  # a mask of one block: its own load
+    assert torch.equal(y, x * 2)
+
+
+def test_a_load_into_a_peer_that_has_not_initialized_its_barrier_is_an_error() -> None:
     with pytest.raises(TileLangError) as info:
-        _interp(kernels.shared_tiles.get_ir(8, 4, 0b0110, own=True))(x)
+        _interp(kernels.shared_tiles.get_ir(8, 4, 0b0110, sync_init=False))(torch.randn(8 * 64, 64))
     text = str(info.value)
     assert "cluster_tma.py:" in text
-    assert "T.tma_copy(cluster_mask=0b110): block (2,) (rank 2) loads `X` at [128, 0]" in text
-    assert "block (1,) (rank 1) of its cluster at [64, 0]" in text and "lowest rank (1)" in text
-    # a mask of one block is that block's own load
-    y = _interp(kernels.shared_tiles.get_ir(8, 4, 0b0100, own=True))(x)
-    assert torch.equal(y, x * 2)
+    assert "T.tma_copy(cluster_mask=0b110): block (2,) (rank 2) has not initialized" in text
+    assert "T.cluster_sync() after allocating the barriers" in text
+
+
+# ---- arrivals at a peer's barrier ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("M", "N", "K", "options"), [
+    (256, 256, 320, {}),
+    (256, 256, 320, {"stages": 3}),
+    (128, 512, 256, {"cluster": 4, "block_K": 32}),
+])
+def test_multicast_ring_released_on_the_leaders_cluster_barrier_matches_torch(M: int, N: int, K: int,
+                                                                                options: dict) -> None:
+    a, b = _randn(M, K, seed=3), _randn(K, N, seed=4)
+    c = _interp(kernels.gemm_multicast_ring.get_ir(M, N, K, **options))(a, b)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("cx", [2, 4, 8])
+def test_blocks_hand_off_through_their_peers_barriers(cx: int) -> None:
+    x, y = torch.randn(8, 128), torch.zeros(8, 128)
+    r = torch.full((8,), -1, dtype=torch.int32)
+    _interp(kernels.handoff.get_ir(8, cx))(x, y, r)
+    assert torch.equal(y, x * 2) and torch.equal(r, (torch.arange(8, dtype=torch.int32) + cx - 1) % cx)
+
+
+def test_a_wait_no_peer_arrives_at_is_a_deadlock_of_the_cluster() -> None:
+    with pytest.raises(DeadlockError) as info:
+        _interp(kernels.handoff.get_ir(8, 2, arrive=False))(torch.zeros(8, 128), torch.zeros(8, 128),
+                                                             torch.zeros(8, dtype=torch.int32))
+    text = str(info.value)
+    assert "deadlock in a cluster" in text and "block (0,): warpgroup 0 at T.barrier_wait(bar[0], 0)" in text
+    assert "block (1,): warpgroup 0 at T.barrier_wait(bar[0], 0)" in text and "cluster_tma.py:" in text
+
+
+def test_an_arrival_at_a_peer_that_has_not_initialized_its_barrier_is_an_error() -> None:
+    with pytest.raises(TileLangError) as info:
+        _interp(kernels.handoff.get_ir(8, 2, sync_init=False))(torch.zeros(8, 128), torch.zeros(8, 128),
+                                                               torch.zeros(8, dtype=torch.int32))
+    assert "T.barrier_arrive(`bar`, cta_id=1): block (1,) (rank 1) has not initialized `bar` yet" in str(info.value)
 
 
 # ---- CUDA ---------------------------------------------------------------------------------------
@@ -161,6 +205,21 @@ def test_cuda_multicast_leader_and_blocks_outside_the_mask() -> None:
     assert "if (tlx_cluster_rank() == 1u)" in body and "tlx_tma_load_mc_2d(" in body
     assert "((6u >> tlx_cluster_rank()) & 1u) == 0u" in body and "tlx_tma_load_2d(" in body
     _compiles(src, "sm_90a", ctx)
+
+
+def test_cuda_multicast_ring_and_handoff_arrive_at_peers_barriers() -> None:
+    src, ctx = cuda_source(kernels.gemm_multicast_ring.get_ir(256, 256, 320), "sm_90a")
+    body = _body(src)
+    assert "tlx_cluster_arrive_remote(empty_s + " in body and ", 0u);" in body
+    assert "mapa.shared::cluster.u32" in src and "mbarrier.arrive.release.cluster.shared::cluster.b64" in src
+    assert "if (tlx_cluster_rank() == 0u) {" in body and "tlx_tma_load_mc_2d(" in body
+    _compiles(src, "sm_90a", ctx)
+    src, ctx = cuda_source(kernels.handoff.get_ir(8, 4), "sm_90a")
+    assert "tlx_cluster_arrive_remote(bar_s + " in _body(src)
+    _compiles(src, "sm_90a", ctx)
+    src, ctx = cuda_source(kernels.handoff.get_ir(8, 1), "sm_80")  # a cluster of one: the caller's own barrier
+    assert "tlx_cluster_arrive_remote(" in _body(src) and "#define TLX_CLUSTER_LAUNCH" not in src
+    _compiles(src, "sm_80", ctx)
 
 
 def test_cuda_multicast_without_tma_is_each_blocks_own_copy() -> None:
@@ -200,6 +259,42 @@ def test_cuda_multicast_without_cluster_hardware_is_an_error(arch: str) -> None:
     raises(BackendNotImplementedError, "mask", lambda: cuda_source(_mask_kernel(0b11), arch),
            f"T.tma_copy(..., cluster_mask=0b11) in a kernel of T.Kernel(cluster_dims=(2, 1, 1)): {arch} has no "
            "thread-block clusters", "compile for sm_90a")
+
+
+def _remote(cta: object, cluster: object = 2) -> object:
+    @T.prim_func
+    def main(Y: T.Tensor((4,), T.int32)):
+        with T.Kernel(4, threads=128, cluster_dims=cluster) as bx:
+            bar = T.alloc_cluster_barrier(128)
+            T.cluster_sync()
+            T.mbarrier_arrive(bar, cta)  # E:remote
+            T.mbarrier_wait_parity(bar, 0)
+            Y[bx] = 1
+
+    return main
+
+
+def test_bad_cta_ids_name_the_line() -> None:
+    raises(TileLangSyntaxError, "remote", lambda: _remote(2), "T.barrier_arrive(..., cta_id=2): the cluster holds 2 "
+           "blocks (ranks 0..1)")
+    raises(TileLangSyntaxError, "remote", lambda: _remote(1, None), "the cluster holds 1 block (ranks 0..0)")
+    raises(TileLangSyntaxError, "remote", lambda: _remote(-1), "cta_id=-1")
+    _remote(1)  # a rank of the cluster
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cuda_arrivals_at_peers_without_cluster_hardware_are_an_error(arch: str) -> None:
+    @T.prim_func
+    def main(Y: T.Tensor((4,), T.int32)):
+        with T.Kernel(4, threads=128, cluster_dims=2) as bx:
+            bar = T.alloc_cluster_barrier(128)
+            T.barrier_arrive(bar, 1)  # E:remote-cuda
+            T.mbarrier_wait_parity(bar, 0)
+            Y[bx] = 1
+
+    raises(BackendNotImplementedError, "remote-cuda", lambda: cuda_source(main, arch),
+           f"T.barrier_arrive(..., cta_id=...) in a kernel of T.Kernel(cluster_dims=(2, 1, 1)): {arch} has no "
+           "thread-block clusters")
 
 
 def test_copy_cluster_points_at_the_multicast_tma_copy() -> None:
