@@ -25,6 +25,7 @@ from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Alloc, BarrierArrive, BarrierInit, BarrierWait, ws_call
 from ..core_ir.verify_ws import WARPGROUP
 from . import builder as bld
+from .cluster import kernel_cluster_dims
 
 __all__ = ["WarpSpecialize", "alloc_barrier", "alloc_cluster_barrier", "barrier_arrive", "barrier_wait",
            "create_list_of_mbarrier", "get_mbarrier", "mbarrier_arrive", "mbarrier_wait_parity", "ws"]
@@ -220,8 +221,7 @@ def barrier_operand(value: Any, what: str, loc: SourceLoc | None) -> tuple[Buffe
 def _cta(b: bld.Builder, cta_id: Any, what: str, loc: SourceLoc | None) -> E.Expr:
     """``cta_id=``: the rank, in the caller's cluster, of the block whose barrier it arrives at."""
     cta = int_operand(cta_id, f"{what}: cta_id", loc)
-    dims = dict(b.kernel_frame.annotations).get("cluster_dims") or (1,)
-    size = math.prod(dims)
+    size = math.prod(kernel_cluster_dims(b.kernel_frame))
     c = E.as_int(cta)
     if c is not None and not 0 <= c < size:
         raise TileLangSyntaxError(

@@ -30,20 +30,23 @@ from .compile_expr import Fn
 from .runtime import FRAME
 from .team import MBarriers
 
-__all__ = ["multicast_copy", "peer_barriers"]
+__all__ = ["Deliver", "multicast_copy", "peer_barriers"]
 
 
-def multicast_copy(s: TmaCopy, own: Fn, which: Callable[[list], tuple[MBarriers, int]], slot: int) -> \
-        Callable[[list, int], bool]:
-    """``deliver(env, nbytes)`` for the copy ``s`` of a block whose barrier already expects
-    ``nbytes``: what the block's rank does (see the module docstring); ``False`` for a block
-    outside the mask, which then loads its own tile. ``own`` copies the block's tile, ``which``
-    finds its barrier, ``slot`` holds the barrier buffer."""
-    mask, loc, dst = s.mask, s.loc, s.dst
+#: ``deliver(env, bars, k, nbytes)``: see ``multicast_copy``
+Deliver = Callable[[list, MBarriers, int, int], bool]
+
+
+def multicast_copy(s: TmaCopy, own: Fn, slot: int) -> Deliver:
+    """``deliver(env, bars, k, nbytes)`` for the copy ``s`` of a block whose barrier ``bars[k]``
+    already expects ``nbytes``: what the block's rank does (see the module docstring); ``False``
+    for a block outside the mask, which then loads its own tile. ``own`` copies the block's tile,
+    ``slot`` holds the barrier buffer."""
+    assert s.barrier is not None
+    mask, loc, dst, bar = s.mask, s.loc, s.dst, s.barrier.name
     leader = (mask & -mask).bit_length() - 1
-    bar = s.barrier.name if s.barrier is not None else "?"
 
-    def deliver(env: list, nbytes: int) -> bool:
+    def deliver(env: list, bars: MBarriers, k: int, nbytes: int) -> bool:
         frame = env[FRAME]
         rank = frame.rank
         if not mask >> rank & 1:
@@ -51,7 +54,6 @@ def multicast_copy(s: TmaCopy, own: Fn, which: Callable[[list], tuple[MBarriers,
         if rank != leader:
             return True  # its tile and bytes come from the leader
         own(env)
-        bars, k = which(env)
         cluster = frame.cluster
         if cluster is not None:
             starts, extents = frame.bounds(dst)

@@ -335,7 +335,7 @@ class Regions:
         which = self._which(s.barrier, s.index, s.loc)
         fbytes = self.comp.expr(s.nbytes, s.loc)
         arrive, name, loc = s.arrive, s.barrier.name, s.loc
-        shared = multicast_copy(s, copy, which, self.comp.buffer_slot(s.barrier)) if s.mask else None
+        shared = multicast_copy(s, copy, self.comp.buffer_slot(s.barrier)) if s.mask else None
 
         def tma_copy(env: list) -> None:
             bars, k = which(env)
@@ -343,7 +343,7 @@ class Regions:
             bars.expect(k, n)
             if arrive:
                 _arrivals(bars, k, 1, name, loc)
-            if shared is not None and shared(env, n):
+            if shared is not None and shared(env, bars, k, n):
                 return
             copy(env)
             bars.complete(k, n)
