@@ -205,6 +205,8 @@ def test_cuda_multicast_leader_and_blocks_outside_the_mask() -> None:
     assert "if (tlx_cluster_rank() == 1u)" in body and "tlx_tma_load_mc_2d(" in body
     assert "((6u >> tlx_cluster_rank()) & 1u) == 0u" in body and "tlx_tma_load_2d(" in body
     _compiles(src, "sm_90a", ctx)
+    src, _ = cuda_source(kernels.shared_tiles.get_ir(8, 4, 0b0100), "sm_90a")  # one block: every block's own load
+    assert "tlx_tma_load_mc" not in _body(src) and "tlx_tma_load_2d(" in _body(src)
 
 
 def test_cuda_multicast_ring_and_handoff_arrive_at_peers_barriers() -> None:

@@ -176,7 +176,8 @@ def lower_tma_copy(s: TmaCopy, lc: Any, g: int) -> Stmt:
     nbytes = E.const(math.prod(lay.shape) * lay.elem_bytes, dtypes.uint32)
     dst = s.dst.buffer
     plan = TmaPlan(s, rows_dim, lay, spec)
-    issue = _multicast(plan, s, stage, bar) if s.mask else plan.issue(stage, dst, bar)
+    # a mask of one block: every block loads its own tile
+    issue = _multicast(plan, s, stage, bar) if s.mask & (s.mask - 1) else plan.issue(stage, dst, bar)
     # the tile counts as written here for sync insertion: a barrier of the threads running the copy
     # orders their earlier ordinary reads of it before the load is issued
     loads = [rewrite(ld, lambda n: SmemAddr(dst, n.indices, "w") if isinstance(n, SmemAddr) and n.buffer is dst
