@@ -240,7 +240,8 @@ class _Printer:
         elif isinstance(s, BarrierInit):
             self.emit(depth, f"T.barrier_init({self.buf(s.buffer)}, {list(s.counts)})")
         elif isinstance(s, BarrierArrive):
-            self.emit(depth, f"T.barrier_arrive({self.buf(s.buffer)}[{self.expr(s.index)}])")
+            cta = "" if s.cta is None else f", cta_id={self.expr(s.cta)}"
+            self.emit(depth, f"T.barrier_arrive({self.buf(s.buffer)}[{self.expr(s.index)}]{cta})")
         elif isinstance(s, BarrierWait):
             self.emit(depth, f"T.barrier_wait({self.buf(s.buffer)}[{self.expr(s.index)}], {self.expr(s.parity)})")
         elif isinstance(s, BarrierExpectTx):
@@ -252,7 +253,8 @@ class _Printer:
         elif isinstance(s, TmaCopy):
             arrive = ", emit_arrive=True" if s.arrive else ""
             bar = "" if s.barrier is None else f", barrier={self.buf(s.barrier)}[{self.expr(s.index)}]"
-            self.emit(depth, f"T.tma_copy({self.value(s.src)}, {self.value(s.dst)}{bar}{arrive})")
+            mask = f", cluster_mask={s.mask:#b}" if s.mask else ""
+            self.emit(depth, f"T.tma_copy({self.value(s.src)}, {self.value(s.dst)}{bar}{mask}{arrive})")
         else:
             self.tile_op(s, depth)
 

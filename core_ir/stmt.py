@@ -265,11 +265,14 @@ class BarrierInit(Stmt):
 
 @dataclass(**_NODE)
 class BarrierArrive(Stmt):
-    """``T.barrier_arrive(bar[index])``: every thread that runs it arrives once at the barrier."""
+    """``T.barrier_arrive(bar[index])``: every thread that runs it arrives once at the barrier;
+    with ``cta`` (``cta_id=``, a uint32), at barrier ``bar[index]`` of the block of that rank in
+    the caller's thread-block cluster (``mapa`` + ``mbarrier.arrive.shared::cluster``)."""
 
     buffer: Buffer
     index: Expr
     loc: SourceLoc | None = field(default=None, compare=False)
+    cta: Expr | None = None
 
 
 @dataclass(**_NODE)

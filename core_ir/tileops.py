@@ -109,11 +109,19 @@ class TmaCopy(Copy):
     adds the tile's bytes to the barrier's expected transactions and the landed bytes complete
     them (``arrive``: the issue also arrives once, TileLang's ``emit_arrive``). It does not arrive
     otherwise: the kernel's ``T.barrier_arrive`` does. Without a barrier, a TMA store of a shared
-    tile into a global tensor, committed as a bulk group of its own (``BulkGroup``)."""
+    tile into a global tensor, committed as a bulk group of its own (``BulkGroup``).
+
+    ``mask`` (``cluster_mask=``, a load in a kernel launched in clusters): the ranks of the blocks
+    of the cluster that share the tile, bit ``r`` for rank ``r``. Every block runs the copy and
+    expects the tile's bytes on its own barrier; the lowest rank of the mask loads the tile once
+    into all of them (TMA multicast), completing each one's barrier, and a block outside the mask
+    loads its own. So the blocks of the mask must name the same tile, and then the copy means what
+    it means without the mask (0: no mask)."""
 
     barrier: Buffer | None = None
     index: E.Expr = E.const(0)
     arrive: bool = False
+    mask: int = 0
     name = "tma_copy"
 
     @property

@@ -155,6 +155,14 @@ class KernelFrame:
         return False
 
 
+class ClusterKernelFrame(KernelFrame):
+    """``with T.ClusterKernel(gx, gy, cluster_dims=2, threads=128) as (bx, by)``: TileLang's
+    spelling of ``T.Kernel(..., cluster_dims=...)``, the cluster shape required."""
+
+    def __init__(self, *grid: Any, cluster_dims: Any, threads: Any = None, prelude: str | None = None) -> None:
+        super().__init__(*grid, threads=threads, prelude=prelude, cluster_dims=cluster_dims)
+
+
 class IRLoop:
     """An IR loop nest; iterate it once in a ``for`` statement inside ``T.Kernel``."""
 

@@ -142,7 +142,7 @@ class _StyleScan(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
     def visit_With(self, node: ast.With) -> None:
-        if any(self.is_language(i.context_expr, ("Kernel",)) for i in node.items):
+        if any(self.is_language(i.context_expr, ("Kernel", "ClusterKernel")) for i in node.items):
             self.eager = True
         self.generic_visit(node)
 

@@ -31,9 +31,22 @@ from ..core_ir.dtypes import (
 from ..core_ir.errors import NotSupportedError
 from . import surface as _surface
 from .allreduce import attr, comm_reducer, reinterpret, tvm_thread_allreduce
-from .cluster import block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync, cluster_wait
+from .cluster import (
+    block_rank_in_cluster,
+    cluster_arrive,
+    cluster_arrive_relaxed,
+    cluster_sync,
+    cluster_wait,
+    get_cluster_dims,
+    get_cluster_extent,
+    get_cluster_extents,
+    get_cluster_id,
+    get_cluster_ids,
+    get_cluster_size,
+)
 from .compile_annotations import annotate_compile_flags, annotate_pass_configs
 from .extern import call_extern, evaluate, import_source
+from .frames import ClusterKernelFrame as _ClusterKernelFrame
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
 from .grid import pdl_sync, pdl_trigger, sync_grid
@@ -193,6 +206,7 @@ from .view import reshape, view
 from .warp_specialize import (
     WarpSpecialize,
     alloc_barrier,
+    alloc_cluster_barrier,
     barrier_arrive,
     barrier_wait,
     create_list_of_mbarrier,
@@ -204,6 +218,7 @@ from .warp_specialize import (
 from .workspace import alloc_global
 
 Kernel = _KernelFrame
+ClusterKernel = _ClusterKernelFrame
 c2d_im2col = im2col  # TileLang's earlier name
 Buffer = _surface.Buffer_
 Select = if_then_else
@@ -262,8 +277,8 @@ fast_rcp = _surface.fast_rcp
 
 __all__ = [
     # program structure
-    "prim_func", "macro", "inline", "meta_class", "Ref", "If", "Then", "Else", "Kernel", "Tensor", "Buffer",
-    "StridedTensor",
+    "prim_func", "macro", "inline", "meta_class", "Ref", "If", "Then", "Else", "Kernel", "ClusterKernel", "Tensor",
+    "Buffer", "StridedTensor",
     "SharedBuffer", "FragmentBuffer", "LocalBuffer", "SharedTensor", "LocalTensor", "const", "dynamic", "symbolic",
     "empty", "ptr", "make_tensor",
     # allocation
@@ -285,6 +300,8 @@ __all__ = [
     "print", "device_assert", "assume", "sync_threads", "named_barrier_arrive", "sync_warp", "wait_wgmma",
     "sync_grid", "pdl_trigger", "pdl_sync",
     "cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync", "block_rank_in_cluster",
+    "get_cluster_dims", "get_cluster_size", "get_cluster_id", "get_cluster_ids", "get_cluster_extent",
+    "get_cluster_extents",
     "syncthreads_count", "syncthreads_and", "syncthreads_or",
     # threads and warps
     "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
@@ -294,10 +311,10 @@ __all__ = [
     "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect", "thread_binding",
     "attr", "comm_reducer", "tvm_thread_allreduce",
     # warp specialization and mbarriers
-    "ws", "WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive",
-    "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier", "tma_copy", "mbarrier_expect_tx",
-    "mbarrier_arrive_expect_tx", "fence_proxy_async", "async_copy", "ptx_commit_group", "ptx_wait_group",
-    "tma_store_arrive", "tma_store_wait",
+    "ws", "WarpSpecialize", "alloc_barrier", "alloc_cluster_barrier", "barrier_arrive", "barrier_wait",
+    "mbarrier_arrive", "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier", "tma_copy",
+    "mbarrier_expect_tx", "mbarrier_arrive_expect_tx", "fence_proxy_async", "async_copy", "ptx_commit_group",
+    "ptx_wait_group", "tma_store_arrive", "tma_store_wait",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -330,6 +347,10 @@ _INSTEAD.update(dict.fromkeys(
     "T.tma_copy(src, dst, barrier=bar) for a TMA load, T.tma_copy(shared_tile, C[...]) for a store (the "
     "backend builds the tensor maps)",
 ))
+_INSTEAD["copy_cluster"] = (
+    "T.tma_copy(src, shared_tile, barrier=bar, cluster_mask=m) for a TMA load multicast to the blocks of the "
+    "cluster (it does not wait: T.mbarrier_wait_parity(bar, parity) does), or T.copy inside T.Pipelined with "
+    "cluster_dims=, which multicasts shared tiles for you; no copy between the shared memories of a cluster")
 
 
 def __getattr__(name: str) -> object:

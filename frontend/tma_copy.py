@@ -6,7 +6,8 @@ cp.async groups (``T.async_copy``, ``T.ptx_commit_group``, ``T.ptx_wait_group``)
 ``T.tma_copy(src, dst, barrier=bar)`` loads a tile of a global tensor into a shared tile: the
 threads running it issue it once, it adds the tile's bytes to ``bar``'s expected transactions and
 its landed bytes complete them; the kernel arrives and waits with the barrier operations of
-``warp_specialize.py``. ``T.tma_copy(shared_tile, C[...])`` stores a shared tile, committed as a
+``warp_specialize.py``; with ``cluster_mask=m`` the blocks of ranks ``m`` in the cluster share the
+tile (a multicast load). ``T.tma_copy(shared_tile, C[...])`` stores a shared tile, committed as a
 bulk group of its own. ``T.async_copy(src, dst)`` is a cp.async copy committed as a group of its
 own, there once ``T.ptx_wait_group`` has waited for its group. What can be checked while tracing
 is checked here, at the user's line.
@@ -14,6 +15,7 @@ is checked here, at the user's line.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..core_ir import expr as E
@@ -22,6 +24,7 @@ from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import BarrierExpectTx, BulkGroup, CpAsyncGroup, FenceProxyAsync, freeze_annotations
 from ..core_ir.tileops import AsyncCopy, TmaCopy
 from . import builder as bld
+from .cluster import kernel_cluster_dims
 from .surface import _from_point, _operand, _Point
 from .warp_specialize import barrier_operand, int_operand, outside_parallel
 
@@ -67,11 +70,39 @@ def _arrive_annotation(annotations: dict[str, Any], loc: SourceLoc | None) -> bo
     return bool(annotations.get("emit_arrive", False))
 
 
+def _cluster_mask(b: Any, mask: Any, store: bool, loc: SourceLoc | None) -> int:
+    """``cluster_mask=`` of a load: a positive Python int whose bits name ranks of the kernel's
+    cluster."""
+    what = f"T.tma_copy(cluster_mask={mask!r})"
+    if store:
+        raise TileLangSyntaxError(f"{what}: a TMA store is not multicast", loc=loc,
+                                  hint="cluster_mask= names the blocks a load of a global tile lands in")
+    if isinstance(mask, bool) or not isinstance(mask, int) or mask <= 0:
+        raise TileLangSyntaxError(f"{what}: the mask must be a positive Python int, bit r for the block of rank r "
+                                  "in the cluster", loc=loc,
+                                  hint="e.g. cluster_mask=0b11 for ranks 0 and 1 (known when the kernel is built)")
+    dims = kernel_cluster_dims(b.kernel_frame)
+    if "cluster_dims" not in dict(b.kernel_frame.annotations):
+        raise TileLangSyntaxError(f"{what} in a kernel launched without clusters", loc=loc,
+                                  hint="launch it in clusters, e.g. T.Kernel(..., cluster_dims=(2, 1, 1)), or drop "
+                                  "cluster_mask= (each block loads its own tile)")
+    size = math.prod(dims)
+    if mask >> size:
+        outside = [r for r in range(size, mask.bit_length()) if mask >> r & 1]
+        raise TileLangSyntaxError(
+            f"{what} names rank{'s' if len(outside) > 1 else ''} {', '.join(map(str, outside))}, outside the "
+            f"cluster of {size} block{'s' if size > 1 else ''} (cluster_dims={dims})", loc=loc,
+            hint=f"use bits 0..{size - 1} (mask < {1 << size:#b}), or a larger cluster_dims")
+    return mask
+
+
 def tma_copy(src: Any, dst: Any, *, barrier: Any = None, cluster_mask: Any = None,
              leader_scope_threads: Any = None, eviction_policy: str | None = None,
              annotations: dict[str, Any] | None = None) -> None:
     """``T.tma_copy(A[by * bm, k * bk], A_s, barrier=full[s])``: load a global tile into a shared
-    tile, completing on ``barrier``'s transaction count (see the module docstring)."""
+    tile, completing on ``barrier``'s transaction count (see the module docstring);
+    ``cluster_mask=m``: the blocks of ranks ``m`` in the cluster share the tile, which the lowest
+    of them loads into all (``core_ir.tileops.TmaCopy``)."""
     loc = caller_loc()
     b = bld.require_kernel("T.tma_copy")
     s, d = _regions(src, dst, "T.tma_copy", loc)
@@ -84,10 +115,7 @@ def tma_copy(src: Any, dst: Any, *, barrier: Any = None, cluster_mask: Any = Non
         raise TileLangSyntaxError("a T.tma_copy into global memory (a TMA store) takes no barrier=", loc=loc,
                                   hint="it completes on bulk groups: T.tma_store_wait() before the tile is "
                                   "written again")
-    if cluster_mask is not None:
-        raise NotSupportedError("T.tma_copy(cluster_mask=...) (a multicast load) is not supported", loc=loc,
-                                hint="T.Kernel(..., cluster_dims=...) with T.Pipelined copies multicasts shared "
-                                "tiles for you")
+    mask = 0 if cluster_mask is None else _cluster_mask(b, cluster_mask, store, loc)
     if leader_scope_threads is not None:
         raise NotSupportedError("T.tma_copy(leader_scope_threads=...) is not supported: the threads running a "
                                 "T.tma_copy issue it once", loc=loc, hint="drop leader_scope_threads")
@@ -105,7 +133,7 @@ def tma_copy(src: Any, dst: Any, *, barrier: Any = None, cluster_mask: Any = Non
         op = TmaCopy(s, d, freeze_annotations(ann), loc)
     else:
         buf, index = barrier_operand(barrier, "T.tma_copy", loc)
-        op = TmaCopy(s, d, freeze_annotations(ann), loc, buf, index, arrive)
+        op = TmaCopy(s, d, freeze_annotations(ann), loc, buf, index, arrive, mask)
     op.check()
     b.emit(op)
 

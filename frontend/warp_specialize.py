@@ -5,8 +5,10 @@ each) run. ``T.alloc_barrier(counts)`` declares mbarriers in shared memory (an `
 ``barrier``-scope buffer followed by its ``BarrierInit``); ``T.barrier_arrive`` /
 ``T.barrier_wait`` and TileLang's older spellings (``T.mbarrier_arrive``,
 ``T.mbarrier_wait_parity``, ``T.create_list_of_mbarrier`` + ``T.get_mbarrier``) become
-``BarrierArrive`` / ``BarrierWait``. What can be checked while tracing is checked here, at the
-user's line; what needs the whole kernel (which buffers a region owns) is ``core_ir.verify_ws``.
+``BarrierArrive`` / ``BarrierWait``; ``T.alloc_cluster_barrier`` and ``T.barrier_arrive(bar,
+cta_id)`` let the blocks of a thread-block cluster arrive on each other's barriers. What can be
+checked while tracing is checked here, at the user's line; what needs the whole kernel (which
+buffers a region owns) is ``core_ir.verify_ws``.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Alloc, BarrierArrive, BarrierInit, BarrierWait, ws_call
 from ..core_ir.verify_ws import WARPGROUP
 from . import builder as bld
+from .cluster import kernel_cluster_dims
 
-__all__ = ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "create_list_of_mbarrier",
-           "get_mbarrier", "mbarrier_arrive", "mbarrier_wait_parity", "ws"]
+__all__ = ["WarpSpecialize", "alloc_barrier", "alloc_cluster_barrier", "barrier_arrive", "barrier_wait",
+           "create_list_of_mbarrier", "get_mbarrier", "mbarrier_arrive", "mbarrier_wait_parity", "ws"]
 
 _LIST_NAME = "mbarrier"
 
@@ -141,6 +144,16 @@ def alloc_barrier(arrive_count: Any) -> Buffer:
     return _declare(_counts(arrive_count, "T.alloc_barrier", loc), "barrier", "T.alloc_barrier", loc)
 
 
+def alloc_cluster_barrier(arrive_count: Any) -> Buffer:
+    """``T.alloc_cluster_barrier(2)``: mbarriers that the blocks of the thread-block cluster may
+    arrive on, with ``T.barrier_arrive(bar, cta_id)`` (every mbarrier may be one here: this is
+    ``T.alloc_barrier``). Peers arrive only once the barrier is initialized in every block of the
+    cluster: a ``T.cluster_sync()`` after the allocation orders that."""
+    loc = caller_loc()
+    return _declare(_counts(arrive_count, "T.alloc_cluster_barrier", loc), "cluster_barrier",
+                    "T.alloc_cluster_barrier", loc)
+
+
 def create_list_of_mbarrier(*arrive_counts: Any) -> None:
     """TileLang's older spelling: ``T.create_list_of_mbarrier([128, 128])`` declares the kernel's
     mbarriers, which the barrier calls then name by their index (``T.mbarrier_arrive(0)``)."""
@@ -205,11 +218,28 @@ def barrier_operand(value: Any, what: str, loc: SourceLoc | None) -> tuple[Buffe
     return element.buffer, element.indices[0]
 
 
-def barrier_arrive(barrier_id: Any) -> None:
-    """``T.barrier_arrive(bar)``: every thread that runs it arrives once at ``bar``."""
+def _cta(b: bld.Builder, cta_id: Any, what: str, loc: SourceLoc | None) -> E.Expr:
+    """``cta_id=``: the rank, in the caller's cluster, of the block whose barrier it arrives at."""
+    cta = int_operand(cta_id, f"{what}: cta_id", loc)
+    size = math.prod(kernel_cluster_dims(b.kernel_frame))
+    c = E.as_int(cta)
+    if c is not None and not 0 <= c < size:
+        raise TileLangSyntaxError(
+            f"{what}(..., cta_id={c}): the cluster holds {size} block{'s' if size > 1 else ''} (ranks 0..{size - 1})",
+            loc=loc, hint="name a rank of the caller's cluster (T.block_rank_in_cluster() is the caller's own), or "
+            "launch larger clusters with T.Kernel(..., cluster_dims=...)")
+    return E.cast(cta, dtypes.uint32)
+
+
+def barrier_arrive(barrier_id: Any, cta_id: Any = None) -> None:
+    """``T.barrier_arrive(bar)``: every thread that runs it arrives once at ``bar``;
+    ``cta_id=r``: at ``bar`` of the block of rank ``r`` in the caller's cluster."""
     loc = caller_loc()
-    buf, index = barrier_operand(barrier_id, "T.barrier_arrive", loc)
-    bld.require_kernel("T.barrier_arrive").emit(BarrierArrive(buf, index, loc=loc))
+    what = "T.barrier_arrive"
+    buf, index = barrier_operand(barrier_id, what, loc)
+    b = bld.require_kernel(what)
+    cta = None if cta_id is None else _cta(b, cta_id, what, loc)
+    b.emit(BarrierArrive(buf, index, loc=loc, cta=cta))
 
 
 def barrier_wait(barrier_id: Any, parity: Any = None) -> None:
@@ -228,9 +258,9 @@ def barrier_wait(barrier_id: Any, parity: Any = None) -> None:
     bld.require_kernel(what).emit(BarrierWait(buf, index, p, loc=loc))
 
 
-def mbarrier_arrive(mbarrier: Any) -> None:
+def mbarrier_arrive(mbarrier: Any, cta_id: Any = None) -> None:
     """TileLang's spelling of ``T.barrier_arrive``."""
-    barrier_arrive(mbarrier)
+    barrier_arrive(mbarrier, cta_id)
 
 
 def mbarrier_wait_parity(mbarrier: Any, parity: Any) -> None:

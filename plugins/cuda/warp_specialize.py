@@ -18,7 +18,8 @@ A kernel with regions or barriers is *manual*: ``ctx.data["cuda.manual_ws"]`` is
 - ``T.alloc_barrier`` is a ``uint64`` array in shared memory, initialised by thread 0, fenced and
   published by a block barrier; ``T.barrier_arrive`` / ``T.barrier_wait`` are ``mbarrier.arrive``
   / a ``try_wait`` (sm_90) or ``test_wait`` (sm_80) loop on it, made by every thread that runs
-  them (``include/tlx_ws.h``).
+  them (``include/tlx_ws.h``); ``T.barrier_arrive(bar, cta_id)`` arrives at a peer's barrier
+  (cluster_sync.py).
 More than 7 distinct sets of several warpgroups, or a multi-dimensional block, are not lowered
 (``NotSupportedError``).
 """
@@ -46,6 +47,7 @@ from ...core_ir.stmt import (
 )
 from ...core_ir.verify_ws import WARPGROUP, uses_barriers
 from ...core_ir.visit import rewrite, walk
+from .cluster_sync import REMOTE_ARRIVE
 from .lir import THREAD, Barrier, Block, Evaluate, Intrin, SmemAddr
 
 __all__ = ["MANUAL", "SETS", "WG", "barrier_addr", "leader_only", "lower_ws", "manual_setup", "region_barriers",
@@ -150,6 +152,8 @@ def lower_ws(s: Stmt, lc: Any, lower_region: Callable[[tuple[int, ...], Stmt], S
         thread_0 = E.binary("and", E.binary("==", WG, 0), E.binary("==", THREAD, 0))
         return Seq((If(thread_0, Seq(inits), None, s.loc), Evaluate(Intrin("tlx_ws_bar_fence_init", ())),
                     Barrier(s.loc)), s.loc)
+    if isinstance(s, BarrierArrive) and s.cta is not None:  # a peer's barrier (cluster_sync.py)
+        return Evaluate(Intrin(REMOTE_ARRIVE, (barrier_addr(s.buffer, s.index, lc), s.cta)), s.loc)
     if isinstance(s, BarrierArrive):
         return Evaluate(Intrin("tlx_ws_arrive", (barrier_addr(s.buffer, s.index, lc),)), s.loc)
     if isinstance(s, BarrierWait):

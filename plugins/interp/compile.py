@@ -30,7 +30,7 @@ from tilelang_x.core_ir import dtypes
 from tilelang_x.core_ir import expr as E
 from tilelang_x.core_ir.allreduce import ThreadAllreduce, accumulator_dtype
 from tilelang_x.core_ir.buffer import Buffer, Region
-from tilelang_x.core_ir.cluster import cluster_shape, cluster_size, has_cluster_barrier, rank_in_cluster
+from tilelang_x.core_ir.cluster import cluster_shape, cluster_size, couples_blocks, rank_in_cluster
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeviceAssertError, SpinWaitError, TileLangError
 from tilelang_x.core_ir.expr import WARP_SIZE
 from tilelang_x.core_ir.source import SourceLoc
@@ -127,7 +127,7 @@ class Compiler(ExprCompiler):
         self.regions: Regions | None = None  # of a kernel with T.ws regions or barriers (``warp_regions``)
         self.block_threads: tuple[int, ...] = ()  # T.Kernel's threads= of a kernel that runs one lane per thread
         self.cluster_shape = (1, 1, 1)  # of the kernel being compiled
-        self.cluster_size = 1  # blocks a cluster barrier waits for (1: a barrier of the block)
+        self.cluster_size = 1  # blocks run side by side (couples_blocks; 1: each on its own)
         self.race_candidates = self.race_tracked()
 
     def written_params(self) -> set[int]:
@@ -503,7 +503,7 @@ class Compiler(ExprCompiler):
         if named:
             self._check_warp_team(s)
         self.cluster_shape = cluster_shape(s)
-        self.cluster_size = cluster_size(s) if has_cluster_barrier(s.body) else 1
+        self.cluster_size = cluster_size(s) if couples_blocks(s.body) else 1
         bind_threads = self._threads(s, uni, named) if uni.simt else None
         regions = self.regions = Regions(self, s, bind_threads if named else None) \
             if named or uses_barriers(s.body) else None

@@ -55,7 +55,7 @@ class Frame:
     """The state of one kernel launch; tile-op executors receive it (see ``lower/__init__``)."""
 
     __slots__ = ("program", "env", "block", "block_id", "first_block", "parallel_depth", "grids", "loc", "turns",
-                 "turn", "races", "cluster", "rank")
+                 "turn", "races", "cluster", "rank", "multicasts")
 
     def __init__(self, program: Program, nslots: int) -> None:
         self.program = program
@@ -73,6 +73,7 @@ class Frame:
         self.races: RaceTracker | None = None  # this launch's, when the race check is on
         self.cluster: Any = None  # a kernel with cluster barriers: its cluster's cluster_sync.ClusterTurns
         self.rank = 0  # the block's rank in its cluster (T.block_rank_in_cluster())
+        self.multicasts: dict[Any, Any] = {}  # this launch's multicast TMA loads (multicast.py)
 
     def fork(self, block: tuple[int, ...], turns: Any, turn: int, block_id: int | None = None) -> Frame:
         """The frame of one block of a kernel with ``T.sync_grid()``, which runs beside the others
@@ -91,6 +92,7 @@ class Frame:
         f.loc = None
         f.turns, f.turn = turns, turn
         f.cluster, f.rank = self.cluster, self.rank
+        f.multicasts = self.multicasts
         return f
 
     # ---- what executors use --------------------------------------------------------------------

@@ -18,11 +18,14 @@ A member waits at
   after it. This is the block barrier a GPU needs around such statements anyway.
 
 When every member that has not ended waits, none can go on (on a GPU the block would hang):
-``DeadlockError`` naming what each one waits at.
+``DeadlockError`` naming what each one waits at; unless the block is one of a cluster whose blocks
+run side by side (``cluster_sync``), whose other blocks may arrive on its mbarriers: they run until
+one of its waits can go on.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,7 +34,11 @@ from ...core_ir.expr import WARP_SIZE
 from ...core_ir.source import SourceLoc
 from .turns import TakingTurns, run_side_by_side
 
-__all__ = ["MBarriers", "NamedBarriers", "PendingWrite", "Team", "run_team"]
+__all__ = ["MBarriers", "NamedBarriers", "PendingWrite", "Stuck", "Team", "run_team"]
+
+#: ``stuck(ready, what, loc)``: every member of a block waits (``what``, the first at ``loc``); returns
+#: once ``ready()`` (another block of its cluster made a wait go on)
+Stuck = Callable[[Callable[[], bool], Callable[[], str], SourceLoc | None], None]
 
 _RUN, _WAIT, _DONE = "run", "wait", "done"
 
@@ -138,10 +145,13 @@ class NamedBarriers:
 class Team(TakingTurns):
     """The members (warpgroups or warps) of one block; see the module docstring."""
 
-    def __init__(self, n: int, block: tuple[int, ...], member: str = "warpgroup") -> None:
+    def __init__(self, n: int, block: tuple[int, ...], member: str = "warpgroup", stuck: Stuck | None = None) -> None:
+        """``stuck``: a block of a cluster run side by side (``cluster_sync``), where the block's
+        members all waiting lets the cluster's other blocks run until one of the waits can go on."""
         super().__init__()
         self.block = block
         self.member = member
+        self.stuck = stuck
         self.named = NamedBarriers()
         self.state = [_RUN] * n
         self.waits: list[tuple[Callable[[], bool], SourceLoc | None, str] | None] = [None] * n
@@ -188,19 +198,23 @@ class Team(TakingTurns):
     def _pass(self, i: int) -> None:
         """Give the turn to the next member after ``i`` that can run."""
         n = len(self.state)
-        for step in range(1, n + 1):
-            j = (i + step) % n
-            wait = self.waits[j]
-            if self.state[j] == _RUN or self.state[j] == _WAIT and wait is not None and wait[0]():
-                self.state[j], self.waits[j] = _RUN, None
-                self.turn = j
-                self.cond.notify_all()
-                return
-        waiting = [(j, w) for j, w in enumerate(self.waits) if self.state[j] == _WAIT and w is not None]
+        while True:
+            for step in range(1, n + 1):
+                j = (i + step) % n
+                wait = self.waits[j]
+                if self.state[j] == _RUN or self.state[j] == _WAIT and wait is not None and wait[0]():
+                    self.state[j], self.waits[j] = _RUN, None
+                    self.turn = j
+                    self.cond.notify_all()
+                    return
+            waiting = [(j, w) for j, w in enumerate(self.waits) if self.state[j] == _WAIT and w is not None]
+            if not waiting or self.stuck is None:
+                break
+            ready = [w[0] for _, w in waiting]
+            self.stuck(functools.partial(_any, ready), functools.partial(self._waits, waiting), waiting[0][1][1])
         if waiting:
             block = ", ".join(str(b) for b in self.block)
-            lines = "; ".join(f"{self.member} {j} at {w[2]() if callable(w[2]) else w[2]} ({w[1]})"
-                              for j, w in waiting)
+            lines = self._waits(waiting)
             self.error = DeadlockError(
                 f"deadlock in block ({block}): every {self.member} that has not ended waits, so none can go on "
                 f"(on a GPU the kernel would hang): {lines}", loc=waiting[0][1][1],
@@ -208,12 +222,19 @@ class Team(TakingTurns):
         self.turn = n
         self.cond.notify_all()
 
+    def _waits(self, waiting: list[tuple[int, Any]]) -> str:
+        return "; ".join(f"{self.member} {j} at {w[2]() if callable(w[2]) else w[2]} ({w[1]})" for j, w in waiting)
+
+
+def _any(ready: list[Callable[[], bool]]) -> bool:
+    return any(r() for r in ready)
+
 
 def run_team(n: int, block: tuple[int, ...], fork: Callable[[Team, int], list[Any]],
-             body: Callable[[list[Any]], None], member: str = "warpgroup") -> None:
+             body: Callable[[list[Any]], None], member: str = "warpgroup", stuck: Stuck | None = None) -> None:
     """Run ``body`` once per member of a block's team of ``n``; ``fork(team, i)`` makes member
-    ``i``'s environment."""
-    team = Team(n, block, member)
+    ``i``'s environment; ``stuck``: see ``Team``."""
+    team = Team(n, block, member, stuck)
     team.envs = [fork(team, i) for i in range(n)]
 
     def run(i: int) -> None:

@@ -50,8 +50,8 @@ def run_side_by_side(n: int, run: Callable[[int], None], turns: TakingTurns, nam
     def runner(i: int) -> None:
         try:
             run(i)
-        except Aborted:
-            pass
+        except Aborted as e:  # a failure of this group (already its error) or of an enclosing one: stop the others
+            turns.fail(e)
         except BaseException as e:  # noqa: BLE001 - handed to the launching thread
             turns.fail(e)
 

@@ -57,6 +57,7 @@ from tilelang_x.core_ir.verify_ws import WARPGROUP, has_regions
 from tilelang_x.core_ir.visit import walk
 
 from .compile_expr import Fn
+from .multicast import multicast_copy, peer_barriers
 from .runtime import FRAME, MASK
 from .team import MBarriers, PendingWrite, Team, run_team
 
@@ -115,6 +116,7 @@ class Regions:
         """Run one block (its variables already bound in ``env``) as a team."""
         frame = env[FRAME]
         bind = self.bind
+        cluster, rank = frame.cluster, frame.rank
 
         def fork(team: Team, i: int) -> list[Any]:
             env = frame.fork(block, team, i).env
@@ -122,7 +124,11 @@ class Regions:
                 bind(env, i)
             return env
 
-        run_team(self.members, block, fork, body, "warp" if bind is not None else "warpgroup")
+        def stuck(ready: Callable[[], bool], what: Callable[[], str], loc: Any) -> None:
+            cluster.block_waits(rank, ready, what, loc)
+
+        run_team(self.members, block, fork, body, "warp" if bind is not None else "warpgroup",
+                 None if cluster is None else stuck)
 
     # ---- statements -----------------------------------------------------------------------------
     def stmt(self, s: Stmt) -> Fn | None:
@@ -246,6 +252,9 @@ class Regions:
 
         def init(env: list) -> None:
             env[slot] = MBarriers(counts)
+            frame = env[FRAME]
+            if frame.cluster is not None:  # for peers' arrivals and multicast loads
+                frame.cluster.envs.setdefault(frame.rank, env)
 
         return init
 
@@ -269,12 +278,35 @@ class Regions:
     def _arrive(self, s: BarrierArrive) -> Fn:
         which = self._which(s.buffer, s.index, s.loc)
         threads, name, loc = self.threads, s.buffer.name, s.loc
+        peer = None if s.cta is None else self._peer(s)
 
         def arrive(env: list) -> None:
             bars, k = which(env)
-            _arrivals(bars, k, threads, name, loc)
+            _arrivals(bars if peer is None else peer(env, bars), k, threads, name, loc)
 
         return arrive
+
+    def _peer(self, s: BarrierArrive) -> Callable[[list, MBarriers], MBarriers]:
+        """The barriers ``T.barrier_arrive(bar, cta_id)`` arrives at: those of the block of rank
+        ``cta_id`` in the caller's cluster, once that block has initialized them."""
+        assert s.cta is not None
+        fcta = self.comp.expr(s.cta, s.loc)
+        slot = self.comp.buffer_slot(s.buffer)
+        name, loc = s.buffer.name, s.loc
+
+        def peer(env: list, own: MBarriers) -> MBarriers:
+            frame = env[FRAME]
+            c = int(fcta(env))
+            if c == frame.rank:
+                return own
+            cluster = frame.cluster
+            size = 1 if cluster is None else len(cluster.blocks)
+            if c >= size:
+                raise TileLangError(f"T.barrier_arrive(`{name}`, cta_id={c}): the cluster holds {size} block(s)",
+                                    loc=loc, hint="name a rank of the caller's cluster (0 .. cluster size - 1)")
+            return peer_barriers(cluster, c, slot, f"T.barrier_arrive(`{name}`, cta_id={c})", name, "arrival", loc)
+
+        return peer
 
     def _expect(self, s: BarrierExpectTx) -> Fn:
         """Issued once by the threads running it (a meeting, ``wrap``): expected bytes, and with
@@ -296,12 +328,14 @@ class Regions:
 
     def _tma_copy(self, s: TmaCopy) -> Fn | None:
         """Issued once (a meeting): the tile's bytes are expected, copied and landed at once, so
-        they balance; with ``arrive`` the issue arrives once as well."""
+        they balance; with ``arrive`` the issue arrives once as well. A multicast copy: the
+        leader's load lands in its peers as well (``multicast``)."""
         assert s.barrier is not None
         copy = self.comp._tileop(Copy(s.src, s.dst, s.annotations, s.loc))
         which = self._which(s.barrier, s.index, s.loc)
         fbytes = self.comp.expr(s.nbytes, s.loc)
         arrive, name, loc = s.arrive, s.barrier.name, s.loc
+        shared = multicast_copy(s, copy, self.comp.buffer_slot(s.barrier)) if s.mask else None
 
         def tma_copy(env: list) -> None:
             bars, k = which(env)
@@ -309,6 +343,8 @@ class Regions:
             bars.expect(k, n)
             if arrive:
                 _arrivals(bars, k, 1, name, loc)
+            if shared is not None and shared(env, bars, k, n):
+                return
             copy(env)
             bars.complete(k, n)
 

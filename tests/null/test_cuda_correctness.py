@@ -302,7 +302,7 @@ def test_not_supported_error_is_exported_and_min_max_reject_non_numbers() -> Non
     from tilelang_x.errors import NotSupportedError
 
     with pytest.raises(NotSupportedError):
-        T.ClusterKernel  # noqa: B018
+        T.alloc_tmem  # noqa: B018
     assert T.min(3, 1.5) == 1.5 and T.max(2, 7) == 7
     with pytest.raises(TileLangTypeError, match="expected numbers"):
         T.min("a", "b")

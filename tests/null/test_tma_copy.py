@@ -345,7 +345,7 @@ BODIES = {f.__name__[1:]: f for f in (_no_barrier, _not_a_barrier, _dtype, _shap
     ("store_arrive", TileLangSyntaxError, "emit_arrive is for loads"),
     ("store_wait_negative", TileLangSyntaxError, "must be a non-negative Python int"),
     ("to_fragment", TileLangTypeError, "into a shared tile (or stores one), but `A` is global and"),
-    ("multicast", NotSupportedError, "cluster_mask"),
+    ("multicast", TileLangSyntaxError, "T.tma_copy(cluster_mask=3) in a kernel launched without clusters"),
     ("annotation", NotSupportedError, "'is_gather4'"),
     ("negative_tx", TileLangSyntaxError, "byte count -4 is negative"),
     ("tx_in_parallel", TileLangSyntaxError, "inside a T.Parallel loop"),

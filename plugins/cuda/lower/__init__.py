@@ -133,11 +133,17 @@ def _user_tma_setup(func: PrimFunc, ctx: Any, lc: LowerCtx) -> None:
     (lower/tma_copy.py)."""
     from ....core_ir.tileops import TmaCopy
     from ....core_ir.visit import walk
+    from ..cluster_sync import check_multicast
     from ..hopper.config import hopper_config
+    from ..layout_inference import find_kernel
     from ..target import has_capability
 
+    arch = getattr(ctx.target, "arch", None)
+    kernel = find_kernel(func.body)
+    if kernel is not None:
+        check_multicast(kernel, arch)
     lc.async_proxy = has_capability(ctx.target, "tma")
-    lc.user_tma = lc.async_proxy and getattr(ctx.target, "arch", None) == "sm_90a" and hopper_config(ctx).tma
+    lc.user_tma = lc.async_proxy and arch == "sm_90a" and hopper_config(ctx).tma
     if lc.user_tma and any(isinstance(n, TmaCopy) for n in walk(func.body)):
         lc.tma_params = tuple(func.params)
 

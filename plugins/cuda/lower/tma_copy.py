@@ -6,14 +6,18 @@ its barriers (warp_specialize.py).
 ``T.tma_copy`` on sm_90a (TMA on): thread 0 of the first warpgroup running it issues
 ``mbarrier.expect_tx`` of the tile's bytes (``arrive.expect_tx`` with ``emit_arrive``) and one
 ``cp.async.bulk.tensor`` load per panel of the shared tile (hopper/tma.py), completing on the
-barrier; for sync insertion the issue writes the tile, so the threads' earlier ordinary reads of
-it are behind a barrier of theirs first. The shared tile gets the layout a TMA load writes
-(``preset_user_tma``, before layout inference): the wgmma panels where it has them, so ``T.gemm``
-reads it as it reads the pipeline's TMA tiles. A copy TMA cannot make there is a
-``NotSupportedError`` naming its line.
+barrier; with ``cluster_mask`` the mask's lowest rank issues them ``.multicast::cluster`` to the
+blocks of the mask, the mask's other ranks none, a rank outside it its own (every block expects
+the bytes on its own barrier, where the leader's land); for sync insertion the issue writes the
+tile, so the threads' earlier ordinary reads of it are behind a barrier of theirs first. The
+shared tile gets the layout a TMA load writes (``preset_user_tma``, before layout inference): the
+wgmma panels where it has them, so ``T.gemm`` reads it as it reads the pipeline's TMA tiles. A
+copy TMA cannot make there is a ``NotSupportedError`` naming its line.
 
 Without TMA (sm_80, sm_90, TMA off, the runtime's no-TMA rebuild) it is an ordinary copy by the
-threads running it: its bytes are expected and delivered at once, so they leave nothing to
+threads running it (a multicast one too: of the tile the block names, the one the mask's blocks
+share in a correct kernel; in clusters of several blocks on a target without them, an error,
+cluster_sync.py): its bytes are expected and delivered at once, so they leave nothing to
 balance; with ``emit_arrive`` one thread arrives once the threads have copied. A transaction count
 the kernel expects itself needs sm_90 (``NotSupportedError`` on sm_80). ``T.fence_proxy_async`` is
 ``fence.proxy.async.shared::cta`` on sm_90 and later, nothing before.
@@ -39,8 +43,8 @@ from ....core_ir.stmt import BarrierExpectTx, BulkGroup, CpAsyncGroup, FenceProx
 from ....core_ir.tileops import AsyncCopy, Copy, TmaCopy
 from ....core_ir.visit import rewrite, walk
 from ..hopper.layout import TMA_ALIGN, PanelLayout, tma_layout
+from ..hopper.tma import McSlice, TmaSpec, int32_coords, tensor_map, tma_tensor
 from ..hopper.tma import TmaCopy as TmaPlan
-from ..hopper.tma import TmaSpec, int32_coords, tensor_map, tma_tensor
 from ..lir import THREAD, AsyncCommit, AsyncWait, Barrier, Block, Evaluate, Intrin, SmemAddr
 from ..warp_specialize import WG, barrier_addr
 
@@ -171,11 +175,27 @@ def lower_tma_copy(s: TmaCopy, lc: Any, g: int) -> Stmt:
     fn = "tlx_ws_arrive_expect_tx" if s.arrive else "tlx_ws_expect_tx"
     nbytes = E.const(math.prod(lay.shape) * lay.elem_bytes, dtypes.uint32)
     dst = s.dst.buffer
+    plan = TmaPlan(s, rows_dim, lay, spec)
+    # a mask of one block: every block loads its own tile
+    issue = _multicast(plan, s, stage, bar) if s.mask & (s.mask - 1) else plan.issue(stage, dst, bar)
     # the tile counts as written here for sync insertion: a barrier of the threads running the copy
     # orders their earlier ordinary reads of it before the load is issued
     loads = [rewrite(ld, lambda n: SmemAddr(dst, n.indices, "w") if isinstance(n, SmemAddr) and n.buffer is dst
-                     else None) for ld in TmaPlan(s, rows_dim, lay, spec).issue(stage, dst, bar)]
+                     else None) for ld in issue]
     return Block(_once([Evaluate(Intrin(fn, (bar, nbytes)), s.loc), *loads], g, s.loc), "tma_copy", s.loc)
+
+
+def _multicast(plan: TmaPlan, s: TmaCopy, stage: E.Expr | None, bar: E.Expr) -> list[Stmt]:
+    """A load with ``cluster_mask``: the mask's lowest rank loads the tile into every block of the
+    mask (``.multicast::cluster``, each one's barrier at ``bar``'s offset receiving the bytes), the
+    other ranks of the mask issue nothing, a rank outside it loads its own tile."""
+    rank = E.ClusterRank(loc=s.loc)
+    leader = (s.mask & -s.mask).bit_length() - 1
+    mc = McSlice(plan.spec, E.const(0), E.const(s.mask, dtypes.uint32))
+    dst = s.dst.buffer
+    outside = E.binary("==", E.binary("&", E.binary(">>", E.const(s.mask, dtypes.uint32), rank), 1), 0)
+    own = If(outside, Seq(tuple(plan.issue(stage, dst, bar)), s.loc), None, s.loc)
+    return [If(E.binary("==", rank, leader), Seq(tuple(plan.issue(stage, dst, bar, mc)), s.loc), own, s.loc)]
 
 
 def _lower_store(s: TmaCopy, lc: Any, g: int) -> Stmt:
