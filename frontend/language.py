@@ -43,6 +43,15 @@ from .packed import Ramp, abs2, add2, bfloat16x2, float16x2, float32x2, fma2, ma
 from .pointers import make_tensor, ptr
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .ref import Ref
+from .registers import (
+    annotate_consumer_reg_alloc,
+    annotate_producer_reg_dealloc,
+    dec_max_nreg,
+    disable_warp_group_reg_alloc,
+    inc_max_nreg,
+    no_set_max_nreg,
+    set_max_nreg,
+)
 from .rng import rng_init, rng_rand, rng_rand_float
 from .simt import (
     activemask,
@@ -176,7 +185,6 @@ from .surface import (
     unroll,
     use_swizzle,
     vectorized,
-    wait_wgmma,
 )
 from .tma_copy import (
     async_copy,
@@ -201,6 +209,7 @@ from .warp_specialize import (
     mbarrier_wait_parity,
     ws,
 )
+from .wgmma_sync import wait_wgmma, warpgroup_arrive, warpgroup_commit_batch, warpgroup_fence_operand, warpgroup_wait
 from .workspace import alloc_global
 
 Kernel = _KernelFrame
@@ -298,6 +307,10 @@ __all__ = [
     "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier", "tma_copy", "mbarrier_expect_tx",
     "mbarrier_arrive_expect_tx", "fence_proxy_async", "async_copy", "ptx_commit_group", "ptx_wait_group",
     "tma_store_arrive", "tma_store_wait",
+    # Hopper register control and wgmma synchronization
+    "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc", "annotate_consumer_reg_alloc",
+    "no_set_max_nreg", "disable_warp_group_reg_alloc", "warpgroup_arrive", "warpgroup_commit_batch",
+    "warpgroup_wait", "warpgroup_fence_operand",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",

@@ -61,7 +61,9 @@ class HopperConfig:
     swap_operands: bool = True
     #: registers per producer thread of a warp-specialized kernel with two or more consumer
     #: warpgroups (``setmaxnreg``); the consumers get what the register file leaves, at most 240:
-    #: pass_configs={"tlx.producer_regs": 24} gives them 240 instead of 232
+    #: pass_configs={"tlx.producer_regs": 24} gives them 240 instead of 232. A kernel's own
+    #: T.annotate_producer_reg_dealloc / T.annotate_consumer_reg_alloc override the split for it
+    #: (registers.py ``ws_split``)
     producer_regs: int = 40
 
 

@@ -79,6 +79,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc.vector_epilogue, lc.reciprocal_division = opts.vector_epilogue, opts.reciprocal_division
     lc.half_pairs = opts.half_pairs
     lc.vector_red = opts.vector_epilogue and has_capability(ctx.target, "vector_red")
+    lc.setmaxnreg = has_capability(ctx.target, "setmaxnreg")
     lc.defer_store_drain = "cuda.persistent" in ctx.data and opts.defer_store_drain
     if lc.manual:  # T.ws regions (warp_specialize.py): shared tiles change under another warpgroup's hands
         lc.prefetch_fragments = lc.hoist_fragments = False

@@ -1,0 +1,135 @@
+"""TileLang's register control (``T.set_max_nreg`` and its spellings, the register-split hints).
+
+Hopper lets a warpgroup give registers back to the block's pool or take more from it
+(``setmaxnreg``), so that a producer warpgroup that only issues copies runs on few registers and
+the consumers that hold the accumulators on many. None of this changes what a kernel computes:
+
+- ``T.set_max_nreg(n, is_inc)``, ``T.inc_max_nreg(n)``, ``T.dec_max_nreg(n)``: the threads that
+  run it change their register budget to ``n`` there (CUDA sm_90a: ``setmaxnreg``; other targets,
+  the interpreter included, drop it);
+- ``T.annotate_producer_reg_dealloc(n)``, ``T.annotate_consumer_reg_alloc(n)`` at the kernel level:
+  the producer / consumer registers of the compiler's own warp specialization in this kernel;
+  written in a ``T.ws`` region or a branch on the thread index (a kernel specialized by hand),
+  they are ``T.dec_max_nreg(n)`` / ``T.inc_max_nreg(n)`` where they stand, as TileLang's first
+  spelling of them was. At the kernel level of a kernel specialized by hand they have no
+  warpgroups to apply to: an error;
+- ``T.no_set_max_nreg()``, ``T.disable_warp_group_reg_alloc()``: the compiler's warp
+  specialization moves no registers in this kernel.
+
+``n`` is a Python int, a multiple of 8 from 24 to 256.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from ..core_ir import expr as E
+from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
+from ..core_ir.registers import CONSUMER_REGS, NO_SET_MAX_NREG, PRODUCER_REGS, REG_COUNTS, SET_MAX_NREG, sets_max_nreg
+from ..core_ir.source import SourceLoc, caller_loc
+from ..core_ir.stmt import Annotate, If, Stmt, WarpSpecialize
+from ..core_ir.uniformity import Uniformity
+from ..core_ir.verify_ws import has_regions
+from ..core_ir.visit import rewrite, walk
+from . import builder as bld
+from .warp_specialize import outside_parallel
+
+__all__ = ["annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "dec_max_nreg",
+           "disable_warp_group_reg_alloc", "inc_max_nreg", "no_set_max_nreg", "place_register_hints", "set_max_nreg"]
+
+_SPELLING = {PRODUCER_REGS: "T.annotate_producer_reg_dealloc", CONSUMER_REGS: "T.annotate_consumer_reg_alloc"}
+
+
+def _count(value: Any, what: str, loc: SourceLoc | None) -> int:
+    n = None if isinstance(value, builtins.bool) else E.as_int(value)
+    if n is None:
+        raise TileLangTypeError(f"{what}({value!r}): the register count must be a Python int", loc=loc,
+                                hint="the count is part of the instruction: give a constant, e.g. 240")
+    if n not in REG_COUNTS:
+        raise TileLangSyntaxError(f"{what}({n}): setmaxnreg takes a multiple of 8 from 24 to 256", loc=loc,
+                                  hint="e.g. 24 or 40 for a producer warpgroup, 232 or 240 for consumers")
+    return n
+
+
+def _emit(kind: str, data: tuple[Any, ...], what: str, loc: SourceLoc | None) -> None:
+    b = bld.require_kernel(what)
+    outside_parallel(b, what, loc)
+    b.emit(Annotate(kind, data, loc=loc))
+
+
+def set_max_nreg(reg_count: Any, is_inc: Any) -> None:
+    """``T.set_max_nreg(n, is_inc)``: the warpgroups that run it change their registers per thread
+    to ``n``, taking registers from the block's pool (``is_inc`` 1) or giving them back (0). Every
+    thread of a warpgroup must run it (in a ``T.ws`` region, or a branch on whole warpgroups)."""
+    loc = caller_loc()
+    n = _count(reg_count, "T.set_max_nreg", loc)
+    inc = None if isinstance(is_inc, E.Expr) and E.as_int(is_inc) is None else E.as_int(is_inc)
+    if inc not in (0, 1):
+        raise TileLangSyntaxError(f"T.set_max_nreg({n}, {is_inc!r}): is_inc is neither 0 nor 1", loc=loc,
+                                  hint="1 (or T.inc_max_nreg) takes registers, 0 (or T.dec_max_nreg) gives them back")
+    _emit(SET_MAX_NREG, (n, bool(inc)), "T.set_max_nreg", loc)
+
+
+def inc_max_nreg(reg_count: Any) -> None:
+    """``T.inc_max_nreg(n)``: ``T.set_max_nreg(n, 1)``."""
+    loc = caller_loc()
+    _emit(SET_MAX_NREG, (_count(reg_count, "T.inc_max_nreg", loc), True), "T.inc_max_nreg", loc)
+
+
+def dec_max_nreg(reg_count: Any) -> None:
+    """``T.dec_max_nreg(n)``: ``T.set_max_nreg(n, 0)``."""
+    loc = caller_loc()
+    _emit(SET_MAX_NREG, (_count(reg_count, "T.dec_max_nreg", loc), False), "T.dec_max_nreg", loc)
+
+
+def annotate_producer_reg_dealloc(reg_count: Any = 24) -> None:
+    """``T.annotate_producer_reg_dealloc(n)``: the producer warpgroup of the compiler's warp
+    specialization runs on ``n`` registers per thread (see the module docstring)."""
+    loc = caller_loc()
+    what = _SPELLING[PRODUCER_REGS]
+    _emit(PRODUCER_REGS, (_count(reg_count, what, loc),), what, loc)
+
+
+def annotate_consumer_reg_alloc(reg_count: Any = 240) -> None:
+    """``T.annotate_consumer_reg_alloc(n)``: the consumer warpgroups of the compiler's warp
+    specialization run on ``n`` registers per thread (see the module docstring)."""
+    loc = caller_loc()
+    what = _SPELLING[CONSUMER_REGS]
+    _emit(CONSUMER_REGS, (_count(reg_count, what, loc),), what, loc)
+
+
+def no_set_max_nreg() -> None:
+    """``T.no_set_max_nreg()``: the compiler's warp specialization of this kernel moves no
+    registers between its warpgroups."""
+    _emit(NO_SET_MAX_NREG, (), "T.no_set_max_nreg", caller_loc())
+
+
+def disable_warp_group_reg_alloc() -> None:
+    """TileLang's other spelling of ``T.no_set_max_nreg()``."""
+    _emit(NO_SET_MAX_NREG, (), "T.disable_warp_group_reg_alloc", caller_loc())
+
+
+def place_register_hints(body: Stmt) -> Stmt:
+    """A kernel body with its register-split hints written in a ``T.ws`` region or a branch on the
+    thread index turned into the ``setmaxnreg`` they ask for there; a kernel-level one in a kernel
+    specialized by hand is a ``TileLangSyntaxError`` at its line."""
+    hints = [n for n in walk(body) if isinstance(n, Annotate) and n.kind in _SPELLING]
+    if not hints:
+        return body
+    uni = Uniformity(body)
+    branches = [n.body for n in walk(body) if isinstance(n, WarpSpecialize)]
+    branches += [c for n in walk(body) if isinstance(n, If) and uni.divergent(n) for c in (n.then, n.otherwise) if c]
+    placed = {id(n) for br in branches for n in walk(br) if isinstance(n, Annotate) and n.kind in _SPELLING}
+    out = rewrite(body, lambda n: Annotate(SET_MAX_NREG, (n.data[0], n.kind == CONSUMER_REGS), n.loc)
+                  if id(n) in placed else None)
+    loose = [n for n in hints if id(n) not in placed]
+    if loose and (has_regions(out) or sets_max_nreg(out)):
+        n = loose[0]
+        what, step = (_SPELLING[n.kind], "T.dec_max_nreg" if n.kind == PRODUCER_REGS else "T.inc_max_nreg")
+        raise TileLangSyntaxError(
+            f"{what}({n.data[0]}) at the kernel level sets the register split of the compiler's warp "
+            "specialization, but this kernel specializes its warpgroups by hand (T.ws regions or setmaxnreg "
+            "in its branches)", loc=n.loc,
+            hint=f"write {step}({n.data[0]}) (or this call) at the start of the region of the warpgroups it is for")
+    return out
