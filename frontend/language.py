@@ -330,7 +330,8 @@ _LAYOUT_NAMES = ("Layout", "Fragment")
 
 #: TileLang names with no counterpart here, and what to write instead: the explicit PTX loads and
 #: stores, whose untyped 32-bit words and uint32 vectors the IR cannot carry; TileLang's low-level
-#: cp.async and TMA builtins
+#: cp.async and TMA builtins; the wgmma descriptors and the declarative warp-specialization
+#: schedule, which the CUDA backend derives itself
 _INSTEAD = dict.fromkeys(
     tuple(f"{op}{bits}" for op in ("ldg", "stg") for bits in (32, 64, 128, 256))
     + tuple(f"{op}{bits}" for op in ("lds", "sts") for bits in (32, 64, 128)),
@@ -342,6 +343,21 @@ _INSTEAD.update(dict.fromkeys(
     ("tma_load", "create_tma_descriptor"),
     "T.tma_copy(src, dst, barrier=bar) for a TMA load, T.tma_copy(shared_tile, C[...]) for a store (the "
     "backend builds the tensor maps)",
+))
+_INSTEAD["cp_async_barrier_noinc"] = ("T.tma_copy(src, dst, barrier=bar) (its bytes complete the barrier's phase), or "
+                                      "T.async_copy with T.ptx_wait_group")
+_INSTEAD.update(dict.fromkeys(
+    ("alloc_wgmma_desc", "alloc_descriptor", "initialize_wgmma_descriptor", "wgmma_gemm", "ptx_wgmma_ss",
+     "ptx_wgmma_rs"),
+    "T.gemm(A_shared, B_shared, C_fragment): on sm_90a the backend issues wgmma and builds its descriptors "
+    "(T.warpgroup_arrive / _commit_batch / _wait are accepted and left to it)",
+))
+_INSTEAD.update(dict.fromkeys(
+    ("annotate_ws_schedule", "WSSchedule", "WSRole", "WSPipeline", "WSInstr", "WSOpRef", "WSSync", "WSSyncKind",
+     "WSScope", "ws_op", "annotate_ws_pipeline_depth"),
+    "write the roles by hand (`with T.ws(g):` regions and T.alloc_barrier barriers), or a T.Pipelined loop "
+    "that the CUDA backend warp-specializes itself (T.annotate_producer_reg_dealloc / "
+    "T.annotate_consumer_reg_alloc set its register split)",
 ))
 
 

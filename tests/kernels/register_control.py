@@ -62,15 +62,15 @@ def gemm_ws_setmaxnreg(M, N, K, block_M=128, block_N=128, block_K=64, num_stages
 
 
 @tilelang.jit(out_idx=[2])
-def gemm_split_hints(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, producer=None, consumer=None,
-                     no_realloc=False, dtype=T.float16, accum_dtype=T.float32):
-    """A pipelined GEMM that the compiler warp-specializes on sm_90a (two consumer warpgroups and a
-    producer it adds), with the kernel's own register split: ``producer`` / ``consumer`` registers
-    per thread (``None``: the compiler's), or none moved (``no_realloc``)."""
+def gemm_split_hints(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256, producer=None,
+                     consumer=None, no_realloc=False, dtype=T.float16, accum_dtype=T.float32):
+    """A pipelined GEMM that the compiler warp-specializes on sm_90a (its ``threads`` become the
+    consumers of a producer warpgroup it adds), with the kernel's own register split: ``producer``
+    / ``consumer`` registers per thread (``None``: the compiler's), or none moved (``no_realloc``)."""
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             if producer is not None:
                 T.annotate_producer_reg_dealloc(producer)
             if consumer is not None:

@@ -22,6 +22,7 @@ from . import (
     grid,
     reducers,
     reductions,
+    register_control,
     scalar_intrinsics,
     simt,
     thread_allreduce,
@@ -851,6 +852,12 @@ def _ws_column_sums(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat([sums, row]), torch.cat([x.sum(0), x[0] * 2])
 
 
+def _rows_by_warpgroup(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(1000, dtype=torch.float32, device=device, seed=44)
+    upper = (torch.arange(1000, device=device) % 384) >= 256
+    return register_control.rows_by_warpgroup(1000)(x), torch.where(upper, x + 1, x * 2)
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -1027,4 +1034,11 @@ CASES: list[Case] = [
     Case("tma_copy_tilelang_pipelined", _ws_gemm(tma_copy.gemm_tma_pipelined, 256, 128, 96, num_stages=3)),
     Case("async_copy_double_buffered_gemm", _ws_gemm(tma_copy.gemm_async_copy, 100, 72, 96)),
     Case("tma_copy_store_gemm", _ws_gemm(tma_copy.gemm_tma_store, 200, 136, 96)),
+    Case("regs_ws_setmaxnreg_gemm", _ws_gemm(register_control.gemm_ws_setmaxnreg, 256, 256, 192)),
+    Case("regs_ws_hints_in_regions", _ws_gemm(register_control.gemm_ws_setmaxnreg, 256, 256, 192, hints=True)),
+    Case("regs_ws_manual_wgmma_sync", _ws_gemm(register_control.gemm_ws_setmaxnreg, 200, 136, 320,
+                                               manual_wgmma=True)),
+    Case("regs_split_hints_gemm", _ws_gemm(register_control.gemm_split_hints, 256, 256, 192, producer=24,
+                                           consumer=240)),
+    Case("regs_thread_index_branches", _rows_by_warpgroup, atol=0, rtol=0),
 ]
