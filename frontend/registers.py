@@ -25,7 +25,7 @@ import builtins
 from typing import Any
 
 from ..core_ir import expr as E
-from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
+from ..core_ir.errors import TileLangSyntaxError
 from ..core_ir.registers import CONSUMER_REGS, NO_SET_MAX_NREG, PRODUCER_REGS, REG_COUNTS, SET_MAX_NREG, sets_max_nreg
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Annotate, If, Stmt, WarpSpecialize
@@ -44,7 +44,7 @@ _SPELLING = {PRODUCER_REGS: "T.annotate_producer_reg_dealloc", CONSUMER_REGS: "T
 def _count(value: Any, what: str, loc: SourceLoc | None) -> int:
     n = None if isinstance(value, builtins.bool) else E.as_int(value)
     if n is None:
-        raise TileLangTypeError(f"{what}({value!r}): the register count must be a Python int", loc=loc,
+        raise TileLangSyntaxError(f"{what}({value!r}): the register count must be a Python int", loc=loc,
                                 hint="the count is part of the instruction: give a constant, e.g. 240")
     if n not in REG_COUNTS:
         raise TileLangSyntaxError(f"{what}({n}): setmaxnreg takes a multiple of 8 from 24 to 256", loc=loc,

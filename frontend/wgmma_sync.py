@@ -36,7 +36,7 @@ def _in_kernel(what: str, loc: SourceLoc | None) -> None:
 def _groups_left(value: Any, what: str, loc: SourceLoc | None) -> int:
     n = None if isinstance(value, builtins.bool) else E.as_int(value)
     if n is None:
-        raise TileLangTypeError(f"{what}({value!r}): the count of groups left in flight must be a Python int",
+        raise TileLangSyntaxError(f"{what}({value!r}): the count of groups left in flight must be a Python int",
                                 loc=loc, hint=f"{what}(0) waits for every group")
     if n < 0:
         raise TileLangSyntaxError(f"{what}({n}): the count of groups left in flight cannot be negative", loc=loc,

@@ -153,7 +153,7 @@ def test_register_calls_are_checked_at_their_line() -> None:
            "multiple of 8 from 24 to 256")
     raises(TileLangSyntaxError, "is_inc", lambda: _one_region_kernel(lambda: T.set_max_nreg(240, 2)),  # E:is_inc
            "is_inc is neither 0 nor 1")
-    raises(TileLangTypeError, "count_type",
+    raises(TileLangSyntaxError, "count_type",
            lambda: _one_region_kernel(lambda: T.annotate_consumer_reg_alloc("240")),  # E:count_type
            "must be a Python int")
     raises(TileLangSyntaxError, "wait",
