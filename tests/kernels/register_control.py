@@ -62,6 +62,42 @@ def gemm_ws_setmaxnreg(M, N, K, block_M=128, block_N=128, block_K=64, num_stages
 
 
 @tilelang.jit(out_idx=[2])
+def gemm_branch_specialized(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=2, dtype=T.float16,
+                            accum_dtype=T.float32):
+    """The FlashAttention-3 spelling of ``gemm_ws_setmaxnreg``: the warpgroups are told apart by a
+    branch on the thread index, the producer first (``tx < 128``), the consumers in the ``else``."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=384) as (bx, by):
+            A_s = T.alloc_shared((num_stages, block_M, block_K), dtype)
+            B_s = T.alloc_shared((num_stages, block_K, block_N), dtype)
+            C_l = T.alloc_fragment((block_M, block_N), accum_dtype)
+            full = T.alloc_barrier([128] * num_stages)
+            empty = T.alloc_barrier([256] * num_stages)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.dec_max_nreg(24)
+                for k in T.serial(T.ceildiv(K, block_K)):
+                    s = k % num_stages
+                    T.barrier_wait(empty[s], (k // num_stages + 1) % 2)
+                    T.tma_copy(A[by * block_M, k * block_K], A_s[s, :, :], barrier=full[s])
+                    T.tma_copy(B[k * block_K, bx * block_N], B_s[s, :, :], barrier=full[s])
+                    T.barrier_arrive(full[s])
+            else:
+                T.inc_max_nreg(240)
+                T.clear(C_l)
+                for k in T.serial(T.ceildiv(K, block_K)):
+                    s = k % num_stages
+                    T.barrier_wait(full[s], (k // num_stages) % 2)
+                    T.gemm(A_s[s, :, :], B_s[s, :, :], C_l)
+                    T.barrier_arrive(empty[s])
+                T.copy(C_l, C[by * block_M, bx * block_N])
+
+    return main
+
+
+@tilelang.jit(out_idx=[2])
 def gemm_split_hints(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256, producer=None,
                      consumer=None, no_realloc=False, dtype=T.float16, accum_dtype=T.float32):
     """A pipelined GEMM that the compiler warp-specializes on sm_90a (its ``threads`` become the

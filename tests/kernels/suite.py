@@ -1041,4 +1041,5 @@ CASES: list[Case] = [
     Case("regs_split_hints_gemm", _ws_gemm(register_control.gemm_split_hints, 256, 256, 192, producer=24,
                                            consumer=240)),
     Case("regs_thread_index_branches", _rows_by_warpgroup, atol=0, rtol=0),
+    Case("regs_branch_specialized_gemm", _ws_gemm(register_control.gemm_branch_specialized, 200, 136, 320)),
 ]

@@ -194,4 +194,5 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "regs_split_hints_gemm": lambda: register_control.gemm_split_hints.get_ir(256, 256, 192, producer=24,
                                                                                   consumer=240),
         "regs_thread_index_branches": lambda: register_control.rows_by_warpgroup.get_ir(1000),
+        "regs_branch_specialized_gemm": lambda: register_control.gemm_branch_specialized.get_ir(200, 136, 320),
     }

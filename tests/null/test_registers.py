@@ -14,11 +14,14 @@ import re
 import pytest
 import torch
 
+import tilelang_x
 import tilelang_x.language as T
 from tests.kernels import register_control as R
 from tests.null.cuda_helpers import cuda_source, sass_text
 from tests.null.located import located_errors
-from tilelang_x.core_ir.errors import NotSupportedError, TileLangSyntaxError, TileLangTypeError
+from tilelang_x.core_ir.errors import NotSupportedError, TileLangSyntaxError, TileLangTypeError, VerificationError
+from tilelang_x.core_ir.stmt import WarpSpecialize
+from tilelang_x.core_ir.visit import walk
 
 where, raises = located_errors(__file__)
 
@@ -194,11 +197,49 @@ def test_register_split_the_register_file_cannot_hold_is_refused() -> None:
 def test_the_interpreter_ignores_register_control() -> None:
     a = torch.randn(128, 64).half()
     b = torch.randn(64, 128).half()
-    c = R.gemm_ws_setmaxnreg(128, 128, 64, num_stages=2)
-    torch.testing.assert_close(c(a, b).float(), a.float() @ b.float(), atol=1e-2, rtol=1e-2)
+    with tilelang_x.knobs.scope(target_default="interp"):
+        c = R.gemm_ws_setmaxnreg(128, 128, 64, num_stages=2)(a, b)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=1e-2, rtol=1e-2)
 
 
 def test_descriptor_names_point_to_t_gemm() -> None:
     with pytest.raises(NotSupportedError, match="T.alloc_wgmma_desc is not supported") as info:
         T.alloc_wgmma_desc  # noqa: B018
     assert "T.gemm" in str(info.value)
+
+
+def test_branch_on_whole_warpgroups_is_a_region() -> None:
+    """FlashAttention-3's spelling: ``if tx < 128:`` producer ``else:`` consumers, with tile ops and
+    barriers in the branches, is the T.ws(0) / T.ws(1, 2) pair."""
+    src = _kernel(cuda_source(R.gemm_branch_specialized.get_ir(256, 256, 192), "sm_90a")[0])
+    assert _region(src, "if (tlx_ws_wg() == 0) {").splitlines()[1].strip() == "TLX_SETMAXNREG_DEC(24);"
+    consumers = _region(src, "if ((tlx_ws_wg() >= 1) && (tlx_ws_wg() <= 2)) {")
+    assert consumers.splitlines()[1].strip() == "TLX_SETMAXNREG_INC(240);" and "tlx_wgmma" in consumers
+
+
+def _branches(cond: object, second: object = None) -> object:
+    @T.prim_func
+    def main(A: T.Tensor((3, 128), T.float32)):
+        with T.Kernel(1, threads=384) as bx:
+            tx = T.get_thread_binding()
+            if cond(tx):
+                T.fill(A[0, :], 1.0)
+            elif second is not None and second(tx):
+                T.fill(A[1, :], 2.0)
+            else:
+                T.fill(A[2, :], 3.0)
+
+    return main
+
+
+def test_elif_chain_on_warpgroups_makes_one_region_per_branch() -> None:
+    func = _branches(lambda tx: tx >= 256, lambda tx: tx // 128 == 0)
+    assert [n.ids for n in walk(func.body) if isinstance(n, WarpSpecialize)] == [(2,), (0,), (1,)]
+    a = torch.zeros(3, 128)
+    tilelang_x.compile(func, target="interp")(a)
+    assert torch.equal(a, torch.tensor([1.0, 2.0, 3.0]).repeat_interleave(128).reshape(3, 128))
+
+
+def test_branch_that_splits_a_warpgroup_stays_per_thread() -> None:
+    with pytest.raises(VerificationError, match="T.fill"):
+        tilelang_x.compile(_branches(lambda tx: tx < 64), target="interp")

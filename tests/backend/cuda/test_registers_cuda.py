@@ -32,6 +32,16 @@ def test_hand_specialized_gemm_with_setmaxnreg(M: int, N: int, K: int, options: 
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("M", "N", "K"), [(1024, 768, 2048), (1000, 520, 1000)])
+def test_gemm_specialized_by_a_branch_on_the_thread_index(M: int, N: int, K: int, target: str) -> None:
+    a, b = _operands(M, N, K)
+    with tilelang_x.knobs.scope(target_default=target):
+        c = R.gemm_branch_specialized(M, N, K, num_stages=3)(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("options", [{}, {"producer": 24}, {"producer": 24, "consumer": 240}, {"consumer": 200},
                                      {"no_realloc": True}])
 def test_register_split_of_the_compilers_warp_specialization(options: dict, target: str) -> None:
