@@ -151,7 +151,7 @@ class KernelFrame:
             b.unwind(self.depth)
             return False
         assert self.frame is not None
-        body = place_register_hints(branches_to_regions(b.pop(self.frame), self.threads))
+        body = place_register_hints(branches_to_regions(b.pop(self.frame), self.threads), self.threads)
         b.emit(Kernel(self.grid, self.vars, self.threads, body, self.annotations, loc=self.loc))
         b.kernels += 1
         return False

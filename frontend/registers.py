@@ -22,7 +22,10 @@ the consumers that hold the accumulators on many. None of this changes what a ke
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
+
+import numpy as np
 
 from ..core_ir import expr as E
 from ..core_ir.errors import TileLangSyntaxError
@@ -30,10 +33,11 @@ from ..core_ir.registers import CONSUMER_REGS, NO_SET_MAX_NREG, PRODUCER_REGS, R
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import Annotate, If, Stmt, WarpSpecialize
 from ..core_ir.uniformity import Uniformity
-from ..core_ir.verify_ws import has_regions
-from ..core_ir.visit import rewrite, walk
+from ..core_ir.verify_ws import WARPGROUP, has_regions
+from ..core_ir.visit import children, rewrite, walk
 from . import builder as bld
 from .warp_specialize import outside_parallel
+from .warpgroup_branches import threads_taking
 
 __all__ = ["annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "dec_max_nreg",
            "disable_warp_group_reg_alloc", "inc_max_nreg", "no_set_max_nreg", "place_register_hints", "set_max_nreg"]
@@ -110,13 +114,15 @@ def disable_warp_group_reg_alloc() -> None:
     _emit(NO_SET_MAX_NREG, (), "T.disable_warp_group_reg_alloc", caller_loc())
 
 
-def place_register_hints(body: Stmt) -> Stmt:
-    """A kernel body with its register-split hints written in a ``T.ws`` region or a branch on the
-    thread index turned into the ``setmaxnreg`` they ask for there; a kernel-level one in a kernel
-    specialized by hand is a ``TileLangSyntaxError`` at its line."""
-    hints = [n for n in walk(body) if isinstance(n, Annotate) and n.kind in _SPELLING]
-    if not hints:
+def place_register_hints(body: Stmt, threads: tuple[int, ...]) -> Stmt:
+    """A kernel body (of a block of ``threads``) with its register-split hints written in a
+    ``T.ws`` region or a branch on the thread index turned into the ``setmaxnreg`` they ask for
+    there; a kernel-level one in a kernel specialized by hand, and a ``setmaxnreg`` that a branch
+    leaves to part of a warpgroup, are a ``TileLangSyntaxError`` at its line."""
+    calls = [n for n in walk(body) if isinstance(n, Annotate) and n.kind in (SET_MAX_NREG, *_SPELLING)]
+    if not calls:
         return body
+    hints = [n for n in calls if n.kind in _SPELLING]
     uni = Uniformity(body)
     branches = [n.body for n in walk(body) if isinstance(n, WarpSpecialize)]
     branches += [c for n in walk(body) if isinstance(n, If) and uni.divergent(n) for c in (n.then, n.otherwise) if c]
@@ -132,4 +138,33 @@ def place_register_hints(body: Stmt) -> Stmt:
             "specialization, but this kernel specializes its warpgroups by hand (T.ws regions or setmaxnreg "
             "in its branches)", loc=n.loc,
             hint=f"write {step}({n.data[0]}) (or this call) at the start of the region of the warpgroups it is for")
+    _whole_warpgroups(out, threads, Uniformity(out), ())
     return out
+
+
+def _whole_warpgroups(s: Stmt, threads: tuple[int, ...], uni: Uniformity, conds: tuple[E.Expr, ...]) -> None:
+    """Refuse a ``setmaxnreg`` in ``s`` that part of a warpgroup runs: in a block that is not whole
+    warpgroups, or under a branch (``conds``: the divergent ones around ``s``) that splits one."""
+    if isinstance(s, Annotate) and s.kind == SET_MAX_NREG:
+        count, inc = s.data
+        what = f"T.{'inc' if inc else 'dec'}_max_nreg({count})"
+        total = math.prod(threads)
+        if total % WARPGROUP:
+            raise TileLangSyntaxError(f"{what}: setmaxnreg runs on whole warpgroups of {WARPGROUP} threads, but the "
+                                      f"kernel has threads={total}", loc=s.loc,
+                                      hint=f"launch a multiple of {WARPGROUP} threads")
+        tids = np.arange(total)
+        for cond in conds:
+            taken = threads_taking(cond, tids) if len(threads) == 1 else None
+            rows = None if taken is None else taken.reshape(-1, WARPGROUP)
+            split = [] if rows is None else [g for g, row in enumerate(rows) if row.any() and not row.all()]
+            if split:
+                raise TileLangSyntaxError(
+                    f"{what} under `if {cond}`, which splits warpgroup {split[0]} (threads {split[0] * WARPGROUP}.."
+                    f"{split[0] * WARPGROUP + WARPGROUP - 1}): setmaxnreg runs on whole warpgroups", loc=s.loc,
+                    hint=f"branch on whole warpgroups, e.g. `if tx < {WARPGROUP}:`, or use T.ws regions")
+        return
+    inner = conds + ((s.cond,) if isinstance(s, If) and uni.divergent(s) else ())
+    for c in children(s):
+        if isinstance(c, Stmt):
+            _whole_warpgroups(c, threads, uni, inner)

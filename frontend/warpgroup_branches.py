@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 
 from ..core_ir.evaluate import evaluate
-from ..core_ir.expr import ThreadIndex
+from ..core_ir.expr import Expr, ThreadIndex
 from ..core_ir.stmt import For, If, Seq, Stmt, WarpSpecialize
 from ..core_ir.tileops import TileOp
 from ..core_ir.verify_ws import BARRIER_OPS, WARPGROUP
 from ..core_ir.visit import map_fields, walk
 
-__all__ = ["branches_to_regions"]
+__all__ = ["branches_to_regions", "threads_taking"]
 
 
 def branches_to_regions(body: Stmt, threads: tuple[int, ...]) -> Stmt:
@@ -56,13 +56,20 @@ def _convert(s: Any, everyone: tuple[int, ...]) -> Any:
     return map_fields(s, lambda v: _convert(v, everyone))
 
 
+def threads_taking(cond: Expr, tids: np.ndarray) -> np.ndarray | None:
+    """Whether each thread of (x) index ``tids`` makes ``cond`` true, or ``None`` when ``cond``
+    reads more than the thread index."""
+    try:
+        return np.broadcast_to(np.asarray(evaluate(cond, {ThreadIndex(0): tids}), dtype=bool), tids.shape)
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
+
+
 def _takers(s: If, ids: tuple[int, ...]) -> tuple[int, ...] | None:
     """The warpgroups among ``ids`` whose threads all take the ``then`` branch of ``s``, when its
     condition reads only the thread index and takes each of them whole (else ``None``)."""
-    tids = np.arange(ids[0] * WARPGROUP, (ids[-1] + 1) * WARPGROUP)
-    try:
-        taken = np.broadcast_to(np.asarray(evaluate(s.cond, {ThreadIndex(0): tids}), dtype=bool), tids.shape)
-    except (KeyError, TypeError, ZeroDivisionError):
+    taken = threads_taking(s.cond, np.arange(ids[0] * WARPGROUP, (ids[-1] + 1) * WARPGROUP))
+    if taken is None:
         return None
     per_group = taken.reshape(len(ids), WARPGROUP)
     if not (per_group.all(axis=1) | ~per_group.any(axis=1)).all():

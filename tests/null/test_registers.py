@@ -243,3 +243,30 @@ def test_elif_chain_on_warpgroups_makes_one_region_per_branch() -> None:
 def test_branch_that_splits_a_warpgroup_stays_per_thread() -> None:
     with pytest.raises(VerificationError, match="T.fill"):
         tilelang_x.compile(_branches(lambda tx: tx < 64), target="interp")
+
+
+def test_setmaxnreg_for_part_of_a_warpgroup_is_refused() -> None:
+    def split_branch() -> object:
+        @T.prim_func
+        def main(A: T.Tensor((256,), T.float32)):
+            with T.Kernel(1, threads=256) as bx:
+                tx = T.get_thread_binding()
+                if tx < 64:
+                    T.dec_max_nreg(24)  # E:split
+                A[tx] = 1.0
+
+        return main
+
+    def partial_block() -> object:
+        @T.prim_func
+        def main(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1, threads=64) as bx:
+                T.inc_max_nreg(240)
+                T.fill(A, 1.0)
+
+        return main
+
+    raises(TileLangSyntaxError, "split", split_branch, "T.dec_max_nreg(24) under `if", "splits warpgroup 0",
+           "if tx < 128:")
+    with pytest.raises(TileLangSyntaxError, match=r"T.inc_max_nreg\(240\): setmaxnreg runs on whole warpgroups"):
+        partial_block()
