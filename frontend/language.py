@@ -71,6 +71,7 @@ from .simt import (
     get_warp_group_idx,
     get_warp_idx,
     get_warp_idx_sync,
+    match_all_sync,
     match_any_sync,
     shfl_down,
     shfl_sync,
@@ -300,7 +301,8 @@ __all__ = [
     "get_block_bindings", "get_block_extent", "get_block_extents", "get_lane_idx", "get_warp_idx",
     "get_warp_idx_sync", "get_warp_group_idx", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "tvm_warp_shuffle",
     "warp_reduce_sum", "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor", "any_sync",
-    "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect", "thread_binding",
+    "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "match_all_sync",
+    "shuffle_elect", "thread_binding",
     "attr", "comm_reducer", "tvm_thread_allreduce",
     # warp specialization and mbarriers
     "ws", "WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive",

@@ -765,8 +765,10 @@ def _warp_match_elect(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         return (same.long() << torch.arange(32)).sum(2).view(-1)
 
     pairs = (lane == 0) & (warp % 2 == 0)
+    scaled = (keys * (t // 64)).view(-1, 32)
+    agreed = (scaled == scaled[:, :1]).all(1).repeat_interleave(32)
     ref = torch.stack([masks(keys), masks(floats.view(torch.int32)), (lane == 0).long(), pairs.long(),
-                       (t == 0).long(), torch.where(t % 128 == 0, t + 1, 0)], dim=1)
+                       (t == 0).long(), torch.where(t % 128 == 0, t + 1, 0), torch.where(agreed, 0xFFFFFFFF, 0)], dim=1)
     return simt.warp_match_elect()(keys.to(device), floats.to(device)), ref.to(device)
 
 
