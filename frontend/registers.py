@@ -68,7 +68,7 @@ def set_max_nreg(reg_count: Any, is_inc: Any) -> None:
     thread of a warpgroup must run it (in a ``T.ws`` region, or a branch on whole warpgroups)."""
     loc = caller_loc()
     n = _count(reg_count, "T.set_max_nreg", loc)
-    inc = None if isinstance(is_inc, E.Expr) and E.as_int(is_inc) is None else E.as_int(is_inc)
+    inc = E.as_int(is_inc)  # True / False too
     if inc not in (0, 1):
         raise TileLangSyntaxError(f"T.set_max_nreg({n}, {is_inc!r}): is_inc is neither 0 nor 1", loc=loc,
                                   hint="1 (or T.inc_max_nreg) takes registers, 0 (or T.dec_max_nreg) gives them back")
