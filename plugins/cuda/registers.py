@@ -7,6 +7,9 @@
   that uses it gets ``__launch_bounds__(threads, 1)`` (launch_bounds.py), unless it asks for
   another count of blocks per SM. It then starts with ``entry_registers(threads)``; an increase
   must not ask for fewer, a decrease not for more.
+- In a kernel's ``T.ws`` regions (its branches on whole warpgroups included), each warpgroup's
+  first ``setmaxnreg`` must move from that count the right way, and the warpgroups' counts must
+  fit the register file together (``check_region_budget``): else an increase waits forever.
 - The compiler's own warp specialization (hopper/pipeline.py) gives its producer warpgroup
   ``tlx.producer_regs`` (or the kernel's ``T.annotate_producer_reg_dealloc``) and its consumers
   the kernel's ``T.annotate_consumer_reg_alloc``, or else what the register file leaves, at most
@@ -20,12 +23,14 @@ import logging
 
 from ...core_ir import expr as E
 from ...core_ir.errors import TileLangSyntaxError
-from ...core_ir.registers import register_split
-from ...core_ir.stmt import Annotate, Seq, Stmt
+from ...core_ir.registers import SET_MAX_NREG, register_split
+from ...core_ir.stmt import Annotate, Kernel, Seq, Stmt, WarpSpecialize
+from ...core_ir.verify_ws import WARPGROUP
 from ...core_ir.visit import walk
 from .lir import Evaluate, Intrin
 
-__all__ = ["REGISTER_FILE", "entry_registers", "lower_set_max_nreg", "moves_registers", "ws_split"]
+__all__ = ["REGISTER_FILE", "check_region_budget", "entry_registers", "lower_set_max_nreg", "moves_registers",
+           "ws_split"]
 
 log = logging.getLogger("tilelang_x.cuda.registers")
 
@@ -92,3 +97,32 @@ def ws_split(body: Stmt, consumers: int, producers: int, default_producer: int) 
             "consumers only raise", loc=where,
             hint=f"give the producer at most {entry} and the consumers at least {entry}")
     return producer, consumer
+
+
+def check_region_budget(kernel: Kernel) -> None:
+    """Refuse the ``setmaxnreg`` of a kernel's ``T.ws`` regions that cannot work on sm_90a: an
+    increase below, or a decrease above, the registers the block starts with, or warpgroups whose
+    first counts (the others keep the starting one) add up to more than the register file, which
+    leaves an increase waiting forever (``TileLangSyntaxError`` at the call)."""
+    entry = entry_registers(kernel.num_threads)
+    first: dict[int, Annotate] = {}
+    for region in (n for n in walk(kernel.body) if isinstance(n, WarpSpecialize)):
+        for call in (n for n in walk(region.body) if isinstance(n, Annotate) and n.kind == SET_MAX_NREG):
+            count, inc = call.data
+            if count < entry if inc else count > entry:
+                raise TileLangSyntaxError(
+                    f"T.{'inc' if inc else 'dec'}_max_nreg({count}) in {region.call}: a block of "
+                    f"{kernel.num_threads} threads starts with {entry} registers per thread, which an increase can "
+                    "only raise and a decrease only lower", loc=call.loc,
+                    hint=f"{'raise to at least' if inc else 'lower to at most'} {entry}")
+            for g in region.ids:
+                first.setdefault(g, call)
+    counts = {g: first[g].data[0] if g in first else entry for g in range(kernel.num_threads // WARPGROUP)}
+    total = WARPGROUP * sum(counts.values())
+    if total > REGISTER_FILE:
+        call = max((c for c in first.values() if c.data[1]), key=lambda c: c.data[0])
+        raise TileLangSyntaxError(
+            f"T.inc_max_nreg({call.data[0]}): the warpgroups' registers per thread "
+            f"({', '.join(str(counts[g]) for g in sorted(counts))}) need {total} registers, more than the "
+            f"{REGISTER_FILE} of an SM: the increase would wait forever", loc=call.loc,
+            hint="give the producer fewer (24) or the consumers fewer, so that 128 x the sum fits")

@@ -270,3 +270,27 @@ def test_setmaxnreg_for_part_of_a_warpgroup_is_refused() -> None:
            "if tx < 128:")
     with pytest.raises(TileLangSyntaxError, match=r"T.inc_max_nreg\(240\): setmaxnreg runs on whole warpgroups"):
         partial_block()
+
+
+def _split_by_hand(consumers: int, consumer_regs: int) -> object:
+    @T.prim_func
+    def main(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128 * (consumers + 1)) as bx:
+            with T.ws(consumers):
+                T.dec_max_nreg(24)
+                T.fill(A, 1.0)
+            with T.ws(*range(consumers)):
+                T.inc_max_nreg(consumer_regs)  # E:by_hand
+
+    return main
+
+
+@pytest.mark.parametrize(("consumers", "regs", "words"), [
+    (3, 240, ("the warpgroups' registers per thread (240, 240, 240, 24) need 95232 registers",
+              "the increase would wait forever")),
+    (2, 160, ("a block of 384 threads starts with 168 registers per thread", "raise to at least 168")),
+])
+def test_setmaxnreg_by_hand_that_cannot_work_is_refused_on_sm90a(consumers: int, regs: int, words: tuple) -> None:
+    func = _split_by_hand(consumers, regs)
+    raises(TileLangSyntaxError, "by_hand", lambda: cuda_source(func, "sm_90a"), *words)
+    assert "SETMAXNREG" not in cuda_source(func, "sm_80")[0]  # dropped there: nothing to refuse
