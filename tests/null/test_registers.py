@@ -183,11 +183,11 @@ def test_kernel_level_hint_in_a_kernel_specialized_by_hand_is_refused() -> None:
     raises(TileLangSyntaxError, "loose_hint", build, "specializes its warpgroups by hand", "T.dec_max_nreg(24)")
 
 
-def test_register_split_the_register_file_cannot_hold_is_refused() -> None:
+def test_register_split_the_block_cannot_hold_is_refused() -> None:
     def split(producer: int, consumer: int) -> None:
         cuda_source(R.gemm_split_hints.get_ir(256, 256, 256, producer=producer, consumer=consumer), "sm_90a")
 
-    with pytest.raises(TileLangSyntaxError, match="more than the 65536 of an SM") as info:
+    with pytest.raises(TileLangSyntaxError, match="more than the 64512 a block of 384 threads starts with") as info:
         split(24, 256)
     assert "register_control.py" in str(info.value) and "give the consumers at most 240" in str(info.value)
     with pytest.raises(TileLangSyntaxError, match="starts with 168 registers per thread"):
@@ -286,11 +286,16 @@ def _split_by_hand(consumers: int, consumer_regs: int) -> object:
 
 
 @pytest.mark.parametrize(("consumers", "regs", "words"), [
-    (3, 240, ("the warpgroups' registers per thread (240, 240, 240, 24) need 95232 registers",
-              "the increase would wait forever")),
+    (3, 240, ("the warpgroups' registers per thread (240, 240, 240, 24) need 95232 registers, more than the "
+              "65536 a block of 512 threads starts with (128 each)", "an increase would wait forever")),
+    (2, 232, ()),  # 24 + 232 + 232 fits the 168 x 3 a block of 384 threads starts with
+
     (2, 160, ("a block of 384 threads starts with 168 registers per thread", "raise to at least 168")),
 ])
-def test_setmaxnreg_by_hand_that_cannot_work_is_refused_on_sm90a(consumers: int, regs: int, words: tuple) -> None:
+def test_setmaxnreg_by_hand_is_checked_on_sm90a(consumers: int, regs: int, words: tuple) -> None:
     func = _split_by_hand(consumers, regs)
+    if not words:
+        assert "TLX_SETMAXNREG_INC(232);" in cuda_source(func, "sm_90a")[0]
+        return
     raises(TileLangSyntaxError, "by_hand", lambda: cuda_source(func, "sm_90a"), *words)
     assert "SETMAXNREG" not in cuda_source(func, "sm_80")[0]  # dropped there: nothing to refuse
