@@ -16,12 +16,13 @@ the consumers that hold the accumulators on many. None of this changes what a ke
 - ``T.no_set_max_nreg()``, ``T.disable_warp_group_reg_alloc()``: the compiler's warp
   specialization moves no registers in this kernel.
 
-``n`` is a Python int, a multiple of 8 from 24 to 256.
+``n`` is a Python int, a multiple of 8 from 24 to 256. ``setmaxnreg`` runs on whole warpgroups
+(128 threads): one in a block that is not whole warpgroups, or under a branch that splits one, is
+an error at its line, on every target (the program would be wrong on the one that runs it).
 """
 
 from __future__ import annotations
 
-import builtins
 import math
 from typing import Any
 
@@ -46,10 +47,10 @@ _SPELLING = {PRODUCER_REGS: "T.annotate_producer_reg_dealloc", CONSUMER_REGS: "T
 
 
 def _count(value: Any, what: str, loc: SourceLoc | None) -> int:
-    n = None if isinstance(value, builtins.bool) else E.as_int(value)
+    n = None if isinstance(value, bool) else E.as_int(value)
     if n is None:
         raise TileLangSyntaxError(f"{what}({value!r}): the register count must be a Python int", loc=loc,
-                                hint="the count is part of the instruction: give a constant, e.g. 240")
+                                  hint="the count is part of the instruction: give a constant, e.g. 240")
     if n not in REG_COUNTS:
         raise TileLangSyntaxError(f"{what}({n}): setmaxnreg takes a multiple of 8 from 24 to 256", loc=loc,
                                   hint="e.g. 24 or 40 for a producer warpgroup, 232 or 240 for consumers")

@@ -12,7 +12,6 @@ to do, on every target: each checks its arguments at the call's line and emits n
 
 from __future__ import annotations
 
-import builtins
 from typing import Any
 
 from ..core_ir import dtypes
@@ -34,7 +33,7 @@ def _in_kernel(what: str, loc: SourceLoc | None) -> None:
 
 
 def _groups_left(value: Any, what: str, loc: SourceLoc | None) -> int:
-    n = None if isinstance(value, builtins.bool) else E.as_int(value)
+    n = None if isinstance(value, bool) else E.as_int(value)
     if n is None:
         raise TileLangSyntaxError(f"{what}({value!r}): the count of groups left in flight must be a Python int",
                                 loc=loc, hint=f"{what}(0) waits for every group")
@@ -90,13 +89,13 @@ def warpgroup_fence_operand(buffer_or_ptr: Any, offset: Any = 0, num_regs: Any =
         raise TileLangTypeError(f"{what}: dtype {dtypes.as_dtype(dtype)} differs from `{buf.name}`'s {buf.dtype}",
                                 loc=loc, hint="leave dtype out: it is the buffer's")
     start = E.as_int(offset)
-    if isinstance(offset, builtins.bool) or not isinstance(offset, (int, E.Expr)) or (start is not None and start < 0):
+    if isinstance(offset, bool) or not isinstance(offset, (int, E.Expr)) or (start is not None and start < 0):
         raise TileLangSyntaxError(f"{what}: offset={offset!r} is not an element offset (an int, at least 0)",
                                   loc=loc, hint="offset counts elements from the start of the buffer")
     if num_regs is None and element:
         raise TileLangSyntaxError(f"{what}: an element of `{buf.name}` needs num_regs=", loc=loc,
                                   hint="say how many 32-bit registers from that element on, or pass the buffer")
-    count = None if num_regs is None or isinstance(num_regs, builtins.bool) else E.as_int(num_regs)
+    count = None if num_regs is None or isinstance(num_regs, bool) else E.as_int(num_regs)
     if num_regs is not None and (count is None and not isinstance(num_regs, E.Expr) or count is not None and count < 1):
         raise TileLangSyntaxError(f"{what}: num_regs={num_regs!r} is not a positive count of registers", loc=loc,
                                   hint="leave it out to fence the whole buffer")
