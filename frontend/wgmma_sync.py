@@ -88,14 +88,20 @@ def warpgroup_fence_operand(buffer_or_ptr: Any, offset: Any = 0, num_regs: Any =
     if dtype is not None and dtypes.as_dtype(dtype) != buf.dtype:
         raise TileLangTypeError(f"{what}: dtype {dtypes.as_dtype(dtype)} differs from `{buf.name}`'s {buf.dtype}",
                                 loc=loc, hint="leave dtype out: it is the buffer's")
-    start = E.as_int(offset)
-    if isinstance(offset, bool) or not isinstance(offset, (int, E.Expr)) or (start is not None and start < 0):
+    if not _integer(offset, 0):
         raise TileLangSyntaxError(f"{what}: offset={offset!r} is not an element offset (an int, at least 0)",
                                   loc=loc, hint="offset counts elements from the start of the buffer")
     if num_regs is None and element:
         raise TileLangSyntaxError(f"{what}: an element of `{buf.name}` needs num_regs=", loc=loc,
                                   hint="say how many 32-bit registers from that element on, or pass the buffer")
-    count = None if num_regs is None or isinstance(num_regs, bool) else E.as_int(num_regs)
-    if num_regs is not None and (count is None and not isinstance(num_regs, E.Expr) or count is not None and count < 1):
+    if num_regs is not None and not _integer(num_regs, 1):
         raise TileLangSyntaxError(f"{what}: num_regs={num_regs!r} is not a positive count of registers", loc=loc,
                                   hint="leave it out to fence the whole buffer")
+
+
+def _integer(value: Any, least: int) -> bool:
+    """Whether ``value`` is an integer expression, or an int of at least ``least``."""
+    if isinstance(value, bool) or not isinstance(value, (int, E.Expr)):
+        return False
+    known = E.as_int(value)
+    return known >= least if known is not None else value.dtype.is_int
