@@ -49,9 +49,14 @@ def test_hand_specialized_kernel_sets_registers_in_its_regions(hints: bool) -> N
     assert src.count("TLX_SETMAXNREG") == 2
 
 
-def test_setmaxnreg_reaches_the_sass() -> None:
+@pytest.mark.parametrize("kernel", ["regions", "branches", "thread_index", "split_hints"])
+def test_setmaxnreg_reaches_the_sass(kernel: str) -> None:
     """ptxas keeps the instructions (it ignores them in a kernel without an entry register cap)."""
-    ops = set(re.findall(r"(USETMAXREG\.\w+)", sass_text(R.gemm_ws_setmaxnreg.get_ir(256, 256, 192))))
+    func = {"regions": lambda: R.gemm_ws_setmaxnreg.get_ir(256, 256, 192),
+            "branches": lambda: R.gemm_branch_specialized.get_ir(256, 256, 192),
+            "thread_index": lambda: R.rows_by_warpgroup.get_ir(1000),
+            "split_hints": lambda: R.gemm_split_hints.get_ir(256, 256, 256, producer=24, consumer=240)}[kernel]()
+    ops = set(re.findall(r"(USETMAXREG\.\w+)", sass_text(func)))
     assert ops == {"USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC"}
 
 
