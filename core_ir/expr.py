@@ -420,13 +420,14 @@ class ThreadIndex(Expr):
 
 
 #: Warp-collective operations (``WarpOp.op``): shuffles take ``(value, lane or offset)``, the
-#: reductions, votes and ``match_any_sync`` ``(value)``, ``activemask`` and ``elect_sync`` nothing.
+#: reductions, votes and the matches ``(value)``, ``activemask`` and ``elect_sync`` nothing.
 SHUFFLE_OPS = ("shfl_sync", "shfl_xor", "shfl_down", "shfl_up")
 WARP_REDUCE_OPS = ("sum", "max", "min", "bitand", "bitor")
 VOTE_OPS = ("any_sync", "all_sync", "ballot_sync", "activemask")
 #: ``match_any_sync``: the uint32 mask of the lanes whose value equals the caller's, bit for bit;
+#: ``match_all_sync``: the full mask when every lane of the warp holds the same value, else 0;
 #: ``elect_sync``: true in one lane of the warp (the lowest; ``T.shuffle_elect``'s per-warp part)
-MATCH_OPS = ("match_any_sync", "elect_sync")
+MATCH_OPS = ("match_any_sync", "match_all_sync", "elect_sync")
 #: Barriers of the whole block that vote (``__syncthreads_count/and/or``): ``(predicate)``, a bool;
 #: the int32 result (the count of threads whose predicate holds, or 1 / 0) is the same in every
 #: thread. ``WarpOp.width`` is 0 for them.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .buffer import Buffer, Region
 from .errors import VerificationError
-from .expr import AtomicFetch, Load
+from .expr import AtomicFetch, Load, ThreadIndex, WarpOp
 from .source import SourceLoc
 from .stmt import (
     CLUSTER_SCOPES,
@@ -57,6 +57,15 @@ def uses_barriers(node: Stmt) -> bool:
     return any(isinstance(n, BARRIER_OPS) and not (isinstance(n, TmaCopy) and n.is_store) for n in walk(node))
 
 
+def _first_per_thread(body: Stmt) -> SourceLoc | None:
+    """The line of the first statement whose own operands query the thread or the warp."""
+    for s in walk(body):
+        if isinstance(s, Stmt) and any(isinstance(n, (ThreadIndex, WarpOp)) for c in children(s)
+                                       if not isinstance(c, Stmt) for n in walk(c)):
+            return s.loc
+    return None
+
+
 def verify_ws(func: PrimFunc) -> None:
     """Raise ``VerificationError`` where ``func`` breaks a rule of the module docstring."""
     for node in walk(func.body):
@@ -94,7 +103,9 @@ class _Checker:
                       "order the regions with T.alloc_barrier's mbarriers (T.barrier_arrive / T.barrier_wait)")
         if Uniformity(k.body).simt:
             self.fail("thread queries and warp operations are not supported in a kernel with T.ws regions or "
-                      "barriers", k.loc, "compute per-warpgroup work with tile ops inside T.ws regions")
+                      "barriers (an `if` on whole warpgroups of the thread index that holds tile ops or barrier "
+                      "operations is a pair of regions; the thread index may appear only in its condition)",
+                      _first_per_thread(k.body), "compute per-warpgroup work with tile ops inside T.ws regions")
         if has_regions(k.body) and k.num_threads % WARPGROUP:
             self.fail(f"T.ws needs whole warpgroups of {WARPGROUP} threads, but the block has {k.num_threads}", k.loc,
                       f"launch a multiple of {WARPGROUP} threads")

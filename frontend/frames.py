@@ -21,6 +21,8 @@ from ..core_ir.stmt import For, Kernel, freeze_annotations
 from ..core_ir.tile_order import panel_order
 from . import builder as B
 from .fold import fold_extent
+from .registers import place_register_hints
+from .warpgroup_branches import branches_to_regions
 
 _BLOCK_NAMES = ("bx", "by", "bz")
 
@@ -149,7 +151,7 @@ class KernelFrame:
             b.unwind(self.depth)
             return False
         assert self.frame is not None
-        body = b.pop(self.frame)
+        body = place_register_hints(branches_to_regions(b.pop(self.frame), self.threads), self.threads)
         b.emit(Kernel(self.grid, self.vars, self.threads, body, self.annotations, loc=self.loc))
         b.kernels += 1
         return False

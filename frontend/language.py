@@ -56,6 +56,15 @@ from .packed import Ramp, abs2, add2, bfloat16x2, float16x2, float32x2, fma2, ma
 from .pointers import make_tensor, ptr
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .ref import Ref
+from .registers import (
+    annotate_consumer_reg_alloc,
+    annotate_producer_reg_dealloc,
+    dec_max_nreg,
+    disable_warp_group_reg_alloc,
+    inc_max_nreg,
+    no_set_max_nreg,
+    set_max_nreg,
+)
 from .rng import rng_init, rng_rand, rng_rand_float
 from .simt import (
     activemask,
@@ -75,6 +84,7 @@ from .simt import (
     get_warp_group_idx,
     get_warp_idx,
     get_warp_idx_sync,
+    match_all_sync,
     match_any_sync,
     shfl_down,
     shfl_sync,
@@ -189,7 +199,6 @@ from .surface import (
     unroll,
     use_swizzle,
     vectorized,
-    wait_wgmma,
 )
 from .tma_copy import (
     async_copy,
@@ -215,6 +224,7 @@ from .warp_specialize import (
     mbarrier_wait_parity,
     ws,
 )
+from .wgmma_sync import wait_wgmma, warpgroup_arrive, warpgroup_commit_batch, warpgroup_fence_operand, warpgroup_wait
 from .workspace import alloc_global
 
 Kernel = _KernelFrame
@@ -308,13 +318,18 @@ __all__ = [
     "get_block_bindings", "get_block_extent", "get_block_extents", "get_lane_idx", "get_warp_idx",
     "get_warp_idx_sync", "get_warp_group_idx", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync", "tvm_warp_shuffle",
     "warp_reduce_sum", "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand", "warp_reduce_bitor", "any_sync",
-    "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "shuffle_elect", "thread_binding",
+    "all_sync", "ballot_sync", "ballot", "activemask", "match_any_sync", "match_all_sync",
+    "shuffle_elect", "thread_binding",
     "attr", "comm_reducer", "tvm_thread_allreduce",
     # warp specialization and mbarriers
     "ws", "WarpSpecialize", "alloc_barrier", "alloc_cluster_barrier", "barrier_arrive", "barrier_wait",
     "mbarrier_arrive", "mbarrier_wait_parity", "create_list_of_mbarrier", "get_mbarrier", "tma_copy",
     "mbarrier_expect_tx", "mbarrier_arrive_expect_tx", "fence_proxy_async", "async_copy", "ptx_commit_group",
     "ptx_wait_group", "tma_store_arrive", "tma_store_wait",
+    # Hopper register control and wgmma synchronization
+    "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc", "annotate_consumer_reg_alloc",
+    "no_set_max_nreg", "disable_warp_group_reg_alloc", "warpgroup_arrive", "warpgroup_commit_batch",
+    "warpgroup_wait", "warpgroup_fence_operand",
     # expressions
     "ceildiv", "floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "clamp", "fma", "likely", "if_then_else",
     "Select", "infinity", "any_of", "all_of", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -334,7 +349,8 @@ _LAYOUT_NAMES = ("Layout", "Fragment")
 
 #: TileLang names with no counterpart here, and what to write instead: the explicit PTX loads and
 #: stores, whose untyped 32-bit words and uint32 vectors the IR cannot carry; TileLang's low-level
-#: cp.async and TMA builtins
+#: cp.async and TMA builtins; the wgmma descriptors and the declarative warp-specialization
+#: schedule, which the CUDA backend derives itself
 _INSTEAD = dict.fromkeys(
     tuple(f"{op}{bits}" for op in ("ldg", "stg") for bits in (32, 64, 128, 256))
     + tuple(f"{op}{bits}" for op in ("lds", "sts") for bits in (32, 64, 128)),
@@ -351,6 +367,21 @@ _INSTEAD["copy_cluster"] = (
     "T.tma_copy(src, shared_tile, barrier=bar, cluster_mask=m) for a TMA load multicast to the blocks of the "
     "cluster (it does not wait: T.mbarrier_wait_parity(bar, parity) does), or T.copy inside T.Pipelined with "
     "cluster_dims=, which multicasts shared tiles for you; no copy between the shared memories of a cluster")
+_INSTEAD["cp_async_barrier_noinc"] = ("T.tma_copy(src, dst, barrier=bar) (its bytes complete the barrier's phase), or "
+                                      "T.async_copy with T.ptx_wait_group")
+_INSTEAD.update(dict.fromkeys(
+    ("alloc_wgmma_desc", "alloc_descriptor", "initialize_wgmma_descriptor", "wgmma_gemm", "ptx_wgmma_ss",
+     "ptx_wgmma_rs"),
+    "T.gemm(A_shared, B_shared, C_fragment): on sm_90a the backend issues wgmma and builds its descriptors "
+    "(T.warpgroup_arrive / _commit_batch / _wait are accepted and left to it)",
+))
+_INSTEAD.update(dict.fromkeys(
+    ("annotate_ws_schedule", "WSSchedule", "WSRole", "WSPipeline", "WSInstr", "WSOpRef", "WSSync", "WSSyncKind",
+     "WSScope", "ws_op", "annotate_ws_pipeline_depth"),
+    "write the roles by hand (`with T.ws(g):` regions and T.alloc_barrier barriers), or a T.Pipelined loop "
+    "that the CUDA backend warp-specializes itself (T.annotate_producer_reg_dealloc / "
+    "T.annotate_consumer_reg_alloc set its register split)",
+))
 
 
 def __getattr__(name: str) -> object:

@@ -1,5 +1,6 @@
 """TileLang's SIMT escape hatch: thread and block queries, shuffles, warp reductions, votes (of a
-warp, and the block's barriers that vote), ``T.match_any_sync`` and ``T.shuffle_elect``.
+warp, and the block's barriers that vote), ``T.match_any_sync``, ``T.match_all_sync`` and
+``T.shuffle_elect``.
 
 A thread query (``T.get_thread_binding``...) gives a value that differs between the threads of a
 block; the warp operations read the values of the other lanes of the calling thread's warp.
@@ -327,6 +328,15 @@ def match_any_sync(value: Any, mask: Any = FULL_MASK) -> E.Expr:
     v = _value(value, what)
     _full_mask(mask, what)
     return E.WarpOp("match_any_sync", (v,), E.WARP_SIZE, dtypes.uint32)
+
+
+def match_all_sync(value: Any, mask: Any = FULL_MASK) -> E.Expr:
+    """A uint32: the full mask (``0xffffffff``) when every lane of the warp holds the same ``value``
+    (bit for bit), else 0 (CUDA's ``__match_all_sync`` without its predicate: ``!= 0`` is it)."""
+    what = "T.match_all_sync"
+    v = _value(value, what)
+    _full_mask(mask, what)
+    return E.WarpOp("match_all_sync", (v,), E.WARP_SIZE, dtypes.uint32)
 
 
 def shuffle_elect(thread_extent: int) -> E.Expr:

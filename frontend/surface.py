@@ -1060,18 +1060,6 @@ def sync_warp(mask: Any = None) -> None:
     b.emit(Sync("warp", loc=loc))
 
 
-def wait_wgmma(id: Any) -> None:  # noqa: A002 (TileLang's parameter name)
-    """``T.wait_wgmma(n)``: TileLang's wait until at most ``n`` wgmma groups of the warpgroup are in
-    flight, after ``T.gemm(..., wg_wait=-1)``. The compiler places those waits itself (it takes
-    every ``wg_wait`` as 0: a group left in flight could still read a pipeline stage being refilled),
-    so there is nothing left to wait for; the argument is checked and the call emits nothing."""
-    bld.require_kernel("T.wait_wgmma")
-    n = _py_int(id, "T.wait_wgmma's group count", caller_loc())
-    if n < 0:
-        raise TileLangSyntaxError(f"T.wait_wgmma({n}): the count of groups left in flight cannot be negative",
-                                  loc=caller_loc(), hint="T.wait_wgmma(0) waits for every group")
-
-
 def loop_break() -> None:
     """``T.loop_break()``: leave the innermost ``T.serial`` / ``range`` / ``while`` loop, as
     ``break`` does (also from a ``T.macro`` called in the loop)."""

@@ -19,18 +19,19 @@ ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
 DEFAULT_ARCH = "sm_80"
 
 #: Capabilities per architecture: shared memory per block (opt-in limit, bytes) and features
-#: (``fp8_mma``: mma.sync on float8 operands, sm_89+; ``vector_red``: red.global.add.v2/.v4.f32, sm_90+).
+#: (``fp8_mma``: mma.sync on float8 operands, sm_89+; ``vector_red``: red.global.add.v2/.v4.f32, sm_90+;
+#: ``setmaxnreg``: register reallocation between warpgroups, sm_90a).
 CAPABILITIES: dict[str, dict[str, object]] = {
     "sm_80": {"max_smem": 163 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": False,
-              "fp8_mma": False, "vector_red": False},
+              "fp8_mma": False, "vector_red": False, "setmaxnreg": False},
     "sm_86": {"max_smem": 99 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": False,
-              "fp8_mma": False, "vector_red": False},
+              "fp8_mma": False, "vector_red": False, "setmaxnreg": False},
     "sm_89": {"max_smem": 99 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": False,
               "fp8_mma": True, "vector_red": False},
     "sm_90": {"max_smem": 227 * 1024, "mma_sync": True, "cp_async": True, "wgmma": False, "tma": True,
-              "fp8_mma": True, "vector_red": True},
+              "fp8_mma": True, "vector_red": True, "setmaxnreg": False},
     "sm_90a": {"max_smem": 227 * 1024, "mma_sync": True, "cp_async": True, "wgmma": True, "tma": True,
-               "fp8_mma": True, "vector_red": True},
+               "fp8_mma": True, "vector_red": True, "setmaxnreg": True},
 }
 
 

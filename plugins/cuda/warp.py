@@ -4,7 +4,8 @@ Shuffles are CUDA's ``__shfl_*_sync`` with the full mask (every lane takes part)
 shuffled in the type the kernel computes them in (``float`` for 16-bit floats, whose values stay
 exact), 8- and 16-bit integers and bools as ``int``. Warp reductions call the butterflies of
 ``include/tlx_warp.h``, ``elect_sync`` the ``tlx_elect_one`` of ``include/tlx_elect.h``; the kernel
-includes each only when it uses it. ``match_any_sync`` is ``__match_any_sync``; the block's votes are
+includes each only when it uses it. ``match_any_sync`` is ``__match_any_sync``, ``match_all_sync``
+the full mask where that is the full mask in every lane; the block's votes are
 ``__syncthreads_count/and/or``.
 """
 
@@ -51,11 +52,13 @@ def warp_op(e: E.WarpOp, args: list[str], ctype: str) -> str:
         return f"((unsigned long long)__ballot_sync({FULL}, {args[0]}))"
     if e.op == "elect_sync":
         return "tlx_elect_one()"
-    if e.op == "match_any_sync":
+    if e.op in ("match_any_sync", "match_all_sync"):
         dt = e.args[0].dtype
         narrow_float = dt.is_float and dt.bits < 32  # __match_any_sync has no half overload
         value = f"(int)({args[0]})" if _widened(dt) else f"(float)({args[0]})" if narrow_float else args[0]
-        return f"__match_any_sync({FULL}, {value})"
+        match = f"__match_any_sync({FULL}, {value})"
+        # every lane agrees exactly when each lane's match is the whole warp
+        return match if e.op == "match_any_sync" else f"(({match} == {FULL}) ? {FULL} : 0u)"
     value = f"(int)({args[0]})" if _widened(e.dtype) else args[0]
     if e.op in _SHUFFLES:
         out = f"{_SHUFFLES[e.op]}({FULL}, {value}, {args[1]}, {e.width})"

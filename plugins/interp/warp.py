@@ -81,11 +81,15 @@ def warp_fn(e: E.WarpOp, fargs: list[Fn], nthreads: int, loc: SourceLoc | None) 
 
         return reduce
 
-    if op == "match_any_sync":
+    if op in ("match_any_sync", "match_all_sync"):
 
         def match(env: list) -> Any:
             _converged(env[MASK], op, loc)
-            return _match_any(_bits(lanes(fv(env))))
+            same = _match_any(_bits(lanes(fv(env))))
+            if op == "match_any_sync":
+                return same
+            agreed = (same.reshape(-1, E.WARP_SIZE) == _FULL).all(axis=1)
+            return np.repeat(np.where(agreed, _FULL, np.uint32(0)), E.WARP_SIZE)
 
         return match
 
@@ -138,6 +142,9 @@ def _ballot(p: np.ndarray, lane: np.ndarray, warp0: np.ndarray) -> np.ndarray:
     bits = np.where(p, np.left_shift(np.uint64(1), lane.astype(np.uint64)), np.uint64(0))
     per_warp = np.bitwise_or.reduce(bits.reshape(-1, E.WARP_SIZE), axis=1)
     return np.repeat(per_warp, E.WARP_SIZE)
+
+
+_FULL = np.uint32(0xFFFFFFFF)
 
 
 def _bits(v: np.ndarray) -> np.ndarray:

@@ -93,11 +93,12 @@ def warp_match_elect(threads=128):
     """Per thread: column 0 the mask of the lanes of its warp whose int key equals its own
     (``T.match_any_sync``), 1 the same for a float key (bit for bit), 2-4 ``T.shuffle_elect`` per
     warp, per pair of warps and per block, 5 ``tx + 1`` in the thread an ``if`` on
-    ``T.shuffle_elect(128)`` elects, else 0."""
+    ``T.shuffle_elect(128)`` elects, else 0, 6 ``T.match_all_sync`` of a key the first two warps
+    hold the same in every lane."""
 
     @T.prim_func
     def main(K: T.Tensor((threads,), T.int32), F: T.Tensor((threads,), T.float32),
-             Y: T.Tensor((threads, 6), T.int64)):
+             Y: T.Tensor((threads, 7), T.int64)):
         with T.Kernel(1, threads=threads) as _:
             tx = T.get_thread_binding()
             Y[tx, 0] = T.cast(T.match_any_sync(K[tx]), T.int64)
@@ -109,6 +110,7 @@ def warp_match_elect(threads=128):
                 Y[tx, 5] = T.cast(tx + 1, T.int64)
             else:
                 Y[tx, 5] = 0
+            Y[tx, 6] = T.cast(T.match_all_sync(K[tx] * (tx // 64)), T.int64)
 
     return main
 

@@ -22,6 +22,7 @@ from . import (
     grid,
     reducers,
     reductions,
+    register_control,
     scalar_intrinsics,
     simt,
     thread_allreduce,
@@ -764,8 +765,10 @@ def _warp_match_elect(device: str) -> tuple[torch.Tensor, torch.Tensor]:
         return (same.long() << torch.arange(32)).sum(2).view(-1)
 
     pairs = (lane == 0) & (warp % 2 == 0)
+    scaled = (keys * (t // 64)).view(-1, 32)
+    agreed = (scaled == scaled[:, :1]).all(1).repeat_interleave(32)
     ref = torch.stack([masks(keys), masks(floats.view(torch.int32)), (lane == 0).long(), pairs.long(),
-                       (t == 0).long(), torch.where(t % 128 == 0, t + 1, 0)], dim=1)
+                       (t == 0).long(), torch.where(t % 128 == 0, t + 1, 0), torch.where(agreed, 0xFFFFFFFF, 0)], dim=1)
     return simt.warp_match_elect()(keys.to(device), floats.to(device)), ref.to(device)
 
 
@@ -849,6 +852,12 @@ def _ws_column_sums(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     x = _randn(64, 128, dtype=torch.float32, device=device, seed=43)
     sums, row = warp_specialize.column_sums_beside_regions(64, 128)(x)
     return torch.cat([sums, row]), torch.cat([x.sum(0), x[0] * 2])
+
+
+def _rows_by_warpgroup(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _randn(1000, dtype=torch.float32, device=device, seed=44)
+    upper = (torch.arange(1000, device=device) % 384) >= 256
+    return register_control.rows_by_warpgroup(1000)(x), torch.where(upper, x + 1, x * 2)
 
 
 CASES: list[Case] = [
@@ -1027,4 +1036,12 @@ CASES: list[Case] = [
     Case("tma_copy_tilelang_pipelined", _ws_gemm(tma_copy.gemm_tma_pipelined, 256, 128, 96, num_stages=3)),
     Case("async_copy_double_buffered_gemm", _ws_gemm(tma_copy.gemm_async_copy, 100, 72, 96)),
     Case("tma_copy_store_gemm", _ws_gemm(tma_copy.gemm_tma_store, 200, 136, 96)),
+    Case("regs_ws_setmaxnreg_gemm", _ws_gemm(register_control.gemm_ws_setmaxnreg, 256, 256, 192)),
+    Case("regs_ws_hints_in_regions", _ws_gemm(register_control.gemm_ws_setmaxnreg, 256, 256, 192, hints=True)),
+    Case("regs_ws_manual_wgmma_sync", _ws_gemm(register_control.gemm_ws_setmaxnreg, 200, 136, 320,
+                                               manual_wgmma=True)),
+    Case("regs_split_hints_gemm", _ws_gemm(register_control.gemm_split_hints, 256, 256, 192, producer=24,
+                                           consumer=240)),
+    Case("regs_thread_index_branches", _rows_by_warpgroup, atol=0, rtol=0),
+    Case("regs_branch_specialized_gemm", _ws_gemm(register_control.gemm_branch_specialized, 200, 136, 320)),
 ]

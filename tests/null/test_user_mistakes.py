@@ -178,6 +178,27 @@ def case_undefined_name():
             A[bx, 0] = block_M  # E:undefined_name
 
 
+@mistake(TileLangSyntaxError, "T.dec_max_nreg(20): setmaxnreg takes a multiple of 8 from 24 to 256", "24 or 40")
+def case_register_count_off_the_grid():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            with T.ws(1):
+                T.dec_max_nreg(20)  # E:register_count_off_the_grid
+            with T.ws(0):
+                T.fill(A, 0.0)
+
+
+@mistake(TileLangSyntaxError, "T.warpgroup_wait(-1): the count of groups left in flight cannot be negative",
+         "T.warpgroup_wait(0) waits for every group")
+def case_negative_wgmma_wait():
+    @T.prim_func
+    def main(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            T.fill(A, 0.0)
+            T.warpgroup_wait(-1)  # E:negative_wgmma_wait
+
+
 # ---- Python applied to kernel values -----------------------------------------------------------
 
 @mistake(TileLangTypeError, "not 'Var'", "T.cast(x, dtype) instead of int()")

@@ -313,18 +313,18 @@ def test_a_barrier_used_as_data() -> None:
 def test_thread_queries_do_not_mix_with_regions() -> None:
     @T.prim_func
     def main(A: T.Tensor((256,), T.int32)):
-        with T.Kernel(1, threads=256) as _:  # E:simt
+        with T.Kernel(1, threads=256) as _:
             with T.ws(0):
                 A[0] = 1
-            A[T.get_thread_binding()] = 2
+            A[T.get_thread_binding()] = 2  # E:simt
 
     raises(VerificationError, "simt", lambda: _verify(main), "thread queries and warp operations")
 
     @T.prim_func
     def barriers_only(A: T.Tensor((128,), T.int32)):
-        with T.Kernel(1, threads=128) as _:  # E:simt_barrier
+        with T.Kernel(1, threads=128) as _:
             bar = T.alloc_barrier(128)
-            A[T.get_thread_binding()] = 2
+            A[T.get_thread_binding()] = 2  # E:simt_barrier
             T.barrier_arrive(bar)
 
     raises(VerificationError, "simt_barrier", lambda: _verify(barriers_only), "T.ws regions or barriers")

@@ -60,8 +60,10 @@ class HopperConfig:
     #: gathered into registers (wgmma_rule.py); pass_configs={"tlx.swap_operands": False}: mma.sync
     swap_operands: bool = True
     #: registers per producer thread of a warp-specialized kernel with two or more consumer
-    #: warpgroups (``setmaxnreg``); the consumers get what the register file leaves, at most 240:
-    #: pass_configs={"tlx.producer_regs": 24} gives them 240 instead of 232
+    #: warpgroups (``setmaxnreg``); the consumers get what the block's registers leave, at most 240:
+    #: pass_configs={"tlx.producer_regs": 24} gives them 240 instead of 232. A kernel's own
+    #: T.annotate_producer_reg_dealloc / T.annotate_consumer_reg_alloc override the split for it
+    #: (registers.py ``ws_split``)
     producer_regs: int = 40
 
 

@@ -8,11 +8,13 @@ after waiting for ``empty[k % S]``; the original threads (consumers) wait for ``
 the loop body and arrive on ``empty[k % S]``. With ``tlx.barrier_groups``, copies whose tiles are
 used by different statements of the body get their own full/empty pairs (``_Group``: FlashAttention's
 K released after QKᵀ). With ≥ 256 consumers, ``setmaxnreg`` moves registers from the producer to
-the consumers. Everything outside the loop runs on the consumers, except global → shared copies
-before it at block-level coordinates into tiles nothing else writes (FlashAttention's Q): the
-producer issues them as TMA loads at the block's start, and the consumers wait for them before
-their first statement that reads them (``_prologue_loads``, ``tlx.prologue_loads``). A body that
-computes more than gemms (FlashAttention's softmax) is warp-specialized when the block's shared
+the consumers (registers.py ``ws_split``: the kernel's register hints, ``tlx.producer_regs``); a
+kernel that calls ``T.set_max_nreg`` itself is not warp-specialized. Everything outside the
+loop runs on the consumers, except global → shared copies before it at block-level coordinates
+into tiles nothing else writes (FlashAttention's Q): the producer issues them as TMA loads at the
+block's start, and the consumers wait for them before their first statement that reads them
+(``_prologue_loads``, ``tlx.prologue_loads``). A body that computes more than gemms
+(FlashAttention's softmax) is warp-specialized when the block's shared
 memory leaves no room for a second block per SM (``_owns_sm``; ``tlx.ws_compute_loops`` forces it either way); two
 consumer warpgroups then take turns issuing wgmma (pingpong.py, ``tlx.pingpong``), and a
 FlashAttention-shaped body is rotated so that P·V of block k-1 runs during the softmax of block k
@@ -43,6 +45,7 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
 from ....core_ir.cluster import cluster_ops
+from ....core_ir.registers import sets_max_nreg
 from ....core_ir.stmt import Alloc, Annotate, For, If, Kernel, PrimFunc, Seq, Stmt, Sync
 from ....core_ir.tileops import Copy, Gemm, ReducerInit
 from ....core_ir.uniformity import uses_simt
@@ -68,6 +71,7 @@ from ..pipelining import (
     written_buffers,
 )
 from ..rasterize import block_remap
+from ..registers import ws_split
 from . import rotate
 from .config import hopper_config, log
 from .direct_store import FREED
@@ -265,6 +269,10 @@ def _ws_candidate(func: PrimFunc, kernel: Kernel, cx: _Ctx, clustered: bool
         log.debug("the kernel at line %s uses cluster barriers or ranks: not warp-specialized (its blocks stay where "
                   "the hardware clusters them; no multicast, no persistent form)", getattr(kernel.loc, "line", "?"))
         return None
+    if sets_max_nreg(kernel.body):
+        log.debug("the kernel at line %s reallocates registers itself (T.set_max_nreg): not warp-specialized",
+                  getattr(kernel.loc, "line", "?"))
+        return None
     if annotated_min_blocks(kernel.body) not in (None, 1):
         log.debug("the kernel at line %s asks for more than one block per SM: plain TMA pipeline (setmaxnreg plans "
                   "the registers of one)", getattr(kernel.loc, "line", "?"))
@@ -332,10 +340,6 @@ def _prologue_loads(kernel: Kernel, top: list[Stmt], at: int, cx: _Ctx) -> dict[
                 cx.smem_align[s.dst.buffer] = TMA_ALIGN
             out[i] = plans[0]
     return out
-
-
-def _consumer_regs(consumers: int, producer_regs: int) -> int:
-    return min(240, (65536 - PRODUCER_THREADS * producer_regs) // consumers // 8 * 8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -508,10 +512,10 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], g
     if pers:
         consumer = [pers.wrap(consumer, loop.loc)]
         ctx.data["cuda.persistent"] = pers  # codegen binds its stride; lower/__init__.py drains after its loops
-    regs = _consumer_regs(consumers, cx.producer_regs) if consumers >= 256 else 0
-    if regs:
-        producer.insert(0, _call("TLX_SETMAXNREG_DEC", cx.producer_regs))
-        consumer.insert(0, _call("TLX_SETMAXNREG_INC", regs))
+    regs = ws_split(kernel.body, consumers, PRODUCER_THREADS, cx.producer_regs)
+    if regs is not None:
+        producer.insert(0, _call("TLX_SETMAXNREG_DEC", regs[0]))
+        consumer.insert(0, _call("TLX_SETMAXNREG_INC", regs[1]))
     split = If(E.binary(">=", THREAD, consumers), Seq(tuple(producer)), Seq(tuple(consumer)), loop.loc)
     bars = [(b, count) for g in groups
             for b, count in ((g.full, 1), (g.empty, mc.empty_count(g.plans, consumers) if mc else consumers))]
@@ -520,7 +524,8 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], g
     # CTA exits while a peer may still write into its shared memory or arrive on its barriers
     start_sync, end = ("tlx_cluster_sync_init", [_call("tlx_cluster_sync")]) if mc else ("__syncthreads", [])
     body = hoisted + _init(bars) + [_call(start_sync), split, *end]
-    ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": cx.producer_regs, "consumer_regs": regs}
+    producer_regs, consumer_regs = regs or (0, 0)
+    ctx.data["cuda.ws"] = {"consumers": consumers, "producer_regs": producer_regs, "consumer_regs": consumer_regs}
     if pers:
         return dataclasses.replace(kernel, body=Seq(tuple(body)), grid=(E.const(pers.grid),), block_vars=(pers.pid,),
                                    annotations=flattened(kernel.annotations))

@@ -68,7 +68,10 @@ def lower_op(op: Stmt, ctx: Any) -> Stmt | None:
 
 
 def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
+    from ..launch_bounds import annotated_min_blocks
+    from ..layout_inference import find_kernel
     from ..perf_options import perf_options
+    from ..registers import check_region_budget
     from ..target import has_capability
     from .walker import lower_body
 
@@ -79,6 +82,10 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc.vector_epilogue, lc.reciprocal_division = opts.vector_epilogue, opts.reciprocal_division
     lc.half_pairs = opts.half_pairs
     lc.vector_red = opts.vector_epilogue and has_capability(ctx.target, "vector_red")
+    lc.setmaxnreg = has_capability(ctx.target, "setmaxnreg")
+    if lc.setmaxnreg and lc.manual:
+        kernel = find_kernel(func.body)
+        check_region_budget(kernel, annotated_min_blocks(kernel.body) or 1)
     lc.defer_store_drain = "cuda.persistent" in ctx.data and opts.defer_store_drain
     if lc.manual:  # T.ws regions (warp_specialize.py): shared tiles change under another warpgroup's hands
         lc.prefetch_fragments = lc.hoist_fragments = False

@@ -73,6 +73,8 @@ class LowerCtx:
     async_proxy: bool = False
     #: the kernel issues TMA stores of its own: it waits for them to read their tiles before it ends
     user_tma_stores: bool = False
+    #: the target has setmaxnreg (sm_90a): the kernel's T.set_max_nreg calls are kept (registers.py)
+    setmaxnreg: bool = False
 
     @staticmethod
     def from_stage(func: PrimFunc, ctx: Any) -> LowerCtx:

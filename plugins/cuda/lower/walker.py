@@ -10,6 +10,7 @@ from ....core_ir import expr as E
 from ....core_ir.allreduce import ThreadAllreduce
 from ....core_ir.buffer import Buffer, Region
 from ....core_ir.errors import LayoutError
+from ....core_ir.registers import SET_MAX_NREG
 from ....core_ir.stmt import (
     CLUSTER_SCOPES,
     Alloc,
@@ -42,6 +43,7 @@ from ..layout import spread_over_threads
 from ..lir import AtomicStore, Barrier, Block, DeviceAssert, DevicePrint, Evaluate, Intrin, PtrTo, by_thread_0
 from ..named_barriers import named_barrier
 from ..nests import element_atomic
+from ..registers import lower_set_max_nreg
 from ..warp_specialize import leader_only, lower_ws
 from .allreduce import lower_allreduce
 from .atomic import tile_atomic, tile_red
@@ -186,6 +188,8 @@ class _Walker:
             return out if isinstance(out, Block) else Block(out, s.name, s.loc)
         if isinstance(s, ThreadAllreduce):
             return lower_allreduce(self.fix(s), lc, self.block)
+        if isinstance(s, Annotate) and s.kind == SET_MAX_NREG:
+            return lower_set_max_nreg(s, lc.setmaxnreg)
         if isinstance(s, Annotate):
             return s if s.kind in ("swizzle", "non_restrict", MIN_BLOCKS) else Seq(())
         if isinstance(s, Store):
