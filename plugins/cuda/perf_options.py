@@ -36,6 +36,8 @@ configs (``jit(pass_configs={"tlx.prefetch_fragments": False})``, reaching the s
 - ``tlx.auto_rasterize``: a large 2-D grid of a one-gemm kernel runs its blocks in panels of tile
   rows for L2 reuse (the ``T.use_swizzle`` remap, panel height from the grid, tile and L2 size;
   ``rasterize.py``, read there); never when the kernel calls ``T.use_swizzle``. Both paths.
+- ``tlx.vector_loads``: a global → fragment ``T.copy`` loads the adjacent columns a thread holds
+  with one 4/8/16-byte load (``lower/vector_load.py``); off: one load per element. Both paths.
 - ``tlx.block_order``: when blocks differing only in the first grid index read nothing in common
   and those differing in another one do (FlashAttention backward's grid ``(heads, key blocks,
   batch)``), that axis is launched first, for L2 reuse (``block_order.py``, read there). Both paths.
@@ -64,6 +66,7 @@ class PerfOptions:
     defer_store_drain: bool = True
     reciprocal_division: bool = True
     half_pairs: bool = True
+    vector_loads: bool = True
 
 
 def perf_options(ctx: Any) -> PerfOptions:
@@ -75,4 +78,4 @@ def perf_options(ctx: Any) -> PerfOptions:
     return PerfOptions(on("tlx.prefetch_fragments"), on("tlx.hoist_fragments"), on("tlx.fold_clear"),
                        on("tlx.vector_epilogue"), on("tlx.staged_epilogue"), on("tlx.tma_store"),
                        on("tlx.defer_store_drain"), on("tlx.reciprocal_division"),
-                       on("tlx.half_pairs"))
+                       on("tlx.half_pairs"), on("tlx.vector_loads"))

@@ -121,3 +121,21 @@ def add_into(n, block=128):
                     Y[bx * block + i] = Y[bx * block + i] + X[bx * block + i]
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def scaled_tiles(M, N, block_M=32, block_N=64, dtype=T.float16, frag_dtype=T.float32, col0=0):
+    """``Y = 2 X[:, col0:col0 + N]``, each tile copied from global memory into a fragment first:
+    ``frag_dtype`` float32 converts the elements of a 16-bit ``X`` as the copy loads them; tiles
+    past ``M`` and ``N`` read zeros; ``col0`` odd leaves the columns unaligned for vectors."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N + col0), dtype), Y: T.Tensor((M, N), T.float32)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            x = T.alloc_fragment((block_M, block_N), frag_dtype)
+            T.copy(X[by * block_M, col0 + bx * block_N], x)
+            for i, j in T.Parallel(block_M, block_N):
+                if by * block_M + i < M and bx * block_N + j < N:
+                    Y[by * block_M + i, bx * block_N + j] = T.cast(x[i, j], T.float32) * 2
+
+    return main

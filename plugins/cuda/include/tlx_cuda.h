@@ -126,6 +126,23 @@ TLX_DEV void tlx_st2_h(tlx_half* p, tlx_u32 v) { p[0].x = (unsigned short)v; p[1
 TLX_DEV void tlx_st2_b(tlx_bf16* p, tlx_u32 v) { p[0].x = (unsigned short)v; p[1].x = (unsigned short)(v >> 16); }
 TLX_DEV void tlx_st2(tlx_half* p, float a, float b) { *(tlx_u32*)p = tlx_cvt_h2(a, b); }
 TLX_DEV void tlx_st2(tlx_bf16* p, float a, float b) { *(tlx_u32*)p = tlx_cvt_b2(a, b); }
+// Vector loads of w adjacent elements of a tensor into w registers (global -> fragment copies,
+// lower/vector_load.py; the caller proves the address is w*elem-byte aligned): one 4/8/16-byte load
+// instead of w element loads, each element converted to its register's type as an element copy
+// converts it; zeros when the vector lies outside the tensor (pred false).
+TLX_DEV void tlx_ld_to(tlx_half* d, tlx_half s) { *d = s; }
+TLX_DEV void tlx_ld_to(tlx_bf16* d, tlx_bf16 s) { *d = s; }
+TLX_DEV void tlx_ld_to(float* d, float s) { *d = s; }
+TLX_DEV void tlx_ld_to(int* d, int s) { *d = s; }
+TLX_DEV void tlx_ld_to(float* d, tlx_half s) { *d = tlx_h2f(s); }
+TLX_DEV void tlx_ld_to(float* d, tlx_bf16 s) { *d = tlx_b2f(s); }
+template <typename S, typename... D>
+TLX_DEV void tlx_ldv(const S* p, bool pred, D*... d) {
+  struct __align__(sizeof...(D) * sizeof(S)) V { S v[sizeof...(D)]; } x{};
+  if (pred) x = *(const V*)p;
+  int i = 0;
+  (tlx_ld_to(d, x.v[i++]), ...);
+}
 // Vector float32 atomic adds (sm_90+, red.global.add.v2/.v4.f32): a fragment's adjacent columns
 // added into global memory with one reduction each run (T.atomic_add of a region, lower/atomic.py).
 TLX_DEV void tlx_red_add2(float* p, float a, float b) {

@@ -80,7 +80,7 @@ def lower_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc.fold_clear, lc.prefetch_fragments, lc.hoist_fragments = (
         opts.fold_clear, opts.prefetch_fragments, opts.hoist_fragments)
     lc.vector_epilogue, lc.reciprocal_division = opts.vector_epilogue, opts.reciprocal_division
-    lc.half_pairs = opts.half_pairs
+    lc.half_pairs, lc.vector_loads = opts.half_pairs, opts.vector_loads
     lc.vector_red = opts.vector_epilogue and has_capability(ctx.target, "vector_red")
     lc.setmaxnreg = has_capability(ctx.target, "setmaxnreg")
     if lc.setmaxnreg and lc.manual:

@@ -35,6 +35,7 @@ class LowerCtx:
     prefetch_fragments: bool = False
     hoist_fragments: bool = False
     vector_epilogue: bool = False
+    vector_loads: bool = False
     #: float32 region atomics as red.global.add.v2/v4 (sm_90+, with the vector epilogue)
     vector_red: bool = False
     reciprocal_division: bool = False

@@ -1,8 +1,9 @@
 """T.copy. Global → shared (and shared → shared) copies move 16/8/4-byte vectors per thread,
 asynchronously with cp.async inside a pipeline (zero-fill for out-of-range rows), with plain
 vector loads otherwise; alignment is proven from known divisors, bounds checks are kept only
-where they cannot be proven. Every other copy is an element-wise nest over the fragment's
-layout (``nests.copy_nest``)."""
+where they cannot be proven. Global → fragment copies load a thread's adjacent columns as vectors
+(vector_load.py), fragment → global ones store them so (epilogue.py). Every other copy is an
+element-wise nest over the fragment's layout (``nests.copy_nest``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ..nests import copy_nest, region_index
 from .epilogue import lower_vector_store, vector_store_plan
 from .parallel import lower_nest
 from .staged_epilogue import lower_staged_store, staged_plan
+from .vector_load import lower_vector_load, vector_load_plan
 
 
 def lower_copy(op: Copy, lc: Any) -> Stmt:
@@ -30,6 +32,10 @@ def lower_copy(op: Copy, lc: Any) -> Stmt:
         vec = _vector_plan(op, lc)
         if vec is not None:
             return _vector_copy(op, vec, lc)
+    if lc.vector_loads:
+        loads = vector_load_plan(op, lc)
+        if loads is not None:
+            return lower_vector_load(op, *loads, lc)
     staged = staged_plan(op, lc)
     if staged is not None:
         return lower_staged_store(op, *staged, lc)

@@ -55,7 +55,7 @@ def vector_store_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
     lay = entry[0] if entry is not None and entry[0] is not None else lc.layouts.get(src.buffer)
     if not isinstance(lay, Fragment) or len(lay.dims) != len(s_ext) or not lay.dims[-1]:
         return None
-    lay = _adjacent_slots_first(lay)
+    lay = adjacent_slots_first(lay)
     inner = lay.dims[-1][-1]
     if inner.kind != "L" or inner.stride != 1:
         return None
@@ -73,7 +73,7 @@ def vector_store_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
     return None
 
 
-def _adjacent_slots_first(lay: Fragment) -> Fragment:
+def adjacent_slots_first(lay: Fragment) -> Fragment:
     """``lay`` with its register slots renumbered (a loop layout of the copy is free to number them)
     so that the local digits ending its last dim, the adjacent columns a thread holds, take the
     lowest slots as one digit: a swapped gemm's accumulator holds four adjacent columns in slots 0,

@@ -4,12 +4,7 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(const tlx_half* __
   float x[8];
   float row_max[1];
   float row_sum[1];
-  {  // parallel
-    #pragma unroll
-    for (int v_1 = 0; v_1 < 8; ++v_1) {
-      x[v_1 & 7] = tlx_h2f(X[(((bx * 4) + ((tx >> 5) & 3)) * 256) + (((tx & 31) * 8) + (v_1 & 7))]);
-    }
-  }
+  tlx_ldv(&X[(((bx * 4) + ((tx >> 5) & 3)) * 256) + (((tx & 31) * 8) + 0)], true, &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &x[6], &x[7]);
   {  // reduce
     float red_2[1];
     #pragma unroll

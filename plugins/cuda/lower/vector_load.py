@@ -1,0 +1,92 @@
+"""Vector loads for global → fragment copies (``T.copy(X[rows, cols], frag)``), pass config
+``tlx.vector_loads`` (default on; both paths).
+
+The element-wise copy loads each register on its own: TileLang's FlashAttention backward
+preprocess (``T.copy(O[b, h, rows, cols], o)`` of fp16 tiles) issued 64 two-byte ``LDG.E.U16`` per
+thread and ran at 1.6 TB/s on the H200. When the fragment's layout gives a thread ``w`` adjacent
+columns of a row (the innermost digit of the copy's last dim a local digit of stride 1 whose extent
+``w`` divides), the thread loads them with one ``w``·elem-byte load (``tlx_ldv``, up to 16 bytes)
+into their registers, converting each to the fragment's type as the element copy does (16-bit
+floats to float32, or none).
+
+Safety is the vector epilogue's (epilogue.py): the group's first column is a multiple of ``w``, and
+so are the region's column start and the row length (proven from known divisors, else the
+element-wise path), so the vector is aligned and lies wholly inside or wholly outside the row; one
+check of the group's first element decides, and a vector outside reads as zeros, as the element
+copy's out-of-range elements do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.stmt import For, Stmt
+from ....core_ir.tileops import Copy
+from ..analysis import divisor, prove_lt
+from ..layout import Fragment, local_map, slot_expr
+from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo
+from ..nests import region_index, squeezed
+from .epilogue import adjacent_slots_first
+
+#: tensor types ``tlx_ldv`` reads, with the fragment types it converts each to
+_CONVERTS = {dtypes.float16.name: (dtypes.float16, dtypes.float32),
+             dtypes.bfloat16.name: (dtypes.bfloat16, dtypes.float32),
+             dtypes.float32.name: (dtypes.float32,), dtypes.int32.name: (dtypes.int32,)}
+_MAX_BYTES = 16
+
+
+def vector_load_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
+    """The loop layout and the vector width for ``op``, or ``None`` (element-wise copy)."""
+    src, dst = op.src, op.dst
+    if src.buffer.scope != "global" or dst.buffer.scope != "fragment" or src.buffer.strides is not None:
+        return None
+    if dst.buffer.dtype not in _CONVERTS.get(src.buffer.dtype.name, ()) or not dst.is_full():
+        return None
+    s_ext, d_ext = [E.as_int(e) for e in squeezed(src)], [E.as_int(e) for e in squeezed(dst)]
+    if len(d_ext) != dst.buffer.ndim or s_ext != d_ext or any(e is None for e in d_ext):
+        return None
+    if E.as_int(src.extents[-1]) == 1:  # the tile's columns must run along the tensor's rows
+        return None
+    entry = lc.loops.get(id(op))
+    lay = entry[0] if entry is not None and entry[0] is not None else lc.layouts.get(dst.buffer)
+    if not isinstance(lay, Fragment) or len(lay.dims) != len(d_ext) or not lay.dims[-1]:
+        return None
+    lay = adjacent_slots_first(lay)
+    inner = lay.dims[-1][-1]
+    if inner.kind != "L" or inner.stride != 1:
+        return None
+    if any(d.stride % inner.extent for dim in lay.dims for d in dim if d.kind == "L" and d is not inner):
+        return None
+    if local_map(lay, list(range(len(lay.dims))), lc.frag(dst.buffer)) is None:
+        return None
+    w = _MAX_BYTES // src.buffer.dtype.bytes
+    while w >= 2:
+        if not (inner.extent % w or divisor(src.starts[-1]) % w
+                or (src.buffer.ndim > 1 and divisor(src.buffer.shape[-1]) % w)):
+            return lay, w
+        w //= 2
+    return None
+
+
+def lower_vector_load(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
+    """The copy as one ``tlx_ldv`` per run of ``w`` columns a thread holds."""
+    src, dst = op.src, op.dst
+    groups = lay.num_local // w
+    g = E.Var(lc.fresh("vg"))
+    v: E.Expr = g * w if groups > 1 else E.const(0)
+    idx = region_index(src, lay.coords(THREAD, v))
+    ranges = dict(lc.ranges)
+    ranges[g] = (0, max(groups - 1, 0))
+    pred: E.Expr = E.const(True)
+    for i, dim in zip(idx, src.buffer.shape):  # the group's first column decides for all w
+        if not prove_lt(i, dim, ranges):
+            pred = E.binary("and", pred, E.binary("<", i, dim))
+    terms = local_map(lay, list(range(len(lay.dims))), lc.frag(dst.buffer))
+    assert terms is not None, "vector_load_plan checked the layouts agree"
+    local = lc.local_of(dst.buffer)
+    outs = [PtrTo(local, (slot_expr(terms, v + j if j else v),), "w") for j in range(w)]
+    body: Stmt = Evaluate(Intrin("tlx_ldv", (PtrTo(src.buffer, idx, "r"), pred, *outs)), op.loc)
+    if groups > 1:
+        body = For(g, E.const(groups), "unroll", body, None, (), op.loc)
+    return Block(body, "parallel", op.loc)

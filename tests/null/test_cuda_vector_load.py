@@ -1,0 +1,57 @@
+"""Global → fragment copies as vector loads (plugins/cuda/lower/vector_load.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import tilelang_x.language as T
+from tests.kernels import attention_bwd, elementwise
+from tests.null.cuda_helpers import cuda_source, sass_text
+from tilelang_x import knobs
+
+
+def _loads(src: str) -> list[str]:
+    return re.findall(r"tlx_ldv\([^;]*\);", src.split("__global__")[1])
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_threads_adjacent_columns_are_one_load(arch: str) -> None:
+    # FlashAttention backward's preprocess: 8 fp16 columns per thread of each 32 x 32 tile
+    src, _ = cuda_source(attention_bwd.flash_bwd_preprocess.get_ir(2, 4, 256, 64), arch)
+    loads = _loads(src)
+    assert len(loads) == 2 and all(ld.count("&o[") + ld.count("&do_1[") == 8 for ld in loads)
+    off, _ = cuda_source(attention_bwd.flash_bwd_preprocess.get_ir(2, 4, 256, 64), arch, {"tlx.vector_loads": False})
+    assert not _loads(off)
+
+
+def test_the_sass_loads_16_bytes() -> None:
+    sass = sass_text(attention_bwd.flash_bwd_preprocess.get_ir(2, 4, 256, 64), "sm_90a")
+    assert "LDG.E.128" in sass and "LDG.E.U16" not in sass
+
+
+@pytest.mark.parametrize(("dtype", "frag", "width"), [(T.float16, T.float32, 8), (T.float16, T.float16, 8),
+                                                      (T.bfloat16, T.float32, 8), (T.float32, T.float32, 4)])
+def test_16_bytes_whatever_the_types(dtype, frag, width: int) -> None:
+    src, _ = cuda_source(elementwise.scaled_tiles.get_ir(100, 200, dtype=dtype, frag_dtype=frag), "sm_80")
+    loads = _loads(src)
+    assert loads and all(ld.count("&x[") == width for ld in loads)
+    assert all("< 100" in ld for ld in loads)  # rows past M read zeros
+
+
+def test_columns_not_known_to_be_aligned_load_elements() -> None:
+    src, _ = cuda_source(elementwise.scaled_tiles.get_ir(64, 128, col0=1), "sm_80")
+    assert not _loads(src)
+    # a row length that is not a multiple of the vector: narrower vectors
+    src, _ = cuda_source(elementwise.scaled_tiles.get_ir(64, 124), "sm_80")
+    assert _loads(src) and all(ld.count("&x[") == 4 for ld in _loads(src))
+
+
+@pytest.mark.parametrize("col0", [0, 1])
+def test_the_interpreter_agrees(col0: int) -> None:
+    x = torch.randn(70, 130 + col0, dtype=torch.float16)
+    with knobs.scope(target_default="interp"):
+        y = elementwise.scaled_tiles(70, 130, col0=col0)(x)
+    torch.testing.assert_close(y, 2 * x[:, col0:].float())
