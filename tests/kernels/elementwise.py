@@ -139,3 +139,17 @@ def scaled_tiles(M, N, block_M=32, block_N=64, dtype=T.float16, frag_dtype=T.flo
                     Y[by * block_M + i, bx * block_N + j] = T.cast(x[i, j], T.float32) * 2
 
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def cast_tiles(M, N, block_M=64, block_N=128, src_dtype=T.float32, dst_dtype=T.float16):
+    """``Y = X`` converted to ``dst_dtype``, a tile at a time with one global → global ``T.copy``
+    (tiles past ``M`` and ``N`` write nothing)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), src_dtype), Y: T.Tensor((M, N), dst_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            T.copy(X[by * block_M:(by + 1) * block_M, bx * block_N:(bx + 1) * block_N],
+                   Y[by * block_M:(by + 1) * block_M, bx * block_N:(bx + 1) * block_N])
+
+    return main

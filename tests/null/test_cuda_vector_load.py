@@ -55,3 +55,26 @@ def test_the_interpreter_agrees(col0: int) -> None:
     with knobs.scope(target_default="interp"):
         y = elementwise.scaled_tiles(70, 130, col0=col0)(x)
     torch.testing.assert_close(y, 2 * x[:, col0:].float())
+
+
+def _copies(src: str) -> list[str]:
+    return re.findall(r"tlx_cpv<(\d+)>\(", src.split("__global__")[1])
+
+
+@pytest.mark.parametrize(("src_dtype", "dst_dtype", "width"), [
+    (T.float32, T.float16, "4"), (T.float32, T.bfloat16, "4"), (T.float16, T.float32, "4"),
+    (T.float16, T.float16, "8")])
+def test_a_cast_between_tensors_moves_vectors(src_dtype, dst_dtype, width: str) -> None:
+    src, _ = cuda_source(elementwise.cast_tiles.get_ir(100, 200, src_dtype=src_dtype, dst_dtype=dst_dtype), "sm_80")
+    assert set(_copies(src)) == {width}
+    assert "< 100" in src  # the last row tile is checked
+
+
+def test_the_attention_backward_postprocess() -> None:
+    sass = sass_text(attention_bwd.flash_bwd_postprocess.get_ir(2, 4, 256, 128), "sm_90a")
+    assert "LDG.E.128" in sass and "STG.E.64" in sass and "STG.E.U16" not in sass
+
+
+def test_a_cast_with_an_odd_row_length_stays_element_wise() -> None:
+    src, _ = cuda_source(elementwise.cast_tiles.get_ir(64, 131), "sm_80")
+    assert not _copies(src)

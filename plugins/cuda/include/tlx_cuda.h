@@ -136,12 +136,24 @@ TLX_DEV void tlx_ld_to(float* d, float s) { *d = s; }
 TLX_DEV void tlx_ld_to(int* d, int s) { *d = s; }
 TLX_DEV void tlx_ld_to(float* d, tlx_half s) { *d = tlx_h2f(s); }
 TLX_DEV void tlx_ld_to(float* d, tlx_bf16 s) { *d = tlx_b2f(s); }
+TLX_DEV void tlx_ld_to(tlx_half* d, float s) { *d = tlx_f2h(s); }
+TLX_DEV void tlx_ld_to(tlx_bf16* d, float s) { *d = tlx_f2b(s); }
 template <typename S, typename... D>
 TLX_DEV void tlx_ldv(const S* p, bool pred, D*... d) {
   struct __align__(sizeof...(D) * sizeof(S)) V { S v[sizeof...(D)]; } x{};
   if (pred) x = *(const V*)p;
   int i = 0;
   (tlx_ld_to(d, x.v[i++]), ...);
+}
+// The same from one tensor to another (a global -> global copy), W elements a load and a store.
+template <int W, typename D, typename S>
+TLX_DEV void tlx_cpv(D* d, const S* s, bool pred) {
+  struct __align__(W * sizeof(S)) VS { S v[W]; } x{};
+  struct __align__(W * sizeof(D)) VD { D v[W]; } y;
+  if (pred) x = *(const VS*)s;
+#pragma unroll
+  for (int e = 0; e < W; ++e) tlx_ld_to(&y.v[e], x.v[e]);
+  *(VD*)d = y;
 }
 // Vector float32 atomic adds (sm_90+, red.global.add.v2/.v4.f32): a fragment's adjacent columns
 // added into global memory with one reduction each run (T.atomic_add of a region, lower/atomic.py).

@@ -1,5 +1,6 @@
-"""Vector loads for global → fragment copies (``T.copy(X[rows, cols], frag)``), pass config
-``tlx.vector_loads`` (default on; both paths).
+"""Vector loads for global → fragment copies (``T.copy(X[rows, cols], frag)``) and global → global
+ones (a cast: ``T.copy(dQ_f32[...], dQ_f16[...])``), pass config ``tlx.vector_loads`` (default on;
+both paths).
 
 The element-wise copy loads each register on its own: TileLang's FlashAttention backward
 preprocess (``T.copy(O[b, h, rows, cols], o)`` of fp16 tiles) issued 64 two-byte ``LDG.E.U16`` per
@@ -7,7 +8,9 @@ thread and ran at 1.6 TB/s on the H200. When the fragment's layout gives a threa
 columns of a row (the innermost digit of the copy's last dim a local digit of stride 1 whose extent
 ``w`` divides), the thread loads them with one ``w``·elem-byte load (``tlx_ldv``, up to 16 bytes)
 into their registers, converting each to the fragment's type as the element copy does (16-bit
-floats to float32, or none).
+floats to float32, or none). A global → global copy over a loop layout of that shape moves the
+``w`` elements with one load and one store (``tlx_cpv<w>``), converting between float32 and the
+16-bit floats (TileLang's FlashAttention backward postprocess: 2.8 TB/s with element accesses).
 
 Safety is the vector epilogue's (epilogue.py): the group's first column is a multiple of ``w``, and
 so are the region's column start and the row length (proven from known divisors, else the
@@ -21,7 +24,7 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
-from ....core_ir.stmt import For, Stmt
+from ....core_ir.stmt import For, If, Stmt
 from ....core_ir.tileops import Copy
 from ..analysis import divisor, prove_lt
 from ..layout import Fragment, local_map, slot_expr
@@ -29,24 +32,28 @@ from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo
 from ..nests import region_index, squeezed
 from .epilogue import adjacent_slots_first
 
-#: tensor types ``tlx_ldv`` reads, with the fragment types it converts each to
+#: tensor types ``tlx_ldv`` / ``tlx_cpv`` read, with the types they convert each element to
 _CONVERTS = {dtypes.float16.name: (dtypes.float16, dtypes.float32),
              dtypes.bfloat16.name: (dtypes.bfloat16, dtypes.float32),
-             dtypes.float32.name: (dtypes.float32,), dtypes.int32.name: (dtypes.int32,)}
+             dtypes.float32.name: (dtypes.float32, dtypes.float16, dtypes.bfloat16), dtypes.int32.name: (dtypes.int32,)}
 _MAX_BYTES = 16
 
 
 def vector_load_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
     """The loop layout and the vector width for ``op``, or ``None`` (element-wise copy)."""
     src, dst = op.src, op.dst
-    if src.buffer.scope != "global" or dst.buffer.scope != "fragment" or src.buffer.strides is not None:
+    to_fragment = dst.buffer.scope == "fragment"
+    if src.buffer.scope != "global" or not (to_fragment or dst.buffer.scope == "global"):
         return None
-    if dst.buffer.dtype not in _CONVERTS.get(src.buffer.dtype.name, ()) or not dst.is_full():
+    if src.buffer.strides is not None or dst.buffer.strides is not None:
+        return None
+    if dst.buffer.dtype not in _CONVERTS.get(src.buffer.dtype.name, ()) or (to_fragment and not dst.is_full()):
         return None
     s_ext, d_ext = [E.as_int(e) for e in squeezed(src)], [E.as_int(e) for e in squeezed(dst)]
-    if len(d_ext) != dst.buffer.ndim or s_ext != d_ext or any(e is None for e in d_ext):
+    if s_ext != d_ext or any(e is None for e in d_ext) or (to_fragment and len(d_ext) != dst.buffer.ndim):
         return None
-    if E.as_int(src.extents[-1]) == 1:  # the tile's columns must run along the tensor's rows
+    # the tile's columns must run along both tensors' rows
+    if E.as_int(src.extents[-1]) == 1 or E.as_int(dst.extents[-1]) == 1:
         return None
     entry = lc.loops.get(id(op))
     lay = entry[0] if entry is not None and entry[0] is not None else lc.layouts.get(dst.buffer)
@@ -58,35 +65,55 @@ def vector_load_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
         return None
     if any(d.stride % inner.extent for dim in lay.dims for d in dim if d.kind == "L" and d is not inner):
         return None
-    if local_map(lay, list(range(len(lay.dims))), lc.frag(dst.buffer)) is None:
+    if to_fragment and local_map(lay, list(range(len(lay.dims))), lc.frag(dst.buffer)) is None:
         return None
-    w = _MAX_BYTES // src.buffer.dtype.bytes
+    tensors = (src,) if to_fragment else (src, dst)
+    w = _MAX_BYTES // max(r.buffer.dtype.bytes for r in tensors)
     while w >= 2:
-        if not (inner.extent % w or divisor(src.starts[-1]) % w
-                or (src.buffer.ndim > 1 and divisor(src.buffer.shape[-1]) % w)):
+        if not (inner.extent % w or any(divisor(r.starts[-1]) % w
+                                        or (r.buffer.ndim > 1 and divisor(r.buffer.shape[-1]) % w) for r in tensors)):
             return lay, w
         w //= 2
     return None
 
 
+def _in_range(idx: tuple[E.Expr, ...], shape: tuple[E.Expr, ...], ranges: dict[E.Var, tuple[int, int]]) -> E.Expr:
+    """Whether a vector starting at ``idx`` lies in the tensor (its first element decides)."""
+    pred: E.Expr = E.const(True)
+    for i, dim in zip(idx, shape):
+        if not prove_lt(i, dim, ranges):
+            pred = E.binary("and", pred, E.binary("<", i, dim))
+    return pred
+
+
 def lower_vector_load(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
-    """The copy as one ``tlx_ldv`` per run of ``w`` columns a thread holds."""
+    """The copy as one ``tlx_ldv`` (or ``tlx_cpv<w>``) per run of ``w`` columns a thread holds."""
     src, dst = op.src, op.dst
     groups = lay.num_local // w
     g = E.Var(lc.fresh("vg"))
     v: E.Expr = g * w if groups > 1 else E.const(0)
-    idx = region_index(src, lay.coords(THREAD, v))
+    coords = lay.coords(THREAD, v)
+    idx = region_index(src, coords)
     ranges = dict(lc.ranges)
     ranges[g] = (0, max(groups - 1, 0))
-    pred: E.Expr = E.const(True)
-    for i, dim in zip(idx, src.buffer.shape):  # the group's first column decides for all w
-        if not prove_lt(i, dim, ranges):
-            pred = E.binary("and", pred, E.binary("<", i, dim))
-    terms = local_map(lay, list(range(len(lay.dims))), lc.frag(dst.buffer))
-    assert terms is not None, "vector_load_plan checked the layouts agree"
-    local = lc.local_of(dst.buffer)
-    outs = [PtrTo(local, (slot_expr(terms, v + j if j else v),), "w") for j in range(w)]
-    body: Stmt = Evaluate(Intrin("tlx_ldv", (PtrTo(src.buffer, idx, "r"), pred, *outs)), op.loc)
+    pred = _in_range(idx, src.buffer.shape, ranges)
+    body: Stmt
+    if dst.buffer.scope == "fragment":
+        terms = local_map(lay, list(range(len(lay.dims))), lc.frag(dst.buffer))
+        assert terms is not None, "vector_load_plan checked the layouts agree"
+        local = lc.local_of(dst.buffer)
+        outs = [PtrTo(local, (slot_expr(terms, v + j if j else v),), "w") for j in range(w)]
+        body = Evaluate(Intrin("tlx_ldv", (PtrTo(src.buffer, idx, "r"), pred, *outs)), op.loc)
+    else:
+        didx = region_index(dst, coords)
+        body = Evaluate(Intrin(f"tlx_cpv<{w}>", (PtrTo(dst.buffer, didx, "w"), PtrTo(src.buffer, idx, "r"), pred)),
+                        op.loc)
+        inside = _in_range(didx, dst.buffer.shape, ranges)
+        if not (isinstance(inside, E.Const) and inside.value):
+            body = If(inside, body, None, op.loc)
+        guard = lay.replica_guard(THREAD)
+        if guard is not None:
+            body = If(guard, body, None, op.loc)
     if groups > 1:
         body = For(g, E.const(groups), "unroll", body, None, (), op.loc)
     return Block(body, "parallel", op.loc)

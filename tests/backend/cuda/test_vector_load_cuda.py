@@ -27,3 +27,21 @@ def test_preprocess_of_the_attention_backward() -> None:
     o, do = (torch.randn(2, 4, 256, 128, device="cuda", dtype=torch.float16) for _ in range(2))
     delta = attention_bwd.flash_bwd_preprocess(2, 4, 256, 128)(o, do)
     torch.testing.assert_close(delta, (o.float() * do.float()).sum(-1), rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("target", ["cuda", "cuda:sm_80"])
+@pytest.mark.parametrize(("src_dtype", "dst_dtype"), [(T.float32, T.float16), (T.float32, T.bfloat16),
+                                                      (T.float16, T.float32), (T.bfloat16, T.bfloat16)])
+@pytest.mark.parametrize(("m", "n"), [(100, 200), (64, 124), (33, 131)])
+def test_casts_with_tails(target: str, src_dtype, dst_dtype, m: int, n: int) -> None:
+    tt = {T.float16: torch.float16, T.bfloat16: torch.bfloat16, T.float32: torch.float32}
+    x = (torch.randn(m, n, device="cuda") * 3).to(tt[src_dtype])
+    with knobs.scope(target_default=target):
+        y = elementwise.cast_tiles(m, n, src_dtype=src_dtype, dst_dtype=dst_dtype)(x)
+    assert torch.equal(y, x.to(tt[dst_dtype]))
+
+
+def test_postprocess_of_the_attention_backward() -> None:
+    dq = torch.randn(2, 4, 256, 128, device="cuda")
+    out = attention_bwd.flash_bwd_postprocess(2, 4, 256, 128)(dq)
+    assert torch.equal(out, dq.half())
