@@ -234,3 +234,150 @@ def chunk_scan_reference(cb: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, dA
     inter = torch.einsum("bclhn,bchpn->bclhp", Cf, prev_states.float()) * torch.exp(dA).permute(0, 1, 3, 2)[..., None]
     out = (intra + inter).reshape(batch, seqlen, nheads, headdim) + x.float() * D.float()[:, None]
     return out
+
+
+@tl.jit(out_idx=[-3, -2, -1], pass_configs={tl.PassConfigKey.TL_ENABLE_FAST_MATH: True})
+def chunk_gated_delta_rule_fwd_h(B, S, H, DK, DV, input_dtype, output_dtype, accum_dtype, gate_dtype, state_dtype,
+                                 chunk_size, use_g, use_initial_state, store_final_state, save_new_value,
+                                 block_DK=64, block_DV=32, threads=128, num_stages=1):
+    """Gated DeltaNet's chunk recurrence (TileLang's examples/gdn/example_chunk_delta_h.py): per chunk
+    the state so far goes to ``h``, ``V_new = U - W h`` (decayed by the gates ``G`` to the chunk's end),
+    then ``h = exp(g_last) h + Kᵀ V_new``."""
+    block_S = chunk_size
+    BS = S // block_S
+
+    @T.prim_func
+    def main(
+        K: T.Tensor((B, S, H, DK), dtype=input_dtype),
+        W: T.Tensor((B, S, H, DK), dtype=input_dtype),
+        U: T.Tensor((B, S, H, DV), dtype=input_dtype),
+        G: T.Tensor((B, S, H), dtype=gate_dtype),
+        initial_state: T.Tensor((B, H, DK, DV), dtype=input_dtype),
+        h: T.Tensor((B, BS, H, DK, DV), dtype=output_dtype),
+        final_state: T.Tensor((B, H, DK, DV), dtype=state_dtype),
+        V_new: T.Tensor((B, S, H, DV), dtype=output_dtype),
+    ):
+        with T.Kernel(T.ceildiv(DV, block_DV), B * H, threads=threads) as (bv, bbh):
+            bb, bh = bbh // H, bbh % H
+
+            b_h_shared = T.alloc_shared((DK, block_DV), dtype=input_dtype)
+            b_h_fragment = T.alloc_fragment((DK, block_DV), dtype=accum_dtype)
+            U_shared = T.alloc_shared((block_S, block_DV), dtype=input_dtype)
+            U_fragment = T.alloc_fragment((block_S, block_DV), dtype=accum_dtype)
+            W_shared = T.alloc_shared((block_S, DK), dtype=input_dtype)
+            V_new_fragment = T.alloc_fragment((block_S, block_DV), dtype=accum_dtype)
+            V_new_shared = T.alloc_shared((block_S, block_DV), dtype=output_dtype)
+            K_shared = T.alloc_shared((block_S, DK), dtype=input_dtype)
+            G_last_local = T.alloc_local((1), dtype=gate_dtype)
+            G_shared = T.alloc_shared((block_S, block_DV), dtype=gate_dtype)
+            G_fragment = T.alloc_fragment((block_S, block_DV), dtype=gate_dtype)
+
+            T.annotate_layout({
+                b_h_shared: tl.layout.make_swizzled_layout(b_h_shared),
+                U_shared: tl.layout.make_swizzled_layout(U_shared),
+                W_shared: tl.layout.make_swizzled_layout(W_shared),
+                V_new_shared: tl.layout.make_swizzled_layout(V_new_shared),
+                K_shared: tl.layout.make_swizzled_layout(K_shared),
+                G_shared: tl.layout.make_swizzled_layout(G_shared),
+            })
+            T.use_swizzle(10)
+
+            if use_initial_state:
+                T.copy(initial_state[bb, bh, 0:DK, bv * block_DV:(bv + 1) * block_DV], b_h_shared)
+                T.copy(b_h_shared, b_h_fragment)
+            else:
+                T.clear(b_h_fragment)
+
+            for i_s in T.Pipelined(T.ceildiv(S, block_S), num_stages=num_stages):
+                # the state before this chunk
+                T.copy(b_h_shared, h[bb, i_s, bh, 0:DK, bv * block_DV:(bv + 1) * block_DV])
+
+                T.copy(W[bb, i_s * block_S:(i_s + 1) * block_S, bh, 0:DK], W_shared)
+                T.gemm(W_shared, b_h_shared, V_new_fragment, clear_accum=True)
+
+                T.copy(U[bb, i_s * block_S:(i_s + 1) * block_S, bh, bv * block_DV:(bv + 1) * block_DV], U_shared)
+                T.copy(U_shared, U_fragment)
+                for i_s2, i_v in T.Parallel(block_S, block_DV):
+                    V_new_fragment[i_s2, i_v] = -V_new_fragment[i_s2, i_v] + U_fragment[i_s2, i_v]
+
+                if save_new_value:
+                    T.copy(V_new_fragment, dst=V_new_shared)
+                    T.copy(V_new_shared, V_new[bb, i_s * block_S:(i_s + 1) * block_S, bh,
+                                               bv * block_DV:(bv + 1) * block_DV])
+
+                T.copy(K[bb, i_s * block_S:(i_s + 1) * block_S, bh, 0:DK], K_shared)
+                if use_g:
+                    G_last_local[0] = G[bb, (i_s + 1) * block_S - 1, bh]
+                    for i_s2, i_v in T.Parallel(block_S, block_DV):
+                        G_shared[i_s2, i_v] = G[bb, i_s * block_S + i_s2, bh]
+                    T.copy(G_shared, G_fragment)
+                    for i_s2, i_v in T.Parallel(block_S, block_DV):
+                        with T.If(G_last_local[0] - G_fragment[i_s2, i_v] <= 0):
+                            with T.Then():
+                                V_new_fragment[i_s2, i_v] = V_new_fragment[i_s2, i_v] * T.exp2(
+                                    (G_last_local[0] - G_fragment[i_s2, i_v]) * 1.442695)
+                            with T.Else():
+                                V_new_fragment[i_s2, i_v] = 0
+                    G_last_local[0] = T.exp2(G_last_local[0] * 1.442695)
+                    for i_k, i_v in T.Parallel(DK, block_DV):
+                        b_h_fragment[i_k, i_v] *= G_last_local[0]
+
+                T.copy(V_new_fragment, V_new_shared)
+                T.gemm(K_shared, V_new_shared, b_h_fragment, transpose_A=True)
+                T.copy(b_h_fragment, b_h_shared)
+
+            if store_final_state:
+                T.copy(b_h_fragment, final_state[bb, bh, 0:DK, bv * block_DV:(bv + 1) * block_DV])
+
+    return main
+
+
+def gated_delta_h_inputs(B: int, S: int, H: int, DK: int, DV: int, chunk_size: int, device: str,
+                         dtype: torch.dtype = torch.bfloat16, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """``chunk_gated_delta_rule_fwd_h``'s inputs as TileLang's example makes them: K, W, U rows of unit
+    norm, the gates a chunk-local cumulative sum of log-sigmoids (float32), a random initial state."""
+    g = torch.Generator().manual_seed(seed)
+
+    def unit_rows(d: int) -> torch.Tensor:
+        return torch.nn.functional.normalize(torch.randn(B, S, H, d, generator=g), dim=-1).to(dtype).to(device)
+
+    k, w, u = unit_rows(DK), unit_rows(DK), unit_rows(DV)
+    gates = torch.nn.functional.logsigmoid(torch.randn(B, S, H, generator=g))
+    gates = gates.reshape(B, S // chunk_size, chunk_size, H).cumsum(2).reshape(B, S, H).to(device)
+    initial_state = torch.randn(B, H, DK, DV, generator=g).to(dtype).to(device)
+    return k, w, u, gates, initial_state
+
+
+def run_gated_delta_h(device: str, B: int, S: int, H: int, DK: int, DV: int, chunk_size: int = 64,
+                      dtype: str = "bfloat16", **tiles: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``chunk_gated_delta_rule_fwd_h`` with gates, an initial state, the final state and the new values
+    against ``gated_delta_h_reference``: ``h``, the final state and ``V_new``, flattened, float32."""
+    inputs = gated_delta_h_inputs(B, S, H, DK, DV, chunk_size, device, dtype=getattr(torch, dtype), seed=64)
+    kernel = chunk_gated_delta_rule_fwd_h(B, S, H, DK, DV, dtype, dtype, "float32", "float32", "float32", chunk_size,
+                                          True, True, True, True, **tiles)
+    actual = kernel(*inputs)
+    expected = gated_delta_h_reference(*inputs, chunk_size)
+    return (torch.cat([x.float().flatten() for x in actual]),
+            torch.cat([e.to(a.dtype).float().flatten() for a, e in zip(actual, expected)]))
+
+
+def gated_delta_h_reference(k: torch.Tensor, w: torch.Tensor, u: torch.Tensor, gates: torch.Tensor,
+                            initial_state: torch.Tensor, chunk_size: int) -> tuple[torch.Tensor, ...]:
+    """The recurrence in float32, rounding the state and the new values where the kernel stages them
+    through shared memory (input dtype): ``h`` per chunk, the final state, ``V_new``."""
+    B, S, H, _ = k.shape
+    dtype = k.dtype
+    state = initial_state.float()  # [B, H, DK, DV]
+    hs, v_new = [], torch.empty(B, S, H, u.shape[-1], device=k.device)
+    for c in range(S // chunk_size):
+        t = slice(c * chunk_size, (c + 1) * chunk_size)
+        staged = state.to(dtype).float()
+        hs.append(staged)
+        kc, wc, uc = (x[:, t].float().transpose(1, 2) for x in (k, w, u))  # [B, H, chunk, D]
+        v = uc - wc @ staged
+        v_new[:, t] = v.transpose(1, 2)
+        gc = gates[:, t].float().transpose(1, 2)  # [B, H, chunk]
+        last = gc[..., -1:]
+        v = v * torch.exp(last - gc)[..., None]
+        state = state * torch.exp(last)[..., None] + kc.transpose(-1, -2) @ v.to(dtype).float()
+    return torch.stack(hs, 1), state, v_new

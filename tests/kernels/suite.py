@@ -983,6 +983,7 @@ CASES: list[Case] = [
     # TileLang's examples/linear_attention and examples/deepseek_nsa, written as those are
     Case("linear_attn_chunked_state", lambda d: linear_attention.run_linear_attn(d, 1, 128, 2, 64)),
     Case("mamba2_chunk_scan", lambda d: linear_attention.run_chunk_scan(d, 1, 256, 128, 1, 2, 64, 128)),
+    Case("gated_delta_net_chunk_state", lambda d: linear_attention.run_gated_delta_h(d, 1, 256, 2, 64, 64)),
     Case("nsa_fwd_selected_blocks", lambda d: sparse_attention.run_nsa(d, 1, 128, 32, 2, 64, 3, 32)),
     Case("nsa_fwd_selected_blocks_one_warp", lambda d: sparse_attention.run_nsa(d, 1, 64, 16, 1, 32, 2, 16,
                                                                                   scale=0.1)),

@@ -147,6 +147,9 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "flash_bwd_d128_causal": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 128, True),
         "linear_attn_chunked_state": lambda: linear_attention.chunk_linear_attn_fwd.get_ir(1, 128, 2, 64, 64),
         "mamba2_chunk_scan": lambda: linear_attention.chunk_scan_fwd.get_ir(1, 256, 128, 1, 2, 64, 128),
+        "gated_delta_net_chunk_state": lambda: linear_attention.chunk_gated_delta_rule_fwd_h.get_ir(
+            1, 256, 2, 64, 64, "bfloat16", "bfloat16", "float32", "float32", "float32", 64, True, True, True, True,
+            num_stages=2),
         "nsa_fwd_selected_blocks": lambda: sparse_attention.native_sparse_attention.get_ir(
             1, 32, 128, 64, True, block_size=32, groups=16, selected_blocks=3),
         "nsa_fwd_selected_blocks_one_warp": lambda: sparse_attention.native_sparse_attention.get_ir(

@@ -80,3 +80,18 @@ def test_nsa_forward_four_warps_matches_torch(target: str) -> None:
     with knobs.scope(target_default=target):
         actual, expected = sparse_attention.run_nsa("cuda", 1, 1024, 64, 2, 64, 8, 32, threads=128, num_stages=3)
     _check(actual, expected, atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("tiles", [
+    {"block_DV": 32, "threads": 128, "num_stages": 2},  # the example's main()
+    {"block_DV": 64, "threads": 128, "num_stages": 1},
+    {"block_DV": 64, "threads": 256, "num_stages": 2},
+])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gated_delta_net_chunk_state_matches_torch(target: str, tiles: dict[str, int], dtype: str) -> None:
+    # the example's DK = DV = 128, chunk 64, over 4096 tokens of 8 heads (its main(): 32768 tokens, 32 heads);
+    # the reference stages the state and the new values in the input dtype where the kernel does
+    with knobs.scope(target_default=target):
+        actual, expected = linear_attention.run_gated_delta_h("cuda", 1, 4096, 8, 128, 128, dtype=dtype, **tiles)
+    _check(actual, expected, atol=2e-2, rtol=2e-2)
