@@ -987,6 +987,8 @@ CASES: list[Case] = [
     Case("nsa_fwd_selected_blocks", lambda d: sparse_attention.run_nsa(d, 1, 128, 32, 2, 64, 3, 32)),
     Case("nsa_fwd_selected_blocks_one_warp", lambda d: sparse_attention.run_nsa(d, 1, 64, 16, 1, 32, 2, 16,
                                                                                   scale=0.1)),
+    Case("nsa_fwd_varlen_block_counts", lambda d: sparse_attention.run_nsa_varlen(d, [24, 40], 16, 1, 64, 2, 16,
+                                                                                   num_stages=2)),
     # the combine kernel of TileLang's flash decoding: `lse_max_local[0]`, a fragment element one thread
     # holds, read by every thread outside T.Parallel (cuda/layout_exchange.py: broadcast_reads)
     Case("combine_split_kv_4_annotated_layout", _combine_split_kv(4)),

@@ -154,6 +154,8 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
             1, 32, 128, 64, True, block_size=32, groups=16, selected_blocks=3),
         "nsa_fwd_selected_blocks_one_warp": lambda: sparse_attention.native_sparse_attention.get_ir(
             1, 16, 64, 32, True, block_size=16, groups=16, selected_blocks=2, scale=0.1),
+        "nsa_fwd_varlen_block_counts": lambda: sparse_attention.native_sparse_attention_varlen.get_ir(
+            2, 16, 64, 64, True, block_size=16, groups=16, selected_blocks=2, num_stages=2),
         "view_reshape_global": lambda: views.flat_affine.get_ir(37, 24),
         "view_reshape_shared_pairs": lambda: views.swap_pairs.get_ir(40, 32),
         "view_int8_as_uint32_dequant": lambda: views.dequant_int8_words.get_ir(40, 64),

@@ -95,3 +95,13 @@ def test_gated_delta_net_chunk_state_matches_torch(target: str, tiles: dict[str,
     with knobs.scope(target_default=target):
         actual, expected = linear_attention.run_gated_delta_h("cuda", 1, 4096, 8, 128, 128, dtype=dtype, **tiles)
     _check(actual, expected, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("num_stages", [0, 2])  # the example's 0, and a pipelined loop over a bound read from memory
+def test_nsa_forward_varlen_matches_torch(target: str, num_stages: int) -> None:
+    # four sequences of uneven lengths, 64 query heads over 4 KV heads, D=128, up to 16 blocks of 64 keys
+    with knobs.scope(target_default=target):
+        actual, expected = sparse_attention.run_nsa_varlen("cuda", [1000, 37, 2048, 515], 64, 4, 128, 16, 64,
+                                                           num_stages=num_stages)
+    _check(actual, expected, atol=1e-2, rtol=1e-2)
