@@ -8,15 +8,17 @@ import pytest
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
-from tilelang_x.compiler import build
+from tilelang_x.compiler import build, cache_size, clear_cache
 from tilelang_x.core_ir.errors import ArgumentError
 from tilelang_x.engine import callback
 from tilelang_x.target import Target
 
 
 @pytest.fixture(autouse=True)
-def _no_callbacks(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_callbacks(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(callback, "_registered", {})
+    yield
+    clear_cache()  # no kernel built from a post-processed source outlives the test
 
 
 @T.prim_func
@@ -86,8 +88,6 @@ def test_callback_that_returns_no_source_is_named() -> None:
 
 
 def test_registering_drops_kernels_compiled_from_the_old_source() -> None:
-    from tilelang_x.compiler import cache_size
-
     tilelang.compile(double, out_idx=[-1], target="interp")
     assert cache_size() > 0
     callback.register_cuda_postproc(lambda code, _t: code)
