@@ -37,6 +37,7 @@ from .core_ir.kernel_parts import kernel_parts
 from .core_ir.source import caller_loc
 from .core_ir.stages import StageContext, dump_path, run_stages
 from .core_ir.stmt import PrimFunc, Seq
+from .engine.callback import postprocess
 from .kernel import JITKernel
 from .pass_config import check_pass_configs
 from .target import Target
@@ -247,6 +248,8 @@ def build(
         ctx.timings.pop(INPUT_STAGE, None)
         times = ctx.timings
         source = _timed(times, "codegen", hooks.tlx_codegen, target=tgt, func=lowered, ctx=ctx)
+        if source is not None:
+            source = postprocess(tgt, source)
         if dump and ("all" in dump or CODEGEN_STAGE in dump):
             path = dump_path(str(dump_dir), len(stages), CODEGEN_STAGE, lowered.name)
             path = path[: -len(".txt")] + _SOURCE_SUFFIX.get(tgt.backend, ".txt")

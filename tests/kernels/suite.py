@@ -20,11 +20,13 @@ from . import (
     gemm,
     gemm_sp,
     grid,
+    linear_attention,
     reducers,
     reductions,
     register_control,
     scalar_intrinsics,
     simt,
+    sparse_attention,
     thread_allreduce,
     tma_copy,
     views,
@@ -978,6 +980,15 @@ CASES: list[Case] = [
     # statistics are exchanged between the two layouts through shared memory (cuda/layout_exchange.py)
     Case("mla_decode_32_key_blocks", lambda device: _mla_decode(device, block_N=32)),
     Case("paged_gqa_decode_block_table", _paged_gqa_decode),
+    # TileLang's examples/linear_attention and examples/deepseek_nsa, written as those are
+    Case("linear_attn_chunked_state", lambda d: linear_attention.run_linear_attn(d, 1, 128, 2, 64)),
+    Case("mamba2_chunk_scan", lambda d: linear_attention.run_chunk_scan(d, 1, 256, 128, 1, 2, 64, 128)),
+    Case("gated_delta_net_chunk_state", lambda d: linear_attention.run_gated_delta_h(d, 1, 256, 2, 64, 64)),
+    Case("nsa_fwd_selected_blocks", lambda d: sparse_attention.run_nsa(d, 1, 128, 32, 2, 64, 3, 32)),
+    Case("nsa_fwd_selected_blocks_one_warp", lambda d: sparse_attention.run_nsa(d, 1, 64, 16, 1, 32, 2, 16,
+                                                                                  scale=0.1)),
+    Case("nsa_fwd_varlen_block_counts", lambda d: sparse_attention.run_nsa_varlen(d, [24, 40], 16, 1, 64, 2, 16,
+                                                                                   num_stages=2)),
     # the combine kernel of TileLang's flash decoding: `lse_max_local[0]`, a fragment element one thread
     # holds, read by every thread outside T.Parallel (cuda/layout_exchange.py: broadcast_reads)
     Case("combine_split_kv_4_annotated_layout", _combine_split_kv(4)),

@@ -16,11 +16,13 @@ from tests.kernels import (
     gemm,
     gemm_sp,
     grid,
+    linear_attention,
     reducers,
     reductions,
     register_control,
     scalar_intrinsics,
     simt,
+    sparse_attention,
     thread_allreduce,
     tma_copy,
     views,
@@ -143,6 +145,17 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
         "flash_bwd_causal": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, True),
         "flash_bwd_element_atomics": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 64, False, tile_atomic=False),
         "flash_bwd_d128_causal": lambda: attention_bwd.flash_bwd.get_ir(1, 2, 256, 128, True),
+        "linear_attn_chunked_state": lambda: linear_attention.chunk_linear_attn_fwd.get_ir(1, 128, 2, 64, 64),
+        "mamba2_chunk_scan": lambda: linear_attention.chunk_scan_fwd.get_ir(1, 256, 128, 1, 2, 64, 128),
+        "gated_delta_net_chunk_state": lambda: linear_attention.chunk_gated_delta_rule_fwd_h.get_ir(
+            1, 256, 2, 64, 64, "bfloat16", "bfloat16", "float32", "float32", "float32", 64, True, True, True, True,
+            num_stages=2),
+        "nsa_fwd_selected_blocks": lambda: sparse_attention.native_sparse_attention.get_ir(
+            1, 32, 128, 64, True, block_size=32, groups=16, selected_blocks=3),
+        "nsa_fwd_selected_blocks_one_warp": lambda: sparse_attention.native_sparse_attention.get_ir(
+            1, 16, 64, 32, True, block_size=16, groups=16, selected_blocks=2, scale=0.1),
+        "nsa_fwd_varlen_block_counts": lambda: sparse_attention.native_sparse_attention_varlen.get_ir(
+            2, 16, 64, 64, True, block_size=16, groups=16, selected_blocks=2, num_stages=2),
         "view_reshape_global": lambda: views.flat_affine.get_ir(37, 24),
         "view_reshape_shared_pairs": lambda: views.swap_pairs.get_ir(40, 32),
         "view_int8_as_uint32_dequant": lambda: views.dequant_int8_words.get_ir(40, 64),

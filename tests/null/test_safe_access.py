@@ -213,9 +213,10 @@ def test_while_loop_suite_kernel_guards_only_the_lower_bound() -> None:
 
 def test_suite_kernels_get_guards_only_where_an_access_is_unprovable() -> None:
     # `first_below`: `col`, a variable, may be negative as far as anyone can prove; `scale_first_rows`:
-    # the bound `n` is a scalar argument, not Y's length
+    # the bound `n` is a scalar argument, not Y's length; varlen NSA: its rows come from `Offsets` and
+    # `TokenIndices`, read from memory
     guarded = {name for name, make in suite_funcs().items() if _core(make()) != _core(make(), OFF)}
-    assert guarded == {"first_below_while_loop_break", "grid_from_integer_argument"}
+    assert guarded == {"first_below_while_loop_break", "grid_from_integer_argument", "nsa_fwd_varlen_block_counts"}
 
 
 # ---- atomics that read: T.atomic_load, return_prev=True ----------------------------------------------

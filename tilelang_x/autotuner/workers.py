@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import knobs
+from ..engine.callback import any_registered
 from .errors import one_line_reason
 from .key import tensor_specs
 from .limits import Timeout, time_limit
@@ -193,6 +194,9 @@ def compile_in_workers(jit: Any, cands: list[Candidate], target: Any, workers: i
     if not _can_spawn():
         logger.info("autotune: compiling in-process: worker processes would re-run the main script (start "
                     "the tuning under `if __name__ == \"__main__\":` to compile in parallel)")
+        return cands
+    if any_registered():
+        logger.info("autotune: compiling in-process: a source post-processing callback is registered here")
         return cands
     ref = _import_ref(jit.fn)
     if ref is None:
