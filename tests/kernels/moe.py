@@ -11,7 +11,8 @@ import torch.nn.functional as F
 import tilelang_x as tilelang
 import tilelang_x.language as T
 
-__all__ = ["grouped_gemm", "group_offsets", "moe_forward", "moe_inputs", "moe_reference", "moe_routed", "moe_shared"]
+__all__ = ["grouped_gemm", "grouped_gemm_fp8_weights", "group_offsets", "moe_forward", "moe_inputs", "moe_reference",
+           "moe_routed", "moe_shared"]
 
 _NO_TMA = {"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True}
 
@@ -61,6 +62,77 @@ def grouped_gemm(batch_sizes_list, K, N, block_M, block_N, block_K, num_stages=2
             for i, j in T.Parallel(block_M, block_N):
                 with T.If(i < actual_rows), T.Then():
                     C[m_start + i, by * block_N + j] = C_local[i, j]
+
+    return kernel
+
+
+@tilelang.jit(out_idx=[2])
+def grouped_gemm_fp8_weights(batch_sizes_list, K, N, block_M=128, block_N=128, block_K=64, num_stages=2, threads=128,
+                             in_dtype_a=T.bfloat16, in_dtype_b=T.float8_e4m3fn, out_dtype=T.bfloat16,
+                             accum_dtype=T.float32):
+    """The grouped GEMM with float8 expert weights (grouped_gemm's ``..._sm90_fp8_to_bf16``): each
+    thread widens its runs of 8 weights from a float8 tile into a bfloat16 one through local
+    buffers; groups start at multiples of ``block_M`` (no spare block after a group)."""
+    batch_sum = sum(batch_sizes_list)
+    batch_count = len(batch_sizes_list)
+    total_m_blocks = sum((size + block_M - 1) // block_M for size in batch_sizes_list)
+    vecs_per_thread = (block_K * block_N) // (threads * 8)
+
+    @T.prim_func
+    def kernel(
+        A: T.Tensor([batch_sum, K], in_dtype_a),
+        B: T.Tensor([batch_count, K, N], in_dtype_b),
+        C: T.Tensor([batch_sum, N], out_dtype),
+        batch_sizes: T.Tensor([batch_count], T.int32),
+        batch_offsets: T.Tensor([batch_count], T.int32),
+        batch_padded_offsets: T.Tensor([batch_count], T.int32),
+    ):
+        with T.Kernel(total_m_blocks, T.ceildiv(N, block_N), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared([block_M, block_K], in_dtype_a)
+            B_fp8_shared = T.alloc_shared([block_K, block_N], in_dtype_b)
+            B_shared = T.alloc_shared([block_K, block_N], in_dtype_a)
+            C_local = T.alloc_fragment([block_M, block_N], accum_dtype)
+            cur_fp8x8 = T.alloc_local((8,), in_dtype_b)
+            cur_fp32x8 = T.alloc_local((8,), T.float32)
+            cur_bf16x8 = T.alloc_local((8,), in_dtype_a)
+            cur_batch_idx = T.alloc_var(dtype=T.int32)
+            cur_batch_size = T.alloc_var(dtype=T.int32)
+
+            tx = T.get_thread_binding()
+            m_start_padded = bx * block_M
+
+            for i in range(batch_count):
+                in_cur_batch_idx = m_start_padded >= batch_padded_offsets[i]
+                cur_batch_idx = T.if_then_else(in_cur_batch_idx, i, cur_batch_idx)
+
+            cur_batch_size = batch_sizes[cur_batch_idx]
+            m_start = m_start_padded - batch_padded_offsets[cur_batch_idx] + batch_offsets[cur_batch_idx]
+            actual_rows = T.max(0, T.min(block_M,
+                                         cur_batch_size + batch_padded_offsets[cur_batch_idx] - m_start_padded))
+
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[m_start:m_start + block_M, k * block_K:(k + 1) * block_K], A_shared)
+                T.copy(B[cur_batch_idx, k * block_K:(k + 1) * block_K, by * block_N:(by + 1) * block_N], B_fp8_shared)
+
+                for vi in T.serial(vecs_per_thread):
+                    flat = (vi * threads + tx) * 8
+                    row = flat // block_N
+                    col_base = flat % block_N
+                    for i in T.vectorized(8):
+                        cur_fp8x8[i] = B_fp8_shared[row, col_base + i]
+                    for i in T.vectorized(8):
+                        cur_fp32x8[i] = T.cast(cur_fp8x8[i], "float")
+                    for i in T.vectorized(8):
+                        cur_bf16x8[i] = T.cast(cur_fp32x8[i], in_dtype_a)
+                    for i in T.vectorized(8):
+                        B_shared[row, col_base + i] = cur_bf16x8[i]
+
+                T.gemm(A_shared, B_shared, C_local)
+
+            for i, j in T.Parallel(block_M, block_N):
+                if i < actual_rows:
+                    C[m_start + i, by * block_N + j] = T.cast(C_local[i, j], out_dtype)
 
     return kernel
 
@@ -237,13 +309,14 @@ def moe_routed(d_hidden, d_expert, n_routed_experts, dtype, group_sum, group_cou
     return kernel
 
 
-def group_offsets(sizes: list[int], padding: int) -> tuple[list[int], list[int]]:
+def group_offsets(sizes: list[int], padding: int, spare_block: bool = True) -> tuple[list[int], list[int]]:
     """The groups' first rows stacked (``offsets``) and in the padded numbering the blocks walk
-    (``padded``: each group starts a fresh block and keeps at least one row past its end)."""
+    (``padded``: each group starts a fresh block; with ``spare_block``, as the fp16 examples pad,
+    it keeps at least one row past its end)."""
     offsets, padded = [0], [0]
     for size in sizes[:-1]:
         offsets.append(offsets[-1] + size)
-        padded.append(padded[-1] + math.ceil((size + 1) / padding) * padding)
+        padded.append(padded[-1] + math.ceil((size + int(spare_block)) / padding) * padding)
     return offsets, padded
 
 

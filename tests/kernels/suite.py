@@ -901,6 +901,20 @@ def _grouped_gemm(sizes: list[int], K: int, N: int, **tiles: int) -> Callable:
     return run
 
 
+def _grouped_gemm_fp8_weights(sizes: list[int], K: int, N: int, **tiles: int) -> Callable:
+    """TileLang's grouped GEMM with float8 weights: bfloat16 rows times e4m3 B widened in the kernel."""
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(sum(sizes), K, dtype=torch.bfloat16, device=device, seed=60)
+        b = _randn(len(sizes), K, N, dtype=torch.float8_e4m3fn, device=device, seed=61)
+        offsets, padded = moe.group_offsets(sizes, tiles["block_M"], spare_block=False)
+        ints = [torch.tensor(v, dtype=torch.int32, device=device) for v in (sizes, offsets, padded)]
+        ref = torch.cat([a[o:o + n].float() @ b[g].float() for g, (o, n) in enumerate(zip(offsets, sizes))])
+        return moe.grouped_gemm_fp8_weights(sizes, K, N, **tiles)(a, b, *ints), ref.bfloat16()
+
+    return run
+
+
 def _fused_moe(tokens: int, d_hidden: int, d_expert: int, experts: int, top_k: int, **tiles: int) -> Callable:
     """TileLang's fused MoE example: tokens routed to their top-k experts, each expert a SwiGLU MLP
     (the routed kernel a grouped GEMM over the tokens sorted by expert), plus one shared expert."""
@@ -1105,6 +1119,8 @@ CASES: list[Case] = [
     # TileLang's grouped GEMM and fused MoE examples: index tensors pick each block's group and rows
     Case("grouped_gemm_padded_groups", _grouped_gemm([63, 0, 130, 40], 96, 128, block_M=64, block_N=64,
                                                      block_K=32), atol=2e-2),
+    Case("grouped_gemm_fp8_weights_simt_dequant", _grouped_gemm_fp8_weights([63, 130, 40], 128, 128, block_M=64,
+                                                                            block_N=64, block_K=32), atol=0.25),
     Case("fused_moe_shared_and_routed", _fused_moe(96, 128, 64, 4, 2, block_token=64, block_dhidden=64,
                                                    block_dexpert=64, threads=128, coalesced_width=2), atol=1e-2),
 ]

@@ -104,3 +104,19 @@ def test_fused_moe(tokens: int, d_hidden: int, d_expert: int, experts: int, top_
     ref = moe.moe_reference(x, router, shared, routed, top_k)
     torch.cuda.synchronize()
     torch.testing.assert_close(out.float(), ref.float(), atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("sizes", [[1024, 1024, 1024, 1024], [100, 200, 300, 400], [63, 77, 111, 280]])
+def test_grouped_gemm_fp8_weights(sizes: list[int], target: str) -> None:
+    K = N = 4096
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    a = torch.randn(sum(sizes), K, device="cuda", generator=gen).bfloat16()
+    b = torch.randn(len(sizes), K, N, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    offsets, padded = moe.group_offsets(sizes, 128, spare_block=False)
+    ints = [torch.tensor(v, dtype=torch.int32, device="cuda") for v in (sizes, offsets, padded)]
+    with knobs.scope(target_default=target):
+        out = moe.grouped_gemm_fp8_weights(tuple(sizes), K, N)(a, b, *ints)
+    ref = torch.cat([a[o:o + n].float() @ b[g].float() for g, (o, n) in enumerate(zip(offsets, sizes))])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
