@@ -11,8 +11,8 @@ import torch.nn.functional as F
 import tilelang_x as tilelang
 import tilelang_x.language as T
 
-__all__ = ["grouped_gemm", "grouped_gemm_fp8_weights", "group_offsets", "moe_forward", "moe_inputs", "moe_reference",
-           "moe_routed", "moe_shared"]
+__all__ = ["grouped_gemm", "grouped_gemm_bwd", "grouped_gemm_fp8_weights", "group_offsets", "moe_forward",
+           "moe_inputs", "moe_reference", "moe_routed", "moe_shared"]
 
 _NO_TMA = {"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True}
 
@@ -62,6 +62,43 @@ def grouped_gemm(batch_sizes_list, K, N, block_M, block_N, block_K, num_stages=2
             for i, j in T.Parallel(block_M, block_N):
                 with T.If(i < actual_rows), T.Then():
                     C[m_start + i, by * block_N + j] = C_local[i, j]
+
+    return kernel
+
+
+@tilelang.jit(out_idx=[2], pass_configs=_NO_TMA)
+def grouped_gemm_bwd(batch_sum, batch_count, M, N, block_M, block_N, block_K, num_stages=2, threads=128,
+                     dtype="float16"):
+    """The weight gradient of the grouped GEMM (grouped_gemm's ``example_grouped_gemm_bwd``):
+    ``C[g] = A[rows of g]^T @ B[rows of g]``, block ``bz`` walking its group's rows in a pipelined
+    loop whose trip count it reads from ``batch_sizes``. As in the example, a row block is guarded
+    by ``i < batch_sizes[bz]`` only, so group sizes must be multiples of ``block_K``."""
+    accum_dtype = "float32"
+
+    @T.prim_func
+    def kernel(
+            A: T.Tensor([batch_sum, M], dtype),
+            B: T.Tensor([batch_sum, N], dtype),
+            C: T.Tensor([batch_count, M, N], dtype),
+            batch_sizes: T.Tensor([batch_count], "int32"),
+            batch_offsets: T.Tensor([batch_count], "int32"),
+    ):
+        with T.Kernel(T.ceildiv(M, block_M), T.ceildiv(N, block_N), batch_count, threads=threads) as (bx, by, bz):
+            A_shared = T.alloc_shared([block_K, block_M], dtype)
+            B_shared = T.alloc_shared([block_K, block_N], dtype)
+            C_local = T.alloc_fragment([block_M, block_N], accum_dtype)
+
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(batch_sizes[bz], block_K), num_stages=num_stages):
+                for i, j in T.Parallel(block_K, block_M):
+                    A_shared[i, j] = T.if_then_else(i < batch_sizes[bz],
+                                                    A[batch_offsets[bz] + k * block_K + i, bx * block_M + j], 0)
+                for i, j in T.Parallel(block_K, block_N):
+                    B_shared[i, j] = T.if_then_else(i < batch_sizes[bz],
+                                                    B[batch_offsets[bz] + k * block_K + i, by * block_N + j], 0)
+                T.gemm(A_shared, B_shared, C_local, transpose_A=True)
+
+            T.copy(C_local, C[bz, bx * block_M, by * block_N])
 
     return kernel
 

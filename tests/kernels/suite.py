@@ -901,6 +901,20 @@ def _grouped_gemm(sizes: list[int], K: int, N: int, **tiles: int) -> Callable:
     return run
 
 
+def _grouped_gemm_bwd(sizes: list[int], M: int, N: int, **tiles: int) -> Callable:
+    """TileLang's grouped GEMM backward: the weight gradient ``A_g^T @ dO_g`` of every group."""
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(sum(sizes), M, dtype=torch.float16, device=device, seed=62)
+        grad = _randn(sum(sizes), N, dtype=torch.float16, device=device, seed=63)
+        offsets, _ = moe.group_offsets(sizes, 1)
+        ints = [torch.tensor(v, dtype=torch.int32, device=device) for v in (sizes, offsets)]
+        ref = torch.stack([a[o:o + n].float().T @ grad[o:o + n].float() for o, n in zip(offsets, sizes)])
+        return moe.grouped_gemm_bwd(sum(sizes), len(sizes), M, N, **tiles)(a, grad, *ints), ref.half()
+
+    return run
+
+
 def _grouped_gemm_fp8_weights(sizes: list[int], K: int, N: int, **tiles: int) -> Callable:
     """TileLang's grouped GEMM with float8 weights: bfloat16 rows times e4m3 B widened in the kernel."""
 
@@ -1119,6 +1133,8 @@ CASES: list[Case] = [
     # TileLang's grouped GEMM and fused MoE examples: index tensors pick each block's group and rows
     Case("grouped_gemm_padded_groups", _grouped_gemm([63, 0, 130, 40], 96, 128, block_M=64, block_N=64,
                                                      block_K=32), atol=2e-2),
+    Case("grouped_gemm_bwd_trip_count_from_tensor", _grouped_gemm_bwd([64, 128, 0, 192], 96, 128, block_M=64,
+                                                                       block_N=64, block_K=64), atol=2e-2),
     Case("grouped_gemm_fp8_weights_simt_dequant", _grouped_gemm_fp8_weights([63, 130, 40], 128, 128, block_M=64,
                                                                             block_N=64, block_K=32), atol=0.25),
     Case("fused_moe_shared_and_routed", _fused_moe(96, 128, 64, 4, 2, block_token=64, block_dhidden=64,

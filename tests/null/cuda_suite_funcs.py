@@ -202,6 +202,7 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
                                                                                         out_dtype="float32"),
         "gemm_fp8_2xacc_promote_tail": lambda: fp8_blockscale.gemm_fp8_2xacc.get_ir(128, 192, 320, 128, 64, 64),
         "grouped_gemm_padded_groups": lambda: moe.grouped_gemm.get_ir([63, 0, 130, 40], 96, 128, 64, 64, 32),
+        "grouped_gemm_bwd_trip_count_from_tensor": lambda: moe.grouped_gemm_bwd.get_ir(384, 4, 96, 128, 64, 64, 64),
         "grouped_gemm_fp8_weights_simt_dequant": lambda: moe.grouped_gemm_fp8_weights.get_ir(
             [63, 130, 40], 128, 128, block_M=64, block_N=64, block_K=32),
         "fused_moe_shared_gate_up": lambda: kernel_parts(_moe_shared())[0],

@@ -30,9 +30,10 @@ def test_fused_moe_kernels_compile_with_their_pass_configs(arch: str) -> None:
     routed = _compiled_sources(moe.moe_routed, arch, 512, 256, 8, "float16", 1024, 8, coalesced_width=2)
     shared = _compiled_sources(moe.moe_shared, arch, 512, 256, 1, "float16", 300)
     grouped = _compiled_sources(moe.grouped_gemm, arch, [63, 0, 130, 40], 256, 256, 64, 128, 64, 2, 256)
-    assert len(routed) == len(shared) == 2 and len(grouped) == 1
+    grouped += _compiled_sources(moe.grouped_gemm_bwd, arch, 384, 4, 256, 256, 64, 128, 64, 2, 256)
+    assert len(routed) == len(shared) == len(grouped) == 2
     for source in routed + shared + grouped:
-        assert "tlx_tma_load" not in source  # tl.disable_tma_lower
+        assert "tlx_tma_load" not in source and "tlx_tma_store" not in source  # tl.disable_tma_lower
     if arch == "sm_90a":
         # the tokens' tile is a fragment: wgmma takes it from registers, the expert's weights from shared
         assert all("tlx_wgmma_rs_f16" in source for source in routed + shared)

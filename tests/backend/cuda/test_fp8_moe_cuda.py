@@ -120,3 +120,23 @@ def test_grouped_gemm_fp8_weights(sizes: list[int], target: str) -> None:
     ref = torch.cat([a[o:o + n].float() @ b[g].float() for g, (o, n) in enumerate(zip(offsets, sizes))])
     torch.cuda.synchronize()
     torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("sizes, tiles", [
+    ([64, 128], (64, 64, 64, 2, 128)),  # the example's autograd function
+    ([64, 128], (64, 128, 64, 2, 256)),  # its command-line defaults
+    ([128, 0, 512, 64], (64, 128, 64, 2, 256)),
+])
+def test_grouped_gemm_bwd(sizes: list[int], tiles: tuple[int, ...], target: str) -> None:
+    M = N = 8192
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(sum(sizes), M, device="cuda", generator=gen).half()
+    grad = torch.randn(sum(sizes), N, device="cuda", generator=gen).half()
+    offsets, _ = moe.group_offsets(sizes, 1)
+    ints = [torch.tensor(v, dtype=torch.int32, device="cuda") for v in (sizes, offsets)]
+    with knobs.scope(target_default=target):
+        out = moe.grouped_gemm_bwd(sum(sizes), len(sizes), M, N, *tiles)(a, grad, *ints)
+    ref = torch.stack([a[o:o + n].float().T @ grad[o:o + n].float() for o, n in zip(offsets, sizes)])
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out.float(), ref, atol=1e-2, rtol=1e-2)
