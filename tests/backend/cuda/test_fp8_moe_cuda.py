@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import tilelang_x.language as T
 from tests.kernels import fp8_blockscale, moe
 from tilelang_x import knobs
 
@@ -54,8 +55,6 @@ def test_deepgemm_fp8_blockscale(M: int, N: int, K: int, block_N: int, out_dtype
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
 @pytest.mark.parametrize("block_K", [64, 128])
 def test_gemm_fp8_2xacc(dtype: torch.dtype, block_K: int, target: str) -> None:
-    import tilelang_x.language as T
-
     _float8_mma()
     M, N, K = 1024, 1024, 8192
     gen = torch.Generator(device="cuda").manual_seed(0)
