@@ -129,8 +129,9 @@ _NONNEG_OPS = frozenset({"+", "*", "/", "//", ">>", "&", "|", "min", "max"})
 def index_nonneg(e: E.Expr, ranges: dict[E.Var, Range]) -> bool:
     """Whether the index ``e`` is ``>= 0`` as far as a bounds guard is concerned: proven by
     ``ranges``, or built without subtraction from non-negative constants and variables (loop,
-    block and thread indices and sizes, whose ranges may be unknown), a floor modulo by such a
-    divisor included. A value read from memory or a difference may be negative."""
+    block and thread indices, sizes and scalar parameters, whose ranges are often unknown, count
+    as non-negative), a floor modulo by such a divisor included. A value read from memory or a
+    difference may be negative."""
     if nonneg(e, ranges) or isinstance(e, E.Var):
         return True
     if isinstance(e, E.Const):
