@@ -77,6 +77,10 @@ def resolved_annotations(fn: Callable[..., Any]) -> dict[str, Any]:
         if _text(value):
             try:
                 anns[key] = eval(value, ns)  # noqa: S307 - the user's own annotation text
+            except TileLangError as err:  # a T.* call in the text refused it: its kind and hint, at the def
+                if err.loc is not None and err.loc.file.startswith("<"):
+                    err.loc = None  # the evaluated text's own `<string>` line
+                raise err.with_loc(def_loc(fn)) from None
             except Exception as exc:  # noqa: BLE001
                 raise TileLangSyntaxError(
                     f"cannot evaluate the annotation of `{key}` ({value!r}): {exc}",

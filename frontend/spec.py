@@ -19,6 +19,16 @@ def dtype_of(value: Any) -> DType:
     try:
         return as_dtype(value)
     except TileLangError as err:
+        from .pointers import is_pointer_annotation  # pointers.py imports this module
+
+        if is_pointer_annotation(value):
+            raise TileLangTypeError(
+                "`T.ptr` is not an element dtype: tensors of pointers (pointer tables) are not supported",
+                loc=caller_loc(),
+                hint="stack the groups' data in one tensor and pass their row offsets in an int32 tensor "
+                "(TileLang's example_grouped_gemm_fwd), or pass each pointer as its own `x_ptr: T.ptr` "
+                "parameter typed by T.make_tensor",
+            ) from None
         raise err.with_loc(caller_loc()) from None
 
 

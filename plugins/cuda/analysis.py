@@ -121,3 +121,49 @@ def _sub(a: E.Expr, b: E.Expr) -> E.Expr:
 def nonneg(e: E.Expr, ranges: dict[E.Var, Range]) -> bool:
     r = bounds(e, ranges)
     return r is not None and r[0] >= 0
+
+
+_NONNEG_OPS = frozenset({"+", "*", "/", "//", ">>", "&", "|", "min", "max"})
+
+
+def index_nonneg(e: E.Expr, ranges: dict[E.Var, Range]) -> bool:
+    """Whether the index ``e`` is ``>= 0`` as far as a bounds guard is concerned: proven by
+    ``ranges``, or built without subtraction from non-negative constants and variables (loop,
+    block and thread indices, sizes and scalar parameters, whose ranges are often unknown, count
+    as non-negative), a floor modulo by such a divisor included. A value read from memory or a
+    difference may be negative."""
+    if nonneg(e, ranges) or isinstance(e, E.Var):
+        return True
+    if isinstance(e, E.Const):
+        return e.dtype.is_int and int(e.value) >= 0
+    if isinstance(e, E.Cast):
+        return e.dtype.is_int and index_nonneg(e.a, ranges)
+    if isinstance(e, E.BinOp) and e.op == "%":  # floor modulo: the divisor's sign
+        return index_nonneg(e.b, ranges)
+    if isinstance(e, E.BinOp) and e.op in _NONNEG_OPS:
+        return index_nonneg(e.a, ranges) and index_nonneg(e.b, ranges)
+    if isinstance(e, E.Select):
+        return index_nonneg(e.t, ranges) and index_nonneg(e.f, ranges)
+    return False
+
+
+def range_checks(idx: tuple[E.Expr, ...], shape: tuple[E.Expr, ...], ranges: dict[E.Var, Range]) -> list[E.Expr]:
+    """``0 <= i`` and ``i < dim`` for each index ``i`` of ``idx`` into a tensor of ``shape``,
+    leaving out the comparisons ``ranges`` prove: a region whose start comes from memory (a
+    group's first row read from an offsets tensor) may begin before the tensor as well as run
+    past its end."""
+    checks: list[E.Expr] = []
+    for i, dim in zip(idx, shape):
+        if not index_nonneg(i, ranges):
+            checks.append(E.binary("<=", E.const(0, i.dtype), i))
+        if not prove_lt(i, dim, ranges):
+            checks.append(E.binary("<", i, dim))
+    return checks
+
+
+def all_of(checks: list[E.Expr]) -> E.Expr | None:
+    """The conjunction of ``checks`` (``None`` for none)."""
+    cond: E.Expr | None = None
+    for c in checks:
+        cond = c if cond is None else E.binary("and", cond, c)
+    return cond

@@ -13,6 +13,7 @@ from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer, Region
 from ...core_ir.stmt import For, If, Seq, Stmt, Store
 from ...core_ir.tileops import Atomic, Copy, Fill
+from .analysis import index_nonneg
 from .lir import AtomicStore
 
 
@@ -63,8 +64,11 @@ def in_bounds(buf: Buffer, idx: tuple[E.Expr, ...], r: Region, loop_vars: list[E
     for i, start, dim in zip(idx, r.starts, buf.shape):
         if E.as_int(start) == 0 and i in loop_vars and E.as_int(dim) is not None:
             continue  # the region starts at 0 and the loop extent equals the tile; checked in check
-        c = E.binary("<", i, dim)
-        cond = c if cond is None else E.binary("and", cond, c)
+        # a start read from memory may lie before the tensor (the lowering drops what it proves)
+        checks = [E.binary("<", i, dim)] if index_nonneg(i, {}) else [E.binary("<=", E.const(0, i.dtype), i),
+                                                                     E.binary("<", i, dim)]
+        for c in checks:
+            cond = c if cond is None else E.binary("and", cond, c)
     return cond
 
 

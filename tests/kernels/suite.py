@@ -17,10 +17,12 @@ from . import (
     dequant,
     dropout,
     elementwise,
+    fp8_blockscale,
     gemm,
     gemm_sp,
     grid,
     linear_attention,
+    moe,
     reducers,
     reductions,
     register_control,
@@ -862,6 +864,85 @@ def _rows_by_warpgroup(device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return register_control.rows_by_warpgroup(1000)(x), torch.where(upper, x + 1, x * 2)
 
 
+def _deepgemm_fp8(M: int, N: int, K: int, block_N: int, out: torch.dtype = torch.bfloat16) -> Callable:
+    """TileLang's DeepGEMM fp8 example: e4m3 A with a scale per row and 128 columns, e4m3 B with a
+    scale per 128 x 128 block, against torch on the dequantized operands."""
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(M, K, dtype=torch.float32, device=device, seed=50)
+        b = _randn(N, K, dtype=torch.float32, device=device, seed=51)
+        qa, sa = fp8_blockscale.per_token_cast_to_fp8(a)
+        qb, sb = fp8_blockscale.per_block_cast_to_fp8(b)
+        kernel = fp8_blockscale.deepgemm_fp8(M, N, K, block_N, out_dtype=str(out).removeprefix("torch."))
+        return kernel(qa, qb, sa, sb), fp8_blockscale.blockscale_reference(qa, qb, sa, sb).to(out)
+
+    return run
+
+
+def _gemm_fp8_2xacc(M: int, N: int, K: int, block_K: int) -> Callable:
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(M, K, dtype=torch.float8_e4m3fn, device=device, seed=52)
+        b = _randn(N, K, dtype=torch.float8_e4m3fn, device=device, seed=53)
+        kernel = fp8_blockscale.gemm_fp8_2xacc(M, N, K, 128, 64, block_K)
+        return kernel(a, b), a.float() @ b.float().T
+
+    return run
+
+
+def _grouped_gemm(sizes: list[int], K: int, N: int, **tiles: int) -> Callable:
+    """TileLang's grouped GEMM example: the groups' rows stacked in A, one [K, N] B a group."""
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(sum(sizes), K, dtype=torch.float16, device=device, seed=54)
+        b = _randn(len(sizes), K, N, dtype=torch.float16, device=device, seed=55)
+        offsets, padded = moe.group_offsets(sizes, tiles["block_M"])
+        ints = [torch.tensor(v, dtype=torch.int32, device=device) for v in (sizes, offsets, padded)]
+        ref = torch.cat([a[o:o + n].float() @ b[g].float() for g, (o, n) in enumerate(zip(offsets, sizes))])
+        return moe.grouped_gemm(sizes, K, N, **tiles)(a, b, *ints), ref.half()
+
+    return run
+
+
+def _grouped_gemm_bwd(sizes: list[int], M: int, N: int, **tiles: int) -> Callable:
+    """TileLang's grouped GEMM backward: the weight gradient ``A_g^T @ dO_g`` of every group."""
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(sum(sizes), M, dtype=torch.float16, device=device, seed=62)
+        grad = _randn(sum(sizes), N, dtype=torch.float16, device=device, seed=63)
+        offsets, _ = moe.group_offsets(sizes, 1)
+        ints = [torch.tensor(v, dtype=torch.int32, device=device) for v in (sizes, offsets)]
+        ref = torch.stack([a[o:o + n].float().T @ grad[o:o + n].float() for o, n in zip(offsets, sizes)])
+        return moe.grouped_gemm_bwd(sum(sizes), len(sizes), M, N, **tiles)(a, grad, *ints), ref.half()
+
+    return run
+
+
+def _grouped_gemm_fp8_weights(sizes: list[int], K: int, N: int, **tiles: int) -> Callable:
+    """TileLang's grouped GEMM with float8 weights: bfloat16 rows times e4m3 B widened in the kernel."""
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        a = _randn(sum(sizes), K, dtype=torch.bfloat16, device=device, seed=60)
+        b = _randn(len(sizes), K, N, dtype=torch.float8_e4m3fn, device=device, seed=61)
+        offsets, padded = moe.group_offsets(sizes, tiles["block_M"], spare_block=False)
+        ints = [torch.tensor(v, dtype=torch.int32, device=device) for v in (sizes, offsets, padded)]
+        ref = torch.cat([a[o:o + n].float() @ b[g].float() for g, (o, n) in enumerate(zip(offsets, sizes))])
+        return moe.grouped_gemm_fp8_weights(sizes, K, N, **tiles)(a, b, *ints), ref.bfloat16()
+
+    return run
+
+
+def _fused_moe(tokens: int, d_hidden: int, d_expert: int, experts: int, top_k: int, **tiles: int) -> Callable:
+    """TileLang's fused MoE example: tokens routed to their top-k experts, each expert a SwiGLU MLP
+    (the routed kernel a grouped GEMM over the tokens sorted by expert), plus one shared expert."""
+
+    def run(device: str) -> tuple[torch.Tensor, torch.Tensor]:
+        x, router, shared, routed = moe.moe_inputs(tokens, d_hidden, d_expert, experts, device, seed=56)
+        out = moe.moe_forward(x, router, shared, routed, top_k, **tiles)
+        return out, moe.moe_reference(x, router, shared, routed, top_k)
+
+    return run
+
+
 CASES: list[Case] = [
     Case("gemm_fp16_256", _gemm(256, 256, 256)),
     Case("gemm_fp16_tails", _gemm(200, 136, 96, block_M=64, block_N=64, block_K=32)),
@@ -1055,4 +1136,18 @@ CASES: list[Case] = [
                                            consumer=240)),
     Case("regs_thread_index_branches", _rows_by_warpgroup, atol=0, rtol=0),
     Case("regs_branch_specialized_gemm", _ws_gemm(register_control.gemm_branch_specialized, 200, 136, 320)),
+    # TileLang's DeepSeek-V3 fp8 examples: per-block scales (ragged M and N), 2xAcc promotion with a tail
+    Case("deepgemm_fp8_blockscale", _deepgemm_fp8(200, 192, 384, 64), atol=0.25, rtol=1e-2),
+    Case("deepgemm_fp8_blockscale_fp32_out", _deepgemm_fp8(128, 256, 256, 128, out=torch.float32), atol=5e-2,
+         rtol=1e-2),
+    Case("gemm_fp8_2xacc_promote_tail", _gemm_fp8_2xacc(128, 192, 320, 64), atol=5e-2, rtol=1e-2),
+    # TileLang's grouped GEMM and fused MoE examples: index tensors pick each block's group and rows
+    Case("grouped_gemm_padded_groups", _grouped_gemm([63, 0, 130, 40], 96, 128, block_M=64, block_N=64,
+                                                     block_K=32), atol=2e-2),
+    Case("grouped_gemm_bwd_trip_count_from_tensor", _grouped_gemm_bwd([64, 128, 0, 192], 96, 128, block_M=64,
+                                                                       block_N=64, block_K=64), atol=2e-2),
+    Case("grouped_gemm_fp8_weights_simt_dequant", _grouped_gemm_fp8_weights([63, 130, 40], 128, 128, block_M=64,
+                                                                            block_N=64, block_K=32), atol=0.25),
+    Case("fused_moe_shared_and_routed", _fused_moe(96, 128, 64, 4, 2, block_token=64, block_dhidden=64,
+                                                   block_dexpert=64, threads=128, coalesced_width=2), atol=1e-2),
 ]

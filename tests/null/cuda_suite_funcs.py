@@ -13,10 +13,12 @@ from tests.kernels import (
     dequant,
     dropout,
     elementwise,
+    fp8_blockscale,
     gemm,
     gemm_sp,
     grid,
     linear_attention,
+    moe,
     reducers,
     reductions,
     register_control,
@@ -208,4 +210,26 @@ def suite_funcs() -> dict[str, Callable[[], PrimFunc]]:
                                                                                   consumer=240),
         "regs_thread_index_branches": lambda: register_control.rows_by_warpgroup.get_ir(1000),
         "regs_branch_specialized_gemm": lambda: register_control.gemm_branch_specialized.get_ir(200, 136, 320),
+        "deepgemm_fp8_blockscale": lambda: fp8_blockscale.deepgemm_fp8.get_ir(200, 192, 384, 64),
+        "deepgemm_fp8_blockscale_fp32_out": lambda: fp8_blockscale.deepgemm_fp8.get_ir(128, 256, 256, 128,
+                                                                                        out_dtype="float32"),
+        "gemm_fp8_2xacc_promote_tail": lambda: fp8_blockscale.gemm_fp8_2xacc.get_ir(128, 192, 320, 128, 64, 64),
+        "grouped_gemm_padded_groups": lambda: moe.grouped_gemm.get_ir([63, 0, 130, 40], 96, 128, 64, 64, 32),
+        "grouped_gemm_bwd_trip_count_from_tensor": lambda: moe.grouped_gemm_bwd.get_ir(384, 4, 96, 128, 64, 64, 64),
+        "grouped_gemm_fp8_weights_simt_dequant": lambda: moe.grouped_gemm_fp8_weights.get_ir(
+            [63, 130, 40], 128, 128, block_M=64, block_N=64, block_K=32),
+        "fused_moe_shared_gate_up": lambda: kernel_parts(_moe_shared())[0],
+        "fused_moe_shared_down": lambda: kernel_parts(_moe_shared())[1],
+        "fused_moe_routed_gate_up": lambda: kernel_parts(_moe_routed())[0],
+        "fused_moe_routed_down": lambda: kernel_parts(_moe_routed())[1],
     }
+
+
+def _moe_shared() -> PrimFunc:
+    return moe.moe_shared.get_ir(128, 64, 1, "float16", 96, block_token=64, block_dhidden=64, block_dexpert=64,
+                                 threads=128)
+
+
+def _moe_routed() -> PrimFunc:
+    return moe.moe_routed.get_ir(128, 64, 4, "float16", 192, 4, block_token=64, block_dhidden=64, block_dexpert=64,
+                                 threads=128, coalesced_width=2)

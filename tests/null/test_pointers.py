@@ -191,6 +191,13 @@ def test_trace_errors() -> None:
             with T.Kernel(1, threads=32):
                 T.clear(A)
 
+    def pointer_table():  # TileLang's example_grouped_gemm_fwd_ptr: a pointer a group, in one tensor
+        @T.prim_func
+        def main(A_ptrs: T.Tensor([3], T.ptr), offsets: T.Tensor([3], T.int32)):  # E:table
+            with T.Kernel(3, threads=32) as bx:
+                A = T.make_tensor(A_ptrs[bx], (64, 64), T.float16)
+                T.clear(A)
+
     def unbound():
         @T.prim_func
         def main(p: T.ptr):
@@ -202,4 +209,6 @@ def test_trace_errors() -> None:
     raises(TileLangTypeError, "tensor", not_a_pointer, "takes a parameter annotated `T.ptr`")
     raises(TileLangTypeError, "dtype", dtype_clash, "declared T.ptr(float16)", "dtype float32")
     raises(TileLangSyntaxError, "unmade", unmade, "pointer parameter `p` of `main` is never made into a tensor")
+    error = raises(TileLangTypeError, "table", pointer_table, "tensors of pointers (pointer tables) are not supported")
+    assert "row offsets in an int32 tensor" in error.hint
     raises(TileLangSyntaxError, "unbound", unbound, "the size of `p` uses `q`, which no parameter sets")

@@ -214,9 +214,13 @@ def test_while_loop_suite_kernel_guards_only_the_lower_bound() -> None:
 def test_suite_kernels_get_guards_only_where_an_access_is_unprovable() -> None:
     # `first_below`: `col`, a variable, may be negative as far as anyone can prove; `scale_first_rows`:
     # the bound `n` is a scalar argument, not Y's length; varlen NSA: its rows come from `Offsets` and
-    # `TokenIndices`, read from memory
+    # `TokenIndices`, read from memory; the grouped GEMMs and MoE: rows and groups read from index
+    # tensors; `deepgemm_fp8_blockscale`: the row scales of the last, partial row block
     guarded = {name for name, make in suite_funcs().items() if _core(make()) != _core(make(), OFF)}
-    assert guarded == {"first_below_while_loop_break", "grid_from_integer_argument", "nsa_fwd_varlen_block_counts"}
+    assert guarded == {"first_below_while_loop_break", "grid_from_integer_argument", "nsa_fwd_varlen_block_counts",
+                       "deepgemm_fp8_blockscale", "fused_moe_routed_down", "fused_moe_routed_gate_up",
+                       "grouped_gemm_bwd_trip_count_from_tensor", "grouped_gemm_fp8_weights_simt_dequant",
+                       "grouped_gemm_padded_groups"}
 
 
 # ---- atomics that read: T.atomic_load, return_prev=True ----------------------------------------------

@@ -13,7 +13,7 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Region
 from ....core_ir.stmt import For, If, Stmt
 from ....core_ir.tileops import Copy
-from ..analysis import divisor, prove_lt
+from ..analysis import divisor, prove_lt, range_checks
 from ..layout_inference import uses_copy_nest
 from ..lir import THREAD, Evaluate, Intrin, PtrTo, SmemAddr
 from ..nests import copy_nest, region_index
@@ -107,16 +107,17 @@ def _vector_copy(op: Copy, vec: int, lc: Any) -> Stmt:
     didx = region_index(dst, coords)
     ranges = dict(lc.ranges)
     ranges[it] = (0, iters - 1)
+    # a vector is wholly in or out of range: its first element decides (the start is a multiple of
+    # the vector, see `_vector_plan`); out-of-range source vectors read as zero, destination ones
+    # are not written
     pred: E.Expr = E.const(True)
     if src.buffer.scope == "global":
-        for i, dim in zip(sidx, src.buffer.shape):
-            if not _provably_lt(i, dim, ranges, flat, total):
-                pred = E.binary("and", pred, E.binary("<", i, dim))
-    store_pred: E.Expr = E.const(True)  # out-of-range destination vectors are not written
+        for c in range_checks(sidx, src.buffer.shape, ranges):
+            pred = E.binary("and", pred, c)
+    store_pred: E.Expr = E.const(True)
     if dst.buffer.scope == "global":
-        for i, dim in zip(didx, dst.buffer.shape):
-            if not _provably_lt(i, dim, ranges, flat, total):
-                store_pred = E.binary("and", store_pred, E.binary("<", i, dim))
+        for c in range_checks(didx, dst.buffer.shape, ranges):
+            store_pred = E.binary("and", store_pred, c)
     is_async = dict(op.annotations).get("async", False) and src.buffer.scope == "global"
     nbytes = vec * src.buffer.dtype.bytes
     if is_async:
@@ -159,11 +160,6 @@ def _split_flat(it: E.Var, iters: int, threads: int, shape: list[int]) -> list[E
         rev.append(rest % s if m < len(shape) - 1 else rest)
         rest = rest // s
     return list(reversed(rev))
-
-
-def _provably_lt(i: E.Expr, dim: E.Expr, ranges: dict[E.Var, tuple[int, int]], flat: E.Expr, total: int) -> bool:
-    r = dict(ranges)
-    return prove_lt(i, dim, r)
 
 
 __all__ = ["lower_copy", "For"]

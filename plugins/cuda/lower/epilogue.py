@@ -28,7 +28,7 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.stmt import For, If, Stmt
 from ....core_ir.tileops import Copy
-from ..analysis import divisor, prove_lt
+from ..analysis import all_of, divisor, range_checks
 from ..layout import Digit, Fragment, local_map, slot_expr
 from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo
 from ..nests import region_index, squeezed
@@ -125,11 +125,7 @@ def lower_vector_store(op: Copy, lay: Fragment, w: int, lc: Any, fn: str = "tlx_
     ranges[g] = (0, max(groups - 1, 0))
     values = _vector_values(op, lay, v, w, lc)
     body: Stmt = Evaluate(Intrin(f"{fn}{w}", (PtrTo(dst.buffer, idx, "w"), *values)), op.loc)
-    cond: E.Expr | None = None
-    for i, dim in zip(idx, dst.buffer.shape):  # the group's first column decides for all w (see above)
-        if not prove_lt(i, dim, ranges):
-            c = E.binary("<", i, dim)
-            cond = c if cond is None else E.binary("and", cond, c)
+    cond = all_of(range_checks(idx, dst.buffer.shape, ranges))  # the group's first column decides for all w
     guard = lay.replica_guard(THREAD)
     if guard is not None:
         cond = guard if cond is None else E.binary("and", guard, cond)

@@ -16,7 +16,7 @@ from ....core_ir.errors import LayoutError
 from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
 from ....core_ir.tileops import ReducerUpdate
 from ....core_ir.visit import rewrite, substitute
-from ..analysis import prove_lt
+from ..analysis import nonneg, prove_lt
 from ..half_pairs import pair_stores
 from ..layout import Fragment, local_map, loop_dims, slot_expr
 from ..lir import THREAD, AtomicStore, Block, DevicePrint
@@ -29,6 +29,8 @@ def drop_proven(node: Any, ranges: dict[E.Var, tuple[int, int]]) -> Any:
     def fn(n: Any) -> Any:
         if isinstance(n, E.BinOp):
             if n.op == "<" and prove_lt(n.a, n.b, ranges):
+                return E.const(True)
+            if n.op == "<=" and E.as_int(n.a) == 0 and nonneg(n.b, ranges):
                 return E.const(True)
             if n.op == "and":
                 if isinstance(n.a, E.Const) and n.a.value:

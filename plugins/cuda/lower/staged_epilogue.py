@@ -41,7 +41,7 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import If, Seq, Stmt
 from ....core_ir.tileops import Copy
-from ..analysis import divisor, prove_lt
+from ..analysis import all_of, divisor, range_checks
 from ..hopper.layout import wgmma_c_fragment
 from ..layout import Fragment, local_map, slot_expr
 from ..lir import THREAD, U32, Block, Evaluate, Intrin, PtrTo, SmemAddr
@@ -241,9 +241,4 @@ def _dst_index(op: Copy, row: E.Expr, col: E.Expr) -> tuple[E.Expr, ...]:
 
 
 def bounds_guard(idx: tuple[E.Expr, ...], shape: tuple[E.Expr, ...], lc: Any) -> E.Expr | None:
-    cond: E.Expr | None = None
-    for i, dim in zip(idx, shape):
-        if not prove_lt(i, dim, lc.ranges):
-            c = E.binary("<", i, dim)
-            cond = c if cond is None else E.binary("and", cond, c)
-    return cond
+    return all_of(range_checks(idx, shape, lc.ranges))

@@ -60,6 +60,7 @@ from .tma_copy import (
     plain_copy,
 )
 from .transposed_epilogue import lower_transposed_store, transposed_plan
+from .vector_loop import vector_unit
 
 # Calls on a whole fragment, named by a pointer to it (hopper/rotate.py, hopper/stream_k.py): they
 # get the pointer to the thread's registers and their count, then their other arguments.
@@ -173,6 +174,8 @@ class _Walker:
             st = E.as_int(s.start) if s.start is not None else 0
             if ext is not None and st is not None:
                 lc.ranges[s.var] = (st, st + max(ext, 1) - 1)
+            if not self.div and vector_unit(s, self.uni):
+                return self.vector_loop(s)
             return self.divergent(s, lambda: self.loop(s))
         if isinstance(s, If):
             return self.divergent(s, lambda: self.branch(s))
@@ -251,6 +254,16 @@ class _Walker:
             self.div -= 1
         if self.div or not any(isinstance(n, (Store, TileOp, E.AtomicFetch)) and _shared_write(n) for n in walk(s)):
             return out
+        return Seq((out, Barrier(s.loc)), s.loc)
+
+    def vector_loop(self, s: For) -> Stmt:
+        """A ``T.vectorized`` loop of per-thread stores (vector_loop.py): its stores lowered as a
+        divergent statement's, without barriers, and one barrier of the block after it."""
+        self.div += 1
+        try:
+            out = Block(self.loop(s), "vectorized", s.loc)
+        finally:
+            self.div -= 1
         return Seq((out, Barrier(s.loc)), s.loc)
 
     def per_thread(self, s: Store | Atomic) -> bool:
