@@ -11,7 +11,7 @@ from tests.kernels import attention_bwd, elementwise
 from tilelang_x import knobs
 
 
-@pytest.mark.parametrize("target", ["cuda", "cuda:sm_80"])
+@pytest.mark.parametrize("target", ["cuda", "cuda:sm_90"])
 @pytest.mark.parametrize(("dtype", "frag"), [(T.float16, T.float32), (T.float16, T.float16), (T.bfloat16, T.float32),
                                              (T.float32, T.float32)])
 @pytest.mark.parametrize(("m", "n", "col0"), [(100, 200, 0), (64, 124, 0), (70, 130, 1)])
@@ -29,7 +29,7 @@ def test_preprocess_of_the_attention_backward() -> None:
     torch.testing.assert_close(delta, (o.float() * do.float()).sum(-1), rtol=1e-3, atol=1e-2)
 
 
-@pytest.mark.parametrize("target", ["cuda", "cuda:sm_80"])
+@pytest.mark.parametrize("target", ["cuda", "cuda:sm_90"])
 @pytest.mark.parametrize(("src_dtype", "dst_dtype"), [(T.float32, T.float16), (T.float32, T.bfloat16),
                                                       (T.float16, T.float32), (T.bfloat16, T.bfloat16)])
 @pytest.mark.parametrize(("m", "n"), [(100, 200), (64, 124), (33, 131)])
