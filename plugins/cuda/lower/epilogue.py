@@ -26,6 +26,7 @@ from typing import Any
 
 from ....core_ir import dtypes
 from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import For, If, Stmt
 from ....core_ir.tileops import Copy
 from ..analysis import all_of, divisor, range_checks
@@ -51,17 +52,10 @@ def vector_store_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
         return None
     if E.as_int(dst.extents[-1]) == 1:  # the tile's columns must run along the buffer's rows
         return None
-    entry = lc.loops.get(id(op))
-    lay = entry[0] if entry is not None and entry[0] is not None else lc.layouts.get(src.buffer)
-    if not isinstance(lay, Fragment) or len(lay.dims) != len(s_ext) or not lay.dims[-1]:
+    found = column_runs(op, src.buffer, len(s_ext), lc)
+    if found is None:
         return None
-    lay = adjacent_slots_first(lay)
-    inner = lay.dims[-1][-1]
-    if inner.kind != "L" or inner.stride != 1:
-        return None
-    others = [d for dim in lay.dims for d in dim if d.kind == "L" and d is not inner]
-    if any(d.stride % inner.extent for d in others):  # slot bits below `extent` belong to `inner` alone
-        return None
+    lay, inner = found
     for w in widths:
         if inner.extent % w or divisor(dst.starts[-1]) % w:
             continue
@@ -71,6 +65,24 @@ def vector_store_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
             continue
         return lay, w
     return None
+
+
+def column_runs(op: Copy, frag: Buffer, ndim: int, lc: Any) -> tuple[Fragment, Digit] | None:
+    """The loop layout of ``op`` (that of ``frag`` when it has none of its own), its slots renumbered
+    by ``adjacent_slots_first``, and the innermost digit of its last dim when that is a local digit of
+    stride 1 whose extent divides every other local digit's stride (the run of adjacent columns a
+    thread holds: slot bits below its extent belong to it alone); else ``None``."""
+    entry = lc.loops.get(id(op))
+    lay = entry[0] if entry is not None and entry[0] is not None else lc.layouts.get(frag)
+    if not isinstance(lay, Fragment) or len(lay.dims) != ndim or not lay.dims[-1]:
+        return None
+    lay = adjacent_slots_first(lay)
+    inner = lay.dims[-1][-1]
+    if inner.kind != "L" or inner.stride != 1:
+        return None
+    if any(d.stride % inner.extent for dim in lay.dims for d in dim if d.kind == "L" and d is not inner):
+        return None
+    return lay, inner
 
 
 def adjacent_slots_first(lay: Fragment) -> Fragment:

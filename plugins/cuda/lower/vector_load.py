@@ -30,7 +30,7 @@ from ..analysis import divisor, prove_lt
 from ..layout import Fragment, local_map, slot_expr
 from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo
 from ..nests import region_index, squeezed
-from .epilogue import adjacent_slots_first
+from .epilogue import column_runs
 
 #: tensor types ``tlx_ldv`` / ``tlx_cpv`` read, with the types they convert each element to
 _CONVERTS = {dtypes.float16.name: (dtypes.float16, dtypes.float32),
@@ -55,16 +55,10 @@ def vector_load_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
     # the tile's columns must run along both tensors' rows
     if E.as_int(src.extents[-1]) == 1 or E.as_int(dst.extents[-1]) == 1:
         return None
-    entry = lc.loops.get(id(op))
-    lay = entry[0] if entry is not None and entry[0] is not None else lc.layouts.get(dst.buffer)
-    if not isinstance(lay, Fragment) or len(lay.dims) != len(d_ext) or not lay.dims[-1]:
+    found = column_runs(op, dst.buffer, len(d_ext), lc)
+    if found is None:
         return None
-    lay = adjacent_slots_first(lay)
-    inner = lay.dims[-1][-1]
-    if inner.kind != "L" or inner.stride != 1:
-        return None
-    if any(d.stride % inner.extent for dim in lay.dims for d in dim if d.kind == "L" and d is not inner):
-        return None
+    lay, inner = found
     if to_fragment and local_map(lay, list(range(len(lay.dims))), lc.frag(dst.buffer)) is None:
         return None
     tensors = (src,) if to_fragment else (src, dst)
