@@ -22,7 +22,8 @@ Left as written: a grid of one axis, a kernel whose accesses to global tensors t
 read (an index that loads, a pointer), a dynamic grid or tensor shape, a kernel rasterised in
 panels (``T.use_swizzle`` or ``tlx.auto_rasterize``, rasterize.py), one with cluster operations or
 ``cluster_dims`` (a cluster's blocks are consecutive along x), one that prints or asserts (its
-messages name ``blockIdx``), and a permutation that would put more than 65535 blocks on y or z.
+messages name ``blockIdx``), one with a ``T.call_extern`` (code that may read ``blockIdx``
+itself), and a permutation that would put more than 65535 blocks on y or z.
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def _eligible(kernel: Kernel, ctx: Any) -> bool:
         return False
     if block_remap(kernel, ctx) is not None:
         return False
-    return not any(isinstance(n, (Print, Assert)) for n in walk(kernel.body))
+    # an extern call runs code the compiler cannot read, which may read blockIdx itself
+    return not any(isinstance(n, (Print, Assert, E.ExternCall)) for n in walk(kernel.body))
 
 
 def block_order_stage(func: PrimFunc, ctx: Any) -> PrimFunc:

@@ -74,3 +74,22 @@ def _head_major(loads_index: bool):
 def test_an_index_that_loads_leaves_the_order_alone() -> None:
     assert chosen_order(_kernel(_head_major(False))) is None  # bx: nothing shared; by: nothing either
     assert shared_bytes(_kernel(_head_major(True))) is None
+
+
+def _shared_by_rows(extern: bool):
+    @T.prim_func
+    def main(X: T.Tensor((8, 64, 256), T.float32), Y: T.Tensor((8, 4, 64, 256), T.float32)):
+        with T.Kernel(8, 4, threads=128) as (bx, by):
+            t = T.alloc_fragment((64, 256), T.float32)
+            T.copy(X[bx, 0:64, 0:256], t)  # blocks of one `bx` read the same X[bx]
+            if extern:
+                T.evaluate(T.call_extern("void", "__syncwarp"))
+            T.copy(t, Y[bx, by, 0:64, 0:256])
+
+    return main
+
+
+def test_an_extern_call_keeps_the_order() -> None:
+    assert _mapping(_shared_by_rows(False)) == {"by": "x", "bx": "y"}
+    # the extern function may read blockIdx itself
+    assert _mapping(_shared_by_rows(True)) == {"bx": "x", "by": "y"}
