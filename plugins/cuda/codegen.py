@@ -68,6 +68,7 @@ CTYPES: dict[str, str] = {
 #: device helpers that access global memory in vectors: tlx_copy16 / tlx_cp_async8 (bytes),
 #: tlx_st4 (elements of the tensor's dtype)
 _VECTOR_ACCESS = re.compile(r"tlx_(copy|cp_async|st)(\d+)")
+_VECTOR_ELEMS = re.compile(r"tlx_cpv<(\d+)>")
 _KEYWORDS = {"int", "float", "double", "char", "short", "long", "unsigned", "signed", "bool", "void", "if", "else",
              "for", "while", "do", "return", "break", "continue", "switch", "case", "default", "const", "static",
              "struct", "union", "enum", "typedef", "auto", "register", "volatile", "extern", "inline", "new",
@@ -259,11 +260,18 @@ class _Gen:
         """Record the byte alignment a vector access needs of a global tensor's base address: the
         vectorization proved offsets aligned assuming 16-byte aligned bases, so the launch checks it."""
         m = _VECTOR_ACCESS.fullmatch(n.fn)
-        if m is None:
+        if m is not None:  # tlx_copy<bytes>, tlx_cp_async<bytes>, tlx_st<elements>
+            elems = int(m.group(2)) if m.group(1) == "st" else None
+            nbytes = None if elems is not None else int(m.group(2))
+        elif n.fn == "tlx_ldv":  # (src, pred, one output per element)
+            elems, nbytes = len(n.args) - 2, None
+        elif (m := _VECTOR_ELEMS.fullmatch(n.fn)) is not None:  # tlx_cpv<elements>
+            elems, nbytes = int(m.group(1)), None
+        else:
             return
         for a in n.args:
             if isinstance(a, PtrTo) and a.buffer.scope == "global":
-                width = int(m.group(2)) * (a.buffer.dtype.bytes if m.group(1) == "st" else 1)
+                width = nbytes if nbytes is not None else elems * a.buffer.dtype.bytes  # type: ignore[operator]
                 key = id(a.buffer.storage)
                 self.align[key] = max(self.align.get(key, 1), width)
 

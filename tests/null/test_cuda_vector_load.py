@@ -78,3 +78,15 @@ def test_the_attention_backward_postprocess() -> None:
 def test_a_cast_with_an_odd_row_length_stays_element_wise() -> None:
     src, _ = cuda_source(elementwise.cast_tiles.get_ir(64, 131), "sm_80")
     assert not _copies(src)
+
+
+def _aligns(func) -> dict[str, int]:
+    _, ctx = cuda_source(func, "sm_90a")
+    return {p.name: p.align for p in ctx.data["cuda.meta"].params}
+
+
+def test_the_launch_checks_the_alignment_the_vectors_need() -> None:
+    # the runtime refuses a tensor whose address is not a multiple of these (test_alignment_cuda.py)
+    assert _aligns(attention_bwd.flash_bwd_preprocess.get_ir(2, 4, 256, 128)) == {"Out": 16, "dO": 16, "Delta": 1}
+    assert _aligns(attention_bwd.flash_bwd_postprocess.get_ir(2, 4, 256, 128)) == {"dQ": 16, "dQ_out": 8}
+    assert _aligns(elementwise.scaled_tiles.get_ir(64, 124))["X"] == 8  # 4 fp16 columns a load

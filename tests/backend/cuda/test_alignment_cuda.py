@@ -33,3 +33,14 @@ def test_misaligned_gemm_operand_is_refused_on_every_path() -> None:
         kernel(a, b)
     torch.cuda.synchronize()
     torch.testing.assert_close(kernel(a.clone(), b).float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
+
+
+def test_misaligned_input_of_a_vector_load_is_refused() -> None:
+    from tests.kernels import elementwise
+
+    kernel = elementwise.scaled_tiles(64, 128)
+    base = torch.randn(64 * 128 + 1, device="cuda").half()
+    x = base[1:].view(64, 128)  # 2 bytes past a 16-byte boundary
+    with pytest.raises(ArgumentError, match="not a multiple of 16 bytes"):
+        kernel(x)
+    torch.testing.assert_close(kernel(x.clone()), 2 * x.float())
