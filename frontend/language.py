@@ -375,6 +375,18 @@ _INSTEAD.update(dict.fromkeys(
     "T.gemm(A_shared, B_shared, C_fragment): on sm_90a the backend issues wgmma and builds its descriptors "
     "(T.warpgroup_arrive / _commit_batch / _wait are accepted and left to it)",
 ))
+_INSTEAD["allocate"] = "T.alloc_shared, T.alloc_fragment or T.alloc_local (the scope is in the name)"
+_INSTEAD["alloc_tmem"] = "nothing: tensor-core operands are managed by the backend (T.gemm into a T.alloc_fragment)"
+_INSTEAD.update(dict.fromkeys(
+    ("tcgen05_gemm", "gemm_blockscaled"), "T.gemm(A_shared, B_shared, C_fragment): the backend picks the instruction"))
+_INSTEAD.update(dict.fromkeys(("wgmma_gemm_sp", "tcgen05_gemm_sp"), "T.gemm_sp(A_sparse, E, B, C)"))
+_INSTEAD.update(dict.fromkeys(
+    ("access_ptr", "make_tensor_from_addr"),
+    "tensor parameters and their regions (A[i, j:j + n]), or T.make_tensor over a T.ptr parameter"))
+_INSTEAD.update(dict.fromkeys(
+    ("int4", "tfloat32", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn"),
+    "one of the dtypes tilelang_x supports (docs/language.md, Data types): float16, bfloat16, float32, "
+    "float8_e4m3, float8_e5m2, int8 ... uint64 (4-bit codes: uint8 with shifts and masks; TF32: a float32 T.gemm)"))
 _INSTEAD.update(dict.fromkeys(
     ("annotate_ws_schedule", "WSSchedule", "WSRole", "WSPipeline", "WSInstr", "WSOpRef", "WSSync", "WSSyncKind",
      "WSScope", "ws_op", "annotate_ws_pipeline_depth"),

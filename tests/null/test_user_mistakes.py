@@ -797,3 +797,22 @@ def test_a_kernel_with_the_same_text_as_another_keeps_its_own_line() -> None:
 
     assert main.script() == doubler().script()
     raises(ArgumentError, "twin", lambda: interp(main, torch.zeros(64, 32), torch.zeros(64, 64)), "dimension 1")
+
+
+def test_every_name_the_docs_list_as_unsupported_has_its_hint() -> None:
+    """The table of docs/language.md's "What is not supported" and the hints the error gives agree."""
+    import pathlib
+    import re
+
+    from tilelang_x.frontend.language import _INSTEAD
+
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "language.md").read_text()
+    section = text[text.index("## What is not supported"):text.index("## Known backend gaps")]
+    names = {n for row in section.splitlines() if row.startswith("| `T.")
+             for n in re.findall(r"`T\.(\w+)`", row.split(" | ")[0])}
+    assert len(names) > 40
+    assert names <= set(_INSTEAD), sorted(names - set(_INSTEAD))
+    for name in sorted(names):
+        with pytest.raises(NotSupportedError) as err:
+            getattr(T, name)
+        assert err.value.hint == _INSTEAD[name]
