@@ -90,3 +90,18 @@ def test_the_launch_checks_the_alignment_the_vectors_need() -> None:
     assert _aligns(attention_bwd.flash_bwd_preprocess.get_ir(2, 4, 256, 128)) == {"Out": 16, "dO": 16, "Delta": 1}
     assert _aligns(attention_bwd.flash_bwd_postprocess.get_ir(2, 4, 256, 128)) == {"dQ": 16, "dQ_out": 8}
     assert _aligns(elementwise.scaled_tiles.get_ir(64, 124))["X"] == 8  # 4 fp16 columns a load
+
+
+@T.prim_func
+def _rows_from_offsets(X: T.Tensor((256, 64), T.float16), off: T.Tensor((4,), T.int32),
+                       Y: T.Tensor((4, 32, 64), T.float32)):
+    with T.Kernel(4, threads=128) as bx:
+        x = T.alloc_fragment((32, 64), T.float32)
+        T.copy(X[off[bx] - 16:off[bx] + 16, 0:64], x)  # a start read from memory may be negative
+        T.copy(x, Y[bx, 0:32, 0:64])
+
+
+def test_a_start_read_from_memory_is_checked_at_both_ends() -> None:
+    # as the element-wise copy and the other vector paths check it (analysis.range_checks)
+    loads = _loads(cuda_source(_rows_from_offsets, "sm_80")[0])
+    assert loads and all("(0 <= " in ld and "< 256" in ld for ld in loads)

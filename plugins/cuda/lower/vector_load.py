@@ -26,7 +26,7 @@ from ....core_ir import dtypes
 from ....core_ir import expr as E
 from ....core_ir.stmt import For, If, Stmt
 from ....core_ir.tileops import Copy
-from ..analysis import divisor, prove_lt
+from ..analysis import all_of, divisor, range_checks
 from ..layout import Fragment, local_map, slot_expr
 from ..lir import THREAD, Block, Evaluate, Intrin, PtrTo
 from ..nests import region_index, squeezed
@@ -71,15 +71,6 @@ def vector_load_plan(op: Copy, lc: Any) -> tuple[Fragment, int] | None:
     return None
 
 
-def _in_range(idx: tuple[E.Expr, ...], shape: tuple[E.Expr, ...], ranges: dict[E.Var, tuple[int, int]]) -> E.Expr:
-    """Whether a vector starting at ``idx`` lies in the tensor (its first element decides)."""
-    pred: E.Expr = E.const(True)
-    for i, dim in zip(idx, shape):
-        if not prove_lt(i, dim, ranges):
-            pred = E.binary("and", pred, E.binary("<", i, dim))
-    return pred
-
-
 def lower_vector_load(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
     """The copy as one ``tlx_ldv`` (or ``tlx_cpv<w>``) per run of ``w`` columns a thread holds."""
     src, dst = op.src, op.dst
@@ -90,7 +81,9 @@ def lower_vector_load(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
     idx = region_index(src, coords)
     ranges = dict(lc.ranges)
     ranges[g] = (0, max(groups - 1, 0))
-    pred = _in_range(idx, src.buffer.shape, ranges)
+    # a vector is wholly in or out of range: its first element decides
+    checks = all_of(range_checks(idx, src.buffer.shape, ranges))
+    pred = E.const(True) if checks is None else checks
     body: Stmt
     if dst.buffer.scope == "fragment":
         terms = local_map(lay, list(range(len(lay.dims))), lc.frag(dst.buffer))
@@ -102,8 +95,8 @@ def lower_vector_load(op: Copy, lay: Fragment, w: int, lc: Any) -> Stmt:
         didx = region_index(dst, coords)
         body = Evaluate(Intrin(f"tlx_cpv<{w}>", (PtrTo(dst.buffer, didx, "w"), PtrTo(src.buffer, idx, "r"), pred)),
                         op.loc)
-        inside = _in_range(didx, dst.buffer.shape, ranges)
-        if not (isinstance(inside, E.Const) and inside.value):
+        inside = all_of(range_checks(didx, dst.buffer.shape, ranges))
+        if inside is not None:
             body = If(inside, body, None, op.loc)
         guard = lay.replica_guard(THREAD)
         if guard is not None:
