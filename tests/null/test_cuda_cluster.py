@@ -113,8 +113,9 @@ def test_gemm_multicasts_a_along_x() -> None:
     assert "(by * 128) + (tlx_cluster_coord(1, 2) * 64)" in mc[0]  # this CTA's 64 of the 128 rows
     assert all("B_tmap" in ln for ln in loads if not ln.startswith("tlx_tma_load_mc"))
     assert "tlx_mbar_arrive_peers(" in source and "tlx_mbar_arrive(" not in source.split("TLX_DEV")[-1]
-    # the empty barriers count 256 consumer threads of each of the 2 CTAs
-    assert source.count("tlx_mbar_init(tlx_empty_s") == 3 and "tlx_mbar_init(tlx_empty_s + (0) * 8, 512);" in source
+    # the empty barriers count the 2 consumer warpgroups of each of the 2 CTAs (tlx.elected_release)
+    assert source.count("tlx_mbar_init(tlx_empty_s") == 3 and "tlx_mbar_init(tlx_empty_s + (0) * 8, 4);" in source
+    assert ", 3, 2, tx & 127);" in source  # thread r of each warpgroup arrives on peer r's barrier
     assert "tlx_mbar_expect_tx(tlx_full_s" in source and ", 49152);" in source  # the whole stage, per CTA
     body = source[source.index('extern "C"'):]
     assert body.index("tlx_mbar_fence_init();") < body.index("tlx_cluster_sync_init();") < body.index("ko_p")
@@ -131,7 +132,10 @@ def test_gemm_multicasts_b_along_y_and_both_on_a_2x2_cluster() -> None:
     source, _ = cuda_source(_gemm((2, 2, 1)), "sm_90a")
     mc = [ln for ln in _loads(source) if ln.startswith("tlx_tma_load_mc_2d(")]
     assert len(mc) == 5 and "3 << (tlx_cluster_coord(2, 2) * 2)" in mc[0] and "5 << tlx_cluster_coord(1, 2)" in mc[1]
-    assert "(3 << (tlx_cluster_coord(2, 2) * 2)) | (5 << tlx_cluster_coord(1, 2)), 4)" in source  # three peers of 4
+    assert "(3 << (tlx_cluster_coord(2, 2) * 2)) | (5 << tlx_cluster_coord(1, 2)), 4, tx & 127)" in source  # 3 of 4
+    assert "tlx_mbar_init(tlx_empty_s + (0) * 8, 6);" in source
+    source, _ = cuda_source(_gemm((2, 2, 1)), "sm_90a", {"tlx.elected_release": False})  # every consumer thread
+    assert "(3 << (tlx_cluster_coord(2, 2) * 2)) | (5 << tlx_cluster_coord(1, 2)), 4)" in source
     assert "tlx_mbar_init(tlx_empty_s + (0) * 8, 768);" in source
 
 

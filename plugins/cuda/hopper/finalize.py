@@ -23,6 +23,7 @@ from ....core_ir.visit import rewrite, walk
 from ..lir import Barrier, Evaluate, Intrin, is_call
 from ..perf_options import pass_configs
 from .config import hopper_config
+from .elected_release import elect_releases
 from .header import WGMMA_FORMS, hopper_header, wgmma_source
 from .lazy_waits import EARLY_KEY, lazy_waits
 from .lazy_waits import KEY as LAZY
@@ -64,6 +65,7 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
                           pass_configs(ctx).get(EARLY_KEY, True))
     if ws is not None and cfg.pingpong:
         body = pingpong(body, ws["consumers"])
+    body = elect_releases(body, ctx)
     body = rewrite(body, fix)
     if ws is not None:
         ctx.data["cuda.min_blocks"] = 1

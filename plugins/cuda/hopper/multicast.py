@@ -10,9 +10,11 @@ expecting the whole stage. Cluster coordinates come from ``%cluster_ctarank`` (x
 Peers write into a CTA's stage buffers, so a stage is refilled only once the consumers of every CTA
 it is multicast to have released it: every consumer thread arrives on the empty barrier of each
 peer (the union of its groups, itself included) through ``mapa``, and an empty barrier counts one
-arrival per consumer thread of each peer. (One arrival per warp, from its lanes in parallel, ran
-3-4 % slower on the H200, 2026-11-30: GEMM 4096³ in (1,2,1) clusters 0.937 vs 0.969 of cuBLAS,
-8192³ 0.968 vs 1.003.) A cluster barrier after the mbarrier inits keeps peers from signalling
+arrival per consumer thread of each peer. (One arrival per warp, from its lanes in parallel behind a
+branch on the lane, ran 3-4 % slower on the H200, 2026-11-30: GEMM 4096³ in (1,2,1) clusters 0.937
+vs 0.969 of cuBLAS, 8192³ 0.968 vs 1.003. A stage that only wgmma reads is released once per
+warpgroup and peer after lowering, predicated rather than branched: elected_release.py.)
+A cluster barrier after the mbarrier inits keeps peers from signalling
 uninitialised barriers; one at the end keeps a CTA from exiting while peers may still write into
 its shared memory or arrive on its barriers.
 

@@ -75,6 +75,7 @@ from ..registers import ws_split
 from . import rotate
 from .config import hopper_config, log
 from .direct_store import FREED
+from .elected_release import RELEASES
 from .guard import Guard, plan_guard
 from .layout import TMA_ALIGN
 from .multicast import Multicast, plan_multicast
@@ -519,6 +520,8 @@ def _ws_kernel(kernel: Kernel, top: list[Stmt], at: int, plans: list[TmaCopy], g
     split = If(E.binary(">=", THREAD, consumers), Seq(tuple(producer)), Seq(tuple(consumer)), loop.loc)
     bars = [(b, count) for g in groups
             for b, count in ((g.full, 1), (g.empty, mc.empty_count(g.plans, consumers) if mc else consumers))]
+    ctx.data.setdefault(RELEASES, []).extend(
+        (g.empty, tuple(cx.multi.get(p.op.dst.buffer, p.op.dst.buffer) for p in g.plans), consumers) for g in groups)
     bars += [(pre_bar, 1)] if pre else []
     # with multicast, peers signal these barriers: the whole cluster waits for the inits, and no
     # CTA exits while a peer may still write into its shared memory or arrive on its barriers

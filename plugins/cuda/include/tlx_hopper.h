@@ -14,6 +14,11 @@ TLX_DEV void tlx_mbar_expect_tx(tlx_u32 bar, tlx_u32 bytes) {
 TLX_DEV void tlx_mbar_arrive(tlx_u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
 }
+// The arrival of the thread whose `idx` is 0 only, predicated so that the warp stays converged.
+TLX_DEV void tlx_mbar_arrive(tlx_u32 bar, tlx_u32 idx) {
+  asm volatile("{\n .reg .pred P;\n setp.eq.u32 P, %1, 0;\n @P mbarrier.arrive.shared::cta.b64 _, [%0];\n}"
+               :: "r"(bar), "r"(idx) : "memory");
+}
 TLX_DEV void tlx_mbar_wait(tlx_u32 bar, tlx_u32 parity) {
   asm volatile("{\n .reg .pred P;\n TLX_W:\n mbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n"
                " @!P bra TLX_W;\n}" :: "r"(bar), "r"(parity) : "memory");
@@ -238,6 +243,14 @@ TLX_DEV void tlx_mbar_arrive_peers(tlx_u32 bar, tlx_u32 peers, tlx_u32 size) {
       asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
     }
   }
+}
+// The thread whose `idx` is r arrives on peer r's barrier (r < size, in `peers`), predicated.
+TLX_DEV void tlx_mbar_arrive_peers(tlx_u32 bar, tlx_u32 peers, tlx_u32 size, tlx_u32 idx) {
+  const tlx_u32 on = idx < size ? (peers >> idx) & 1u : 0u;
+  tlx_u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(idx < size ? idx : 0u));
+  asm volatile("{\n .reg .pred P;\n setp.ne.u32 P, %1, 0;\n @P mbarrier.arrive.shared::cluster.b64 _, [%0];\n}"
+               :: "r"(remote), "r"(on) : "memory");
 }
 // A TMA load written to the same offsets in every CTA of `mask`, each one's barrier at the offset of
 // `bar` receiving the bytes.
