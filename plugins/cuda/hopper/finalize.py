@@ -28,6 +28,7 @@ from .header import WGMMA_FORMS, hopper_header, wgmma_source
 from .lazy_waits import EARLY_KEY, lazy_waits
 from .lazy_waits import KEY as LAZY
 from .pingpong import pingpong, takes
+from .proxy_fences import unfenced_barriers
 from .tma import TmaSpec
 
 _HOPPER_PREFIXES = ("tlx_wgmma", "tlx_mbar", "tlx_tma", "tlx_fence_proxy", "TLX_SETMAXNREG")
@@ -48,7 +49,7 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             bar: Any = n
             if ws is not None:
                 bar = Evaluate(Intrin("tlx_named_bar_sync", (E.const(1), E.const(ws["consumers"]))), n.loc)
-            if fence:
+            if fence and id(n) not in unfenced:
                 return Seq((Evaluate(Intrin("tlx_fence_proxy_async", ())), bar))
             return bar
         if is_call(n, "tlx_wgmma_drain"):
@@ -66,6 +67,7 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if ws is not None and cfg.pingpong:
         body = pingpong(body, ws["consumers"])
     body = elect_releases(body, ctx)
+    unfenced = unfenced_barriers(body, ctx) if fence else set()
     body = rewrite(body, fix)
     if ws is not None:
         ctx.data["cuda.min_blocks"] = 1
