@@ -34,20 +34,17 @@ _WARPGROUP = 128
 _ASYNC_USERS = ("tlx_wgmma_desc", "tlx_tma_load")
 
 
-def _async_addresses(body: Stmt) -> set[int]:
-    """The addresses that only descriptors and TMA loads take."""
-    return {id(a) for n in walk(body) if isinstance(n, Intrin) and n.fn.startswith(_ASYNC_USERS)
-            for arg in n.args for a in walk(arg) if isinstance(a, SmemAddr)}
-
-
-def _read_by_wgmma_only(body: Stmt, tiles: tuple[Buffer, ...], async_addrs: set[int]) -> bool:
-    ids = {id(b) for b in tiles}
+def _other_uses(body: Stmt) -> set[int]:
+    """The buffers (ids) that ``body`` touches other than through the addresses that descriptors
+    and TMA loads take (one pre-order walk: an intrinsic comes before its arguments)."""
+    async_addrs: set[int] = set()
+    others: set[int] = set()
     for n in walk(body):
-        if isinstance(n, Alloc) or id(getattr(n, "buffer", None)) not in ids:
-            continue
-        if not (isinstance(n, SmemAddr) and id(n) in async_addrs):
-            return False
-    return True
+        if isinstance(n, Intrin) and n.fn.startswith(_ASYNC_USERS):
+            async_addrs.update(id(a) for arg in n.args for a in walk(arg) if isinstance(a, SmemAddr))
+        elif not isinstance(n, Alloc) and getattr(n, "buffer", None) is not None and id(n) not in async_addrs:
+            others.add(id(n.buffer))
+    return others
 
 
 def _on(n: Any, bar: Buffer) -> bool:
@@ -59,9 +56,9 @@ def elect_releases(body: Stmt, ctx: Any) -> Stmt:
     releases = ctx.data.pop(RELEASES, [])
     if not releases or not pass_configs(ctx).get(KEY, True):
         return body
-    async_addrs = _async_addresses(body)
+    others = _other_uses(body)
     bars = {id(bar): bar for bar, tiles, consumers in releases
-            if consumers % _WARPGROUP == 0 and _read_by_wgmma_only(body, tiles, async_addrs)}
+            if consumers % _WARPGROUP == 0 and not any(id(t) in others for t in tiles)}
     if not bars:
         return body
     idx = E.binary("&", THREAD, E.const(_WARPGROUP - 1))

@@ -35,23 +35,29 @@ def _shared(buf: Any) -> bool:
     return isinstance(buf, Buffer) and buf.scope == "shared"
 
 
-def _writes_shared(s: Stmt) -> bool:
-    """Whether ``s`` may write shared memory through the generic proxy."""
+def _leaf(s: Stmt) -> tuple[bool, bool]:
+    """(whether ``s`` may write shared memory through the generic proxy, whether it holds control
+    flow the data flow does not follow: ``break`` / ``continue``, ``while``, ``T.ws`` regions)."""
+    writes = opaque = False
     for n in walk(s):
-        if isinstance(n, (Store, AtomicStore, PairStore)) and _shared(n.buffer):
-            return True
-        if isinstance(n, (SmemAddr, PtrTo)) and n.mode in ("w", "rw") and _shared(n.buffer):
-            return True
-        if isinstance(n, Intrin) and not n.fn.startswith(_ASYNC_PROXY) and any(
+        if isinstance(n, (Jump, While, WarpSpecialize)):
+            opaque = True
+        elif isinstance(n, (Store, AtomicStore, PairStore)) and _shared(n.buffer):
+            writes = True
+        elif isinstance(n, (SmemAddr, PtrTo)) and n.mode in ("w", "rw") and _shared(n.buffer):
+            writes = True
+        elif isinstance(n, Intrin) and not n.fn.startswith(_ASYNC_PROXY) and any(
                 isinstance(a, (SmemAddr, PtrTo)) and a.mode == "async" for arg in n.args for a in walk(arg)):
-            return True  # cp.async and the like
-    return False
+            writes = True  # cp.async and the like
+    return writes, opaque
 
 
 class _Flow:
     def __init__(self) -> None:
         self.reached: set[int] = set()
         self.needed: set[int] = set()
+        self.writes: dict[int, bool] = {}  # of the leaves, which loops revisit
+        self.opaque = False
 
     def run(self, s: Stmt | None, dirty: bool) -> bool:
         """The state after ``s`` entered with ``dirty``; records the barriers reached dirty."""
@@ -82,15 +88,16 @@ class _Flow:
         if isinstance(s, Alloc):
             return dirty
         # any other statement: a leaf, or one whose barriers keep their fences (never visited)
-        return dirty | _writes_shared(s)
+        if id(s) not in self.writes:
+            self.writes[id(s)], opaque = _leaf(s)
+            self.opaque |= opaque
+        return dirty | self.writes[id(s)]
 
 
 def unfenced_barriers(body: Stmt, ctx: Any) -> set[int]:
     """The ids of the barriers of ``body`` that every thread reaches with nothing to fence."""
     if not pass_configs(ctx).get(KEY, True):
         return set()
-    if any(isinstance(n, (Jump, While, WarpSpecialize)) for n in walk(body)):
-        return set()
     flow = _Flow()
     flow.run(body, False)
-    return flow.reached - flow.needed
+    return set() if flow.opaque else flow.reached - flow.needed
