@@ -200,6 +200,7 @@ from .surface import (
     use_swizzle,
     vectorized,
 )
+from .tile_scheduler import BaseTileScheduler, PersistentTileScheduler
 from .tma_copy import (
     async_copy,
     fence_proxy_async,
@@ -287,7 +288,8 @@ fast_rcp = _surface.fast_rcp
 
 __all__ = [
     # program structure
-    "prim_func", "macro", "inline", "meta_class", "Ref", "If", "Then", "Else", "Kernel", "ClusterKernel", "Tensor",
+    "prim_func", "macro", "inline", "meta_class", "BaseTileScheduler", "PersistentTileScheduler", "Ref", "If", "Then",
+    "Else", "Kernel", "ClusterKernel", "Tensor",
     "Buffer", "StridedTensor",
     "SharedBuffer", "FragmentBuffer", "LocalBuffer", "SharedTensor", "LocalTensor", "const", "dynamic", "symbolic",
     "empty", "ptr", "make_tensor",
