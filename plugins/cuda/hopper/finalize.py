@@ -27,6 +27,7 @@ from .elected_release import elect_releases
 from .header import WGMMA_FORMS, hopper_header, wgmma_source
 from .lazy_waits import EARLY_KEY, lazy_waits
 from .lazy_waits import KEY as LAZY
+from .overlap_epilogue import overlap_epilogue
 from .pingpong import pingpong, takes
 from .proxy_fences import unfenced_barriers
 from .tma import TmaSpec
@@ -66,6 +67,7 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
                           pass_configs(ctx).get(EARLY_KEY, True))
     if ws is not None and cfg.pingpong:
         body = pingpong(body, ws["consumers"])
+    body = overlap_epilogue(body, ctx)
     body = elect_releases(body, ctx)
     unfenced = unfenced_barriers(body, ctx) if fence else set()
     body = rewrite(body, fix)

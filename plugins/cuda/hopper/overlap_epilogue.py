@@ -1,0 +1,142 @@
+"""A persistent GEMM's staged epilogue stored during the next tile's first k-steps (sm_90a, after
+lowering; pass config ``tlx.overlap_epilogue``, off by default until measured).
+
+In the persistent kernel the consumers write a tile's accumulators out (per-warp stmatrix slots,
+one TMA store per chunk) while the tensor cores wait: the producer has the next tile's stages loaded,
+but the warps that issue its wgmma are busy storing (Nsight Compute, session 5: ~3 % of the
+consumer warps' samples in the epilogue at 4096³). Here the tile's stmatrix operands (the converted
+accumulator pairs) are computed into registers right after its last k-step, and chunk ``c`` of the
+stores runs in iteration ``c`` of the next tile's k-loop, after that iteration's wgmma is issued,
+at the previous tile's coordinates; the block's last tile is stored after the tile loop. The
+registers cost one 32-bit value per pair (64 for a 64×256 warpgroup tile), on top of the
+accumulators the next tile's wgmma is filling.
+
+Taken only when the shapes are the ones the staged epilogue emits: the tile loop's body ends with
+the k-loop, the final wait (and register-only work such as a ReLU) and one lowered epilogue block
+made of chunks (a lane-0 wait for the
+slot, stmatrix stores, a fence and the lane-0 TMA store of the slot) whose stored values read
+nothing but registers, and the k-loop has at least as many iterations as there are chunks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ....core_ir import dtypes
+from ....core_ir import expr as E
+from ....core_ir.buffer import Buffer
+from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
+from ....core_ir.visit import flat_seq, rewrite, substitute, walk
+from ..lir import Block, Decl, Evaluate, Intrin, is_call
+from ..perf_options import pass_configs
+from .header import WGMMA_FORMS
+
+KEY = "tlx.overlap_epilogue"
+_STSM = "tlx_stsm_x"
+
+
+def _chunks(epilogue: Stmt) -> list[list[Stmt]] | None:
+    """The epilogue's statements cut before each lane-0 wait for a slot, or ``None`` when it is not
+    the staged form (each chunk: the wait, stmatrix stores, one TMA store)."""
+    stmts = flat_seq(epilogue)
+    chunks: list[list[Stmt]] = []
+    for s in stmts:
+        if isinstance(s, If) and any(is_call(x, "tlx_tma_store_wait_read0") for x in flat_seq(s.then)):
+            chunks.append([])
+        if not chunks:
+            return None
+        chunks[-1].append(s)
+    for c in chunks:
+        stores = [x for s in c for x in walk(s) if isinstance(x, Intrin) and x.fn.startswith("tlx_tma_store_")
+                  and x.fn not in ("tlx_tma_store_wait_read0", "tlx_tma_store_commit")]
+        if len(stores) != 1 or not any(is_call(s, "tlx_fence_proxy_async") for s in c):
+            return None
+    return chunks if chunks else None
+
+
+def _operands(chunks: list[list[Stmt]]) -> list[Any] | None:
+    """Every value the chunks' stmatrix stores write, in order; ``None`` when another statement
+    computes anything (only waits, warp syncs, fences and the lane-0 store are allowed)."""
+    values = []
+    for c in chunks:
+        for s in c:
+            if is_call(s, "__syncwarp") or is_call(s, "tlx_fence_proxy_async") or isinstance(s, If):
+                continue
+            if not (isinstance(s, Evaluate) and isinstance(s.value, Intrin) and s.value.fn.startswith(_STSM)):
+                return None
+            values.extend(s.value.args[1:])
+    # a value read from memory could change before the next tile stores it; registers do not
+    if any(isinstance(n, E.Load) and n.buffer.scope not in ("local", "fragment") for v in values for n in walk(v)):
+        return None
+    return values
+
+
+_KEPT_CALLS = ("tlx_wgmma_drain", "tlx_wgmma_wait0", "tlx_fence_regs")
+
+
+def _registers_only(s: Stmt) -> bool:
+    """Whether ``s`` (between the k-loop and the epilogue: the final wait, an elementwise epilogue
+    such as a ReLU on the accumulators) touches nothing but registers."""
+    for n in walk(s):
+        if isinstance(getattr(n, "buffer", None), Buffer) and n.buffer.scope not in ("local", "fragment"):
+            return False
+        if isinstance(n, Intrin) and n.fn.startswith("tlx_") and n.fn not in _KEPT_CALLS:
+            return False
+    return True
+
+
+def _tile_loop(body: Stmt, tile_var: E.Var) -> For | None:
+    """The consumers' tile loop (the producer's walks the same tiles with the same variable)."""
+    return next((n for n in walk(body) if isinstance(n, For) and n.var is tile_var
+                 and any(isinstance(m, Intrin) and m.fn.startswith(_STSM) for m in walk(n))), None)
+
+
+def overlap_epilogue(body: Stmt, ctx: Any) -> Stmt:
+    """``body`` with the persistent tile loop's epilogue moved into the next tile (module docstring)."""
+    pers = ctx.data.get("cuda.persistent")
+    if pers is None or getattr(pers, "stream_k", None) or not pass_configs(ctx).get(KEY, False):
+        return body
+    tiles = _tile_loop(body, pers.j)
+    if tiles is None:
+        return body
+    stmts = flat_seq(tiles.body)
+    loops = [i for i, s in enumerate(stmts) if isinstance(s, For)]
+    if not loops or not isinstance(stmts[-1], Block):
+        return body
+    k = loops[-1]
+    kloop = stmts[k]
+    assert isinstance(kloop, For)
+    chunks = _chunks(stmts[-1].body)
+    values = _operands(chunks) if chunks else None
+    trips = E.as_int(kloop.extent)
+    if chunks is None or values is None or trips is None or trips < len(chunks) or \
+            not all(_registers_only(s) for s in stmts[k + 1:-1]):
+        return body
+    coords = [s.var for s in stmts[:k] if isinstance(s, Decl)]
+    regs = Buffer("tlx_epi_regs", (len(values),), values[0].dtype, "local")
+    saved = Buffer("tlx_epi_tile", (max(len(coords), 1),), dtypes.int32, "local")
+    keep = [Store(regs, (E.const(i),), v) for i, v in enumerate(values)]
+    keep += [Store(saved, (E.const(i),), v) for i, v in enumerate(coords)]
+    slots = iter(range(len(values)))
+    earlier = {v: E.Load(saved, (E.const(i),)) for i, v in enumerate(coords)}
+
+    def from_regs(n: Any) -> Any:
+        if isinstance(n, Evaluate) and isinstance(n.value, Intrin) and n.value.fn.startswith(_STSM):
+            args = n.value.args
+            loads = tuple(E.Load(regs, (E.const(next(slots)),)) for _ in args[1:])
+            return Evaluate(Intrin(n.value.fn, (args[0], *loads), n.value.dtype), n.loc)
+        return None
+
+    moved = [substitute(rewrite(Seq(tuple(c)), from_regs), earlier) for c in chunks]
+    first = E.binary(">", pers.j, 0)
+    kbody = flat_seq(kloop.body)
+    issue = next((i for i, s in enumerate(kbody) if any(isinstance(n, Intrin) and n.fn in WGMMA_FORMS
+                                                           for n in walk(s))), None)
+    if issue is None:
+        return body
+    stores = [If(E.binary("&&", first, E.binary("==", kloop.var, c)), m, None) for c, m in enumerate(moved)]
+    new_kloop = dataclasses.replace(kloop, body=Seq((*kbody[:issue + 1], *stores, *kbody[issue + 1:])))
+    new_tiles = dataclasses.replace(tiles, body=Seq((*stmts[:k], new_kloop, *stmts[k + 1:-1], *keep)))
+    flush = If(E.binary(">", tiles.extent, 0), Seq(tuple(moved)), None)
+    return rewrite(body, lambda n: Seq((Alloc(regs), Alloc(saved), new_tiles, flush)) if n is tiles else None)
