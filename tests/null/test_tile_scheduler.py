@@ -128,3 +128,11 @@ def test_base_scheduler_needs_a_decoder() -> None:
                 sched = T.BaseTileScheduler("s")
                 sched.init(wid)
                 C[wid] = 0
+
+
+def test_default_worker_count_needs_a_gpu() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("the default is the GPU's SM count here")
+    with pytest.raises(TileLangError, match="CUDA device") as info:
+        T.PersistentTileScheduler("s", 4, 4, stateful=False)
+    assert "SM count" in (info.value.hint or "")
