@@ -1,8 +1,11 @@
 """The ``hopper_finalize`` stage (after sync insertion, sm_90a): what codegen needs of the Hopper
 path.
 
-- Before each barrier of a kernel with wgmma: ``fence.proxy.async`` (shared memory written by
-  ordinary stores and read next by wgmma needs it in the writing threads, backends.md A7).
+- Before each barrier of a kernel with wgmma that a thread may reach with ordinary shared-memory
+  stores not yet fenced: ``fence.proxy.async`` (shared memory written by ordinary stores and read
+  next by wgmma needs it in the writing threads, backends.md A7; proxy_fences.py).
+- Stages that only wgmma reads are released once per consumer warpgroup (elected_release.py); a
+  persistent GEMM's epilogue may move into the next tile's k-loop (overlap_epilogue.py).
 - Warp-specialized kernels: the consumers' barriers become ``bar.sync 1, consumers`` (the producer
   warpgroup never joins them), the block grows by the producer warpgroup and the kernel gets
   ``__launch_bounds__(threads, 1)`` (setmaxnreg needs an entry register cap).
@@ -45,6 +48,17 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     lc = ctx.data.get("cuda.lower")
     inflight = {id(a): (a, t) for a, t in getattr(lc, "wgmma_inflight", ())}.values()
 
+    body = func.body
+    cfg = hopper_config(ctx)
+    if ws is not None and pass_configs(ctx).get(LAZY, True):
+        body = lazy_waits(body, lambda loop: cfg.pingpong and takes(loop, ws["consumers"]),
+                          pass_configs(ctx).get(EARLY_KEY, True))
+    if ws is not None and cfg.pingpong:
+        body = pingpong(body, ws["consumers"])
+    body = overlap_epilogue(body, ctx)
+    body = elect_releases(body, ctx)
+    unfenced = unfenced_barriers(body, ctx) if fence else set()
+
     def fix(n: Any) -> Any:
         if isinstance(n, Barrier):
             bar: Any = n
@@ -60,16 +74,6 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             return dataclasses.replace(n, threads=(ws["consumers"] + 128,))
         return None
 
-    body = func.body
-    cfg = hopper_config(ctx)
-    if ws is not None and pass_configs(ctx).get(LAZY, True):
-        body = lazy_waits(body, lambda loop: cfg.pingpong and takes(loop, ws["consumers"]),
-                          pass_configs(ctx).get(EARLY_KEY, True))
-    if ws is not None and cfg.pingpong:
-        body = pingpong(body, ws["consumers"])
-    body = overlap_epilogue(body, ctx)
-    body = elect_releases(body, ctx)
-    unfenced = unfenced_barriers(body, ctx) if fence else set()
     body = rewrite(body, fix)
     if ws is not None:
         ctx.data["cuda.min_blocks"] = 1
