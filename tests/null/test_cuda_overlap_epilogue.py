@@ -33,9 +33,12 @@ def test_chunks_run_in_the_next_tiles_first_k_steps() -> None:
     code = _consumer(cuda_source(_gemm(), "sm_90a", ON)[0])
     lines = [ln.strip() for ln in code.splitlines()]
     assert "tlx_u32 tlx_epi_regs[64];" in lines and "int tlx_epi_tile[2];" in lines
-    loop = lines.index(next(ln for ln in lines if ln.startswith("for (int ko_i = 0; ko_i < 64;")))
+    # the four iterations that store the chunks are peeled off and unrolled; the rest is the plain loop
+    head = lines.index("for (int ko_i = 0; ko_i < 4; ++ko_i) {")
+    rest = lines.index("for (int ko_i = 4; ko_i < 64; ++ko_i) {")
+    assert lines[head - 1] == "#pragma unroll"
     guards = [i for i, ln in enumerate(lines) if ln.startswith("if ((tlx_tile_j > 0) && (ko_i ==")]
-    assert len(guards) == 4 and all(i > loop for i in guards)
+    assert len(guards) == 4 and all(head < i < rest for i in guards)
     # after the iteration's wgmma is issued, at the previous tile's coordinates
     assert lines.index("TLX_WGMMA_WAIT(1);") < guards[0]
     stores = [ln for ln in lines if ln.startswith("tlx_tma_store_2d(")]
@@ -68,4 +71,5 @@ def test_no_spills() -> None:
     if "HGMMA" not in sass:
         pytest.skip("no SASS")
     assert not re.search(r"\b(LDL|STL)\b", sass)
-    assert sass.count("STSM") == 32  # the chunks in the loop and after it
+    assert sass.count("STSM") == 32  # the chunks in the peeled iterations and after the tile loop
+    assert sass.count("HGMMA") == 24  # 4 in each peeled iteration, the steady-state loop unrolled twice

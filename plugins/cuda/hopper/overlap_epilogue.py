@@ -2,20 +2,20 @@
 lowering; pass config ``tlx.overlap_epilogue``, off by default until measured).
 
 In the persistent kernel the consumers write a tile's accumulators out (per-warp stmatrix slots,
-one TMA store per chunk) while the tensor cores wait: the producer has the next tile's stages loaded,
-but the warps that issue its wgmma are busy storing (Nsight Compute, session 5: ~3 % of the
-consumer warps' samples in the epilogue at 4096³). Here the tile's stmatrix operands (the converted
-accumulator pairs) are computed into registers right after its last k-step, and chunk ``c`` of the
-stores runs in iteration ``c`` of the next tile's k-loop, after that iteration's wgmma is issued,
-at the previous tile's coordinates; the block's last tile is stored after the tile loop. The
-registers cost one 32-bit value per pair (64 for a 64×256 warpgroup tile), on top of the
-accumulators the next tile's wgmma is filling.
+one TMA store per chunk) while the tensor cores wait: the producer has the next tile's stages
+loaded, but the warps that issue its wgmma are busy storing (Nsight Compute, session 5: ~3 % of
+the consumer warps' samples in the epilogue at 4096³). Here the tile's stmatrix operands (the
+converted accumulator pairs) are computed into registers right after its last k-step, and chunk
+``c`` of the stores runs in iteration ``c`` of the next tile's k-loop (its first iterations peeled
+off and unrolled), after that iteration's wgmma is issued, at the previous tile's coordinates; the
+block's last tile is stored after the tile loop. The registers cost one 32-bit value per pair (64
+for a 64×256 warpgroup tile), on top of the accumulators the next tile's wgmma is filling.
 
 Taken only when the shapes are the ones the staged epilogue emits: the tile loop's body ends with
 the k-loop, the final wait (and register-only work such as a ReLU) and one lowered epilogue block
-made of chunks (a lane-0 wait for the
-slot, stmatrix stores, a fence and the lane-0 TMA store of the slot) whose stored values read
-nothing but registers, and the k-loop has at least as many iterations as there are chunks.
+made of chunks (a lane-0 wait for the slot, stmatrix stores, a fence and the lane-0 TMA store of
+the slot) whose stored values read nothing but registers, and the k-loop has at least as many
+iterations as there are chunks.
 """
 
 from __future__ import annotations
@@ -135,8 +135,14 @@ def overlap_epilogue(body: Stmt, ctx: Any) -> Stmt:
                                                            for n in walk(s))), None)
     if issue is None:
         return body
-    stores = [If(E.binary("&&", first, E.binary("==", kloop.var, c)), m, None) for c, m in enumerate(moved)]
-    new_kloop = dataclasses.replace(kloop, body=Seq((*kbody[:issue + 1], *stores, *kbody[issue + 1:])))
-    new_tiles = dataclasses.replace(tiles, body=Seq((*stmts[:k], new_kloop, *stmts[k + 1:-1], *keep)))
+    # the first iterations, which store the chunks, are peeled off and unrolled: the steady-state
+    # loop stays the one without them
+    start = kloop.start if kloop.start is not None else E.const(0)
+    n = len(moved)
+    stores = [If(E.binary("&&", first, E.binary("==", kloop.var, start + c)), m, None) for c, m in enumerate(moved)]
+    head = dataclasses.replace(kloop, kind="unroll", extent=E.const(n),
+                               body=Seq((*kbody[:issue + 1], *stores, *kbody[issue + 1:])))
+    rest = [dataclasses.replace(kloop, start=start + n, extent=E.const(trips - n))] if trips > n else []
+    new_tiles = dataclasses.replace(tiles, body=Seq((*stmts[:k], head, *rest, *stmts[k + 1:-1], *keep)))
     flush = If(E.binary(">", tiles.extent, 0), Seq(tuple(moved)), None)
     return rewrite(body, lambda n: Seq((Alloc(regs), Alloc(saved), new_tiles, flush)) if n is tiles else None)
