@@ -111,6 +111,10 @@ class KernelFrame:
             _check_block_size(self.threads, self.loc)
         ann: dict[str, Any] = {}
         if prelude is not None:
+            if not isinstance(prelude, str):
+                raise TileLangSyntaxError(
+                    f"T.Kernel prelude={prelude!r}: expected a string of CUDA code", loc=self.loc,
+                    hint='e.g. prelude="__device__ float twice(float x) { return 2 * x; }"')
             ann["prelude"] = prelude
         if cluster_dims is not None:
             ann["cluster_dims"] = _cluster_dims(cluster_dims, self.loc)

@@ -94,14 +94,6 @@ def find_kernel(s: Stmt) -> Kernel | None:
     return found
 
 
-def check_kernel_options(kernel: Kernel) -> None:
-    """``T.Kernel(prelude=...)`` is not implemented: say so instead of ignoring it."""
-    if "prelude" in kernel.ann():
-        raise BackendNotImplementedError(
-            "T.Kernel(prelude=...) is not supported by the CUDA backend yet (the code would not be emitted)",
-            loc=kernel.loc, hint="drop prelude=; kernels cannot include raw CUDA code in tilelang-x")
-
-
 def uses_copy_nest(op: Copy) -> bool:
     """Element-wise lowering (through the loop machinery) unless it is a vector global→shared,
     shared→shared or same-dtype shared→global copy handled by ``lower/copy.py``."""
@@ -473,7 +465,6 @@ def _infer(func: PrimFunc, ctx: Any) -> _State:
     kernel = find_kernel(func.body)
     if kernel is None:
         raise LayoutError("no T.Kernel in the function", loc=func.loc)
-    check_kernel_options(kernel)
     views = views_of(kernel.body)
     check_fragment_views(views)
     st = _State(ws_threads(kernel, ctx), views, fp32_gemm_precision(pass_configs(ctx)) == "tf32",

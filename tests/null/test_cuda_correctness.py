@@ -13,7 +13,13 @@ import torch
 import tilelang_x
 import tilelang_x.language as T
 from tests.null.cuda_helpers import cuda_source
-from tilelang_x.core_ir.errors import BackendNotImplementedError, LayoutError, TileLangError, TileLangTypeError
+from tilelang_x.core_ir.errors import (
+    BackendNotImplementedError,
+    LayoutError,
+    TileLangError,
+    TileLangSyntaxError,
+    TileLangTypeError,
+)
 
 HERE = __file__
 
@@ -282,18 +288,32 @@ def test_print_compiles_to_printf_from_one_thread_of_block_zero() -> None:
     _compiles(printing, "sm_90a")
 
 
-def test_prelude_is_not_silently_ignored() -> None:
+PRELUDE = "__device__ __forceinline__ float tlx_test_twice(float x) { return 2.0f * x; }"
+
+
+def test_prelude_is_cuda_code_before_the_kernel() -> None:
     @T.prim_func
     def opt(A: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=128, prelude="#define X 1"):  # the kernel
+        with T.Kernel(1, threads=128, prelude=PRELUDE):  # the kernel
             for i in T.Parallel(128):
-                A[i] = 1.0
+                A[i] = T.call_extern("float32", "tlx_test_twice", A[i])
 
-    with pytest.raises(BackendNotImplementedError, match="prelude") as info:
-        cuda_source(opt)
-    assert info.value.loc.line == _line_of('prelude="#define X 1"):  # the kernel')
-    with pytest.raises(BackendNotImplementedError, match="prelude"):
+    src, _ = cuda_source(opt)
+    assert src.index(PRELUDE) < src.index('extern "C" __global__')
+    assert "tlx_test_twice(A[" in src
+    _compiles(opt)
+    _compiles(opt, "sm_90a")
+    with pytest.raises(BackendNotImplementedError, match="prelude") as info:  # raw CUDA: not interpretable
         tilelang_x.compile(opt, target="interp")(torch.zeros(128))
+    assert info.value.loc.line == _line_of("prelude=PRELUDE):  # the kernel")
+
+
+def test_prelude_must_be_a_string() -> None:
+    with pytest.raises(TileLangSyntaxError, match="prelude=3"):
+        @T.prim_func
+        def bad(A: T.Tensor((128,), T.float32)):
+            with T.Kernel(1, threads=128, prelude=3):
+                A[0] = 1.0
 
 
 # ---- frontend odds and ends ---------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""``T.import_source`` / ``T.call_extern`` run on the GPU: a kernel calling a ``__device__`` function
-it imports, against torch."""
+"""``T.import_source`` / ``T.call_extern`` and ``T.Kernel(prelude=...)`` run on the GPU: kernels calling
+``__device__`` functions they import or define in their prelude, against torch."""
 
 from __future__ import annotations
 
@@ -24,3 +24,21 @@ def test_an_imported_device_function_runs() -> None:
     kernel = tilelang_x.compile(main, out_idx=[1], target="cuda")
     a = torch.randn(1000, device="cuda")
     torch.testing.assert_close(kernel(a), a * a * 0.5)
+
+
+PRELUDE = "#define TLX_SCALE 3.0f\n__device__ float tlx_scale() { return TLX_SCALE; }\n" + SOURCE
+
+
+def test_a_kernel_prelude_runs() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((1000,), T.float32), B: T.Tensor((1000,), T.float32)):
+        with T.Kernel(T.ceildiv(1000, 128), threads=128, prelude=PRELUDE) as bx:
+            for i in T.Parallel(128):
+                k = bx * 128 + i
+                if k < 1000:
+                    B[k] = T.call_extern(T.float32, "scaled_square", A[k], T.call_extern(T.float32, "tlx_scale"))
+
+    kernel = tilelang_x.compile(main, out_idx=[1], target="cuda")
+    assert PRELUDE in kernel.get_kernel_source()
+    a = torch.randn(1000, device="cuda")
+    torch.testing.assert_close(kernel(a), a * a * 3.0)
