@@ -356,6 +356,10 @@ WORKSPACES = "workspaces"
 POINTERS = "pointers"
 #: ``PrimFunc.attrs`` key of the ``T.import_source`` code of a function: its strings, in order
 IMPORTS = "import_source"
+#: ``Kernel`` annotation keys of ``T.CUDASourceCodeKernel``: the CUDA module that replaces the
+#: kernel's body, and the name of its ``extern "C" __global__`` entry
+CUDA_SOURCE = "cuda_source"
+CUDA_ENTRY = "cuda_entry"
 #: ``PrimFunc.attrs`` keys of ``T.annotate_pass_configs`` (sorted ``(key, value)`` pairs) and
 #: ``T.annotate_compile_flags`` (the flags, in order): merged with the jit's own when compiling
 PASS_CONFIGS = "pass_configs"

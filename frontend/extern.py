@@ -1,22 +1,23 @@
 """``T.import_source``, ``T.call_extern``, ``T.evaluate``: device code the kernel brings along,
-calls of it, and calls made for their effect. The interpreter cannot run such code: kernels that
-call it run on CUDA only."""
+calls of it, and calls made for their effect; ``T.CUDASourceCodeKernel``: a kernel that is external
+CUDA code altogether. The interpreter cannot run such code: kernels that use it run on CUDA only."""
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
 from ..core_ir import dtypes
 from ..core_ir import expr as E
-from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
+from ..core_ir.errors import TileLangError, TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import caller_loc
-from ..core_ir.stmt import ExprStmt, Stmt
+from ..core_ir.stmt import CUDA_ENTRY, CUDA_SOURCE, ExprStmt, Stmt
 from ..core_ir.visit import walk
 from . import builder as bld
 from .allreduce import EMITTED
 
-__all__ = ["call_extern", "check_externs", "evaluate", "import_source"]
+__all__ = ["CUDASourceCodeKernel", "call_extern", "check_externs", "evaluate", "import_source"]
 
 #: TileLang's dtypes of a call with no value
 VOID = ("void", "handle", "")
@@ -76,3 +77,63 @@ def check_externs(externs: list[E.ExternCall], body: Stmt) -> None:
             raise TileLangSyntaxError(f"T.call_extern of {call.name!r} has no value (dtype void)", loc=call.loc,
                                       hint="use it as a statement, T.evaluate(T.call_extern(...)), or give "
                                            "it the dtype of its result")
+
+
+#: what makes a string CUDA code rather than a file name
+_SOURCE_MARKS = ("\n", "__global__", 'extern "C"', "#include")
+
+
+def _cuda_source(source_code_or_path: Any, loc: Any) -> str:
+    """The code of ``source_code_or_path``: a file's contents when it names one, else the string."""
+    if not isinstance(source_code_or_path, (str, os.PathLike)):
+        raise TileLangTypeError(f"T.CUDASourceCodeKernel: source_code_or_path={source_code_or_path!r} is neither "
+                                "CUDA code nor a file path", loc=loc)
+    text = os.fspath(source_code_or_path)
+    path = os.path.expanduser(text)
+    if not any(mark in text for mark in _SOURCE_MARKS) and os.path.isfile(path):
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    if not text.strip() or not any(mark in text for mark in _SOURCE_MARKS):
+        raise TileLangError(f"T.CUDASourceCodeKernel: {text!r} is not a CUDA file that exists, nor CUDA code",
+                            loc=loc, hint="pass the kernel's source text, or the path of a .cu file")
+    return text
+
+
+def _check_entry(source: str, entry: str, loc: Any) -> None:
+    """``entry`` is an ``extern "C" __global__`` function of ``source`` (the runtime finds it by name)."""
+    if not isinstance(entry, str) or not _NAME.fullmatch(entry):
+        raise TileLangSyntaxError(f"T.CUDASourceCodeKernel: entry_name={entry!r} is not a function name", loc=loc)
+    decl = re.search(r"([^;{}]*)__global__[^;{}(]*\b" + re.escape(entry) + r"\s*\(", source)
+    if decl is None:
+        raise TileLangError(f"T.CUDASourceCodeKernel: the source has no __global__ function `{entry}`", loc=loc,
+                            hint="pass entry_name= the kernel's name (the default is main_kernel)")
+    in_block = re.search(r'extern\s+"C"\s*\{', source[:decl.start()]) is not None
+    if 'extern "C"' not in decl.group(0) and not in_block:
+        raise TileLangError(f"T.CUDASourceCodeKernel: `{entry}` is not declared extern \"C\"", loc=loc,
+                            hint=f'write `extern "C" __global__ void {entry}(...)`: the runtime looks the kernel '
+                                 "up by its unmangled name")
+
+
+def CUDASourceCodeKernel(*blocks: Any, threads: Any = None, source_code_or_path: Any = None,  # noqa: N802
+                         entry_name: str = "main_kernel", cluster_dims: Any = None, prelude: str | None = None) -> None:
+    """A kernel that is CUDA code: ``entry_name`` of ``source_code_or_path`` launched on ``blocks``
+    x ``threads`` with the function's parameters, in order, as its arguments."""
+    from .frames import KernelFrame
+
+    loc = caller_loc()
+    b = bld.require("T.CUDASourceCodeKernel")
+    if b.kernel_open:
+        raise TileLangSyntaxError("T.CUDASourceCodeKernel is a kernel of its own: it cannot be inside T.Kernel",
+                                  loc=loc, hint="call it in the function body, outside `with T.Kernel`")
+    source = _cuda_source(source_code_or_path, loc)
+    if prelude is not None:
+        if not isinstance(prelude, str):
+            raise TileLangSyntaxError(f"T.CUDASourceCodeKernel prelude={prelude!r}: expected a string of CUDA code",
+                                      loc=loc)
+        source = prelude + "\n" + source
+    _check_entry(source, entry_name, loc)
+    frame = KernelFrame(*blocks, threads=threads, cluster_dims=cluster_dims)
+    frame.loc = loc
+    frame.annotations = (*frame.annotations, (CUDA_SOURCE, source), (CUDA_ENTRY, entry_name))
+    with frame:
+        pass

@@ -45,7 +45,7 @@ from .cluster import (
     get_cluster_size,
 )
 from .compile_annotations import annotate_compile_flags, annotate_pass_configs
-from .extern import call_extern, evaluate, import_source
+from .extern import CUDASourceCodeKernel, call_extern, evaluate, import_source
 from .frames import ClusterKernelFrame as _ClusterKernelFrame
 from .frames import KernelFrame as _KernelFrame
 from .function import macro, prim_func
@@ -289,7 +289,7 @@ fast_rcp = _surface.fast_rcp
 __all__ = [
     # program structure
     "prim_func", "macro", "inline", "meta_class", "BaseTileScheduler", "PersistentTileScheduler", "Ref", "If", "Then",
-    "Else", "Kernel", "ClusterKernel", "Tensor",
+    "Else", "Kernel", "ClusterKernel", "CUDASourceCodeKernel", "Tensor",
     "Buffer", "StridedTensor",
     "SharedBuffer", "FragmentBuffer", "LocalBuffer", "SharedTensor", "LocalTensor", "const", "dynamic", "symbolic",
     "empty", "ptr", "make_tensor",

@@ -19,7 +19,23 @@ from ...core_ir.buffer import Buffer
 from ...core_ir.dtypes import DType
 from ...core_ir.errors import BackendNotImplementedError
 from ...core_ir.packed import packed_parts
-from ...core_ir.stmt import IMPORTS, Alloc, Annotate, For, If, Jump, Kernel, PrimFunc, Print, Seq, Stmt, Store, While
+from ...core_ir.stmt import (
+    CUDA_ENTRY,
+    CUDA_SOURCE,
+    IMPORTS,
+    Alloc,
+    Annotate,
+    For,
+    If,
+    Jump,
+    Kernel,
+    PrimFunc,
+    Print,
+    Seq,
+    Stmt,
+    Store,
+    While,
+)
 from ...core_ir.tile_order import panel_order
 from ...core_ir.visit import views_of, walk
 from .analysis import block_ranges, bounds, nonneg
@@ -186,6 +202,8 @@ class _Gen:
         kernel = find_kernel(func.body)
         if kernel is None:
             raise BackendNotImplementedError("no T.Kernel in the function", loc=func.loc)
+        if CUDA_SOURCE in kernel.ann():
+            return self._external(kernel)
         self.names[id(THREAD)] = "tx"
         self.block_rank = len(kernel.threads)
         self.views = views_of(kernel.body)
@@ -277,6 +295,30 @@ class _Gen:
                 width = nbytes if nbytes is not None else elems * a.buffer.dtype.bytes  # type: ignore[operator]
                 key = id(a.buffer.storage)
                 self.align[key] = max(self.align.get(key, 1), width)
+
+    def _external(self, kernel: Kernel) -> str:
+        """``T.CUDASourceCodeKernel``: the user's module as it is, launched with the function's
+        parameters in order (tensors as device pointers, scalars by value)."""
+        specs = []
+        for idx, p in enumerate(self.func.params):
+            if isinstance(p, Buffer):
+                if any(E.free_vars(e) for e in (*p.shape, *(p.strides or ()))):
+                    raise BackendNotImplementedError(
+                        f"T.CUDASourceCodeKernel: tensor `{p.name}` has dynamic sizes, which the external kernel "
+                        "would need as extra arguments", loc=kernel.loc, hint="give its shape as Python ints")
+                specs.append(ParamSpec(p.name, "buffer", idx, p.dtype.name, ctype(p.dtype) + "*", False, 1))
+            elif p.dtype.name in SCALAR_CTYPES and p.dtype.name not in NARROW:
+                specs.append(ParamSpec(p.name, "scalar", idx, p.dtype.name, SCALAR_CTYPES[p.dtype.name]))
+            else:
+                raise BackendNotImplementedError(f"T.CUDASourceCodeKernel: scalar parameter `{p.name}` of dtype "
+                                                 f"{p.dtype} cannot be passed to CUDA code", loc=kernel.loc)
+        arch = getattr(self.ctx.target, "arch", None)
+        block = tuple(list(kernel.threads) + [1] * (3 - len(kernel.threads)))[:3]
+        grid_static, grid_src = self._grid(kernel)
+        entry = kernel.ann()[CUDA_ENTRY]
+        self.meta = KernelMeta(entry, tuple(specs), block, 0, (), grid_static, grid_src,  # type: ignore[arg-type]
+                               arch or "sm_80", (), launch_dims(kernel, arch), kernel.loc)
+        return f"// external CUDA code (T.CUDASourceCodeKernel) for {self.func.name}\n{kernel.ann()[CUDA_SOURCE]}\n"
 
     def _params(self) -> tuple[list[str], list[ParamSpec]]:
         out, specs = [], []

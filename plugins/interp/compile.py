@@ -36,6 +36,7 @@ from tilelang_x.core_ir.expr import WARP_SIZE
 from tilelang_x.core_ir.source import SourceLoc
 from tilelang_x.core_ir.stmt import (
     CLUSTER_SCOPES,
+    CUDA_SOURCE,
     Alloc,
     Annotate,
     Assert,
@@ -491,10 +492,14 @@ class Compiler(ExprCompiler):
         return alloc
 
     def _kernel(self, s: Kernel) -> Fn:
+        if CUDA_SOURCE in s.ann():
+            raise BackendNotImplementedError(
+                "T.CUDASourceCodeKernel launches external CUDA code, which the interpreter cannot run", loc=s.loc,
+                hint='compile it with target="cuda"')
         if "prelude" in s.ann():
             raise BackendNotImplementedError(
                 "T.Kernel(prelude=...) is not supported by the interpreter (it is raw CUDA code)", loc=s.loc,
-                hint="drop prelude=; kernels cannot include raw device code in tilelang-x")
+                hint='compile it with target="cuda", or drop prelude= and the T.call_extern calls that need it')
         fgrid = [self.expr(g, s.loc) for g in s.grid]
         slots = [self.var_slot(v) for v in s.block_vars]
         types = [numerics.storage_dtype(v.dtype).type for v in s.block_vars]

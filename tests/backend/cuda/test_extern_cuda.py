@@ -1,5 +1,6 @@
-"""``T.import_source`` / ``T.call_extern`` and ``T.Kernel(prelude=...)`` run on the GPU: kernels calling
-``__device__`` functions they import or define in their prelude, against torch."""
+"""``T.import_source`` / ``T.call_extern``, ``T.Kernel(prelude=...)`` and ``T.CUDASourceCodeKernel`` run
+on the GPU: kernels calling ``__device__`` functions they import or define in their prelude, and an
+external ``__global__`` kernel, against torch."""
 
 from __future__ import annotations
 
@@ -42,3 +43,11 @@ def test_a_kernel_prelude_runs() -> None:
     assert PRELUDE in kernel.get_kernel_source()
     a = torch.randn(1000, device="cuda")
     torch.testing.assert_close(kernel(a), a * a * 3.0)
+
+
+def test_an_external_cuda_kernel_runs() -> None:
+    from tests.null.test_cuda_source_kernel import _scale
+
+    kernel = tilelang_x.compile(_scale(), out_idx=[1], target="cuda")
+    x = torch.randn(1000, device="cuda")
+    torch.testing.assert_close(kernel(x, 1.5, 1000), 1.5 * x)
