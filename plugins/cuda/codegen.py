@@ -315,8 +315,9 @@ class _Gen:
         arch = getattr(self.ctx.target, "arch", None)
         block = tuple(list(kernel.threads) + [1] * (3 - len(kernel.threads)))[:3]
         grid_static, grid_src = self._grid(kernel)
+        dims = tuple(v.name for v in self.grid_scalars)  # scalar parameters the grid reads
         entry = kernel.ann()[CUDA_ENTRY]
-        self.meta = KernelMeta(entry, tuple(specs), block, 0, (), grid_static, grid_src,  # type: ignore[arg-type]
+        self.meta = KernelMeta(entry, tuple(specs), block, 0, dims, grid_static, grid_src,  # type: ignore[arg-type]
                                arch or "sm_80", (), launch_dims(kernel, arch), kernel.loc)
         return f"// external CUDA code (T.CUDASourceCodeKernel) for {self.func.name}\n{kernel.ann()[CUDA_SOURCE]}\n"
 

@@ -80,3 +80,14 @@ def test_dynamic_sizes_are_refused_on_cuda() -> None:
 
     with pytest.raises(BackendNotImplementedError, match="dynamic sizes"):
         cuda_source(dyn, "sm_80")
+
+
+def test_a_grid_over_a_scalar_parameter() -> None:
+    @T.prim_func
+    def scale(X: T.Tensor((1000,), T.float32), Y: T.Tensor((1000,), T.float32), s: T.float32, n: T.int32):
+        T.CUDASourceCodeKernel(T.ceildiv(n, 128), threads=128, source_code_or_path=SCALE, entry_name="scale_kernel")
+
+    _, ctx = cuda_source(scale, "sm_80")
+    meta = ctx.data["cuda.meta"]
+    assert meta.dims == ("n",) and meta.grid_static is None
+    assert [p.kind for p in meta.params] == ["buffer", "buffer", "scalar", "scalar"]  # n stays an argument

@@ -51,3 +51,16 @@ def test_an_external_cuda_kernel_runs() -> None:
     kernel = tilelang_x.compile(_scale(), out_idx=[1], target="cuda")
     x = torch.randn(1000, device="cuda")
     torch.testing.assert_close(kernel(x, 1.5, 1000), 1.5 * x)
+
+
+def test_an_external_kernel_on_a_grid_over_a_scalar() -> None:
+    from tests.null.test_cuda_source_kernel import SCALE
+
+    @T.prim_func
+    def scale(X: T.Tensor((1000,), T.float32), Y: T.Tensor((1000,), T.float32), s: T.float32, n: T.int32):
+        T.CUDASourceCodeKernel(T.ceildiv(n, 128), threads=128, source_code_or_path=SCALE, entry_name="scale_kernel")
+
+    kernel = tilelang_x.compile(scale, out_idx=[1], target="cuda")
+    x = torch.randn(1000, device="cuda")
+    y = kernel(x, 2.0, 600)  # only the first 600 are scaled; Y is allocated, so compare those
+    torch.testing.assert_close(y[:600], 2.0 * x[:600])
