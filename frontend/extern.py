@@ -126,14 +126,9 @@ def CUDASourceCodeKernel(*blocks: Any, threads: Any = None, source_code_or_path:
         raise TileLangSyntaxError("T.CUDASourceCodeKernel is a kernel of its own: it cannot be inside T.Kernel",
                                   loc=loc, hint="call it in the function body, outside `with T.Kernel`")
     source = _cuda_source(source_code_or_path, loc)
-    if prelude is not None:
-        if not isinstance(prelude, str):
-            raise TileLangSyntaxError(f"T.CUDASourceCodeKernel prelude={prelude!r}: expected a string of CUDA code",
-                                      loc=loc)
-        source = prelude + "\n" + source
-    _check_entry(source, entry_name, loc)
-    frame = KernelFrame(*blocks, threads=threads, cluster_dims=cluster_dims)
+    frame = KernelFrame(*blocks, threads=threads, cluster_dims=cluster_dims, prelude=prelude)  # checks prelude
     frame.loc = loc
+    _check_entry(source if prelude is None else prelude + "\n" + source, entry_name, loc)
     frame.annotations = (*frame.annotations, (CUDA_SOURCE, source), (CUDA_ENTRY, entry_name))
     with frame:
         pass

@@ -115,12 +115,6 @@ class PersistentTileScheduler(BaseTileScheduler):
         self.m_idx[0] = m
         self.n_idx[0] = n
 
-    def init(self, worker_id: Any) -> None:
-        self._require_state("init")
-        self.current_iter[0] = 0
-        self.linear_idx[0] = worker_id
-        self.update_current_idx(self.linear_idx[0])
-
     def next_tile(self) -> None:
         self._require_state("next_tile")
         self.current_iter[0] = self.current_iter[0] + 1

@@ -319,7 +319,9 @@ class _Gen:
         entry = kernel.ann()[CUDA_ENTRY]
         self.meta = KernelMeta(entry, tuple(specs), block, 0, dims, grid_static, grid_src,  # type: ignore[arg-type]
                                arch or "sm_80", (), launch_dims(kernel, arch), kernel.loc)
-        return f"// external CUDA code (T.CUDASourceCodeKernel) for {self.func.name}\n{kernel.ann()[CUDA_SOURCE]}\n"
+        prelude = kernel.ann().get("prelude")
+        code = kernel.ann()[CUDA_SOURCE] if prelude is None else f"{prelude}\n{kernel.ann()[CUDA_SOURCE]}"
+        return f"// external CUDA code (T.CUDASourceCodeKernel) for {self.func.name}\n{code}\n"
 
     def _params(self) -> tuple[list[str], list[ParamSpec]]:
         out, specs = [], []
