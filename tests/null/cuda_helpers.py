@@ -32,6 +32,16 @@ def cuda_source(func: PrimFunc, arch: str = "sm_80", configs: dict[str, bool] | 
     return generate(lowered, ctx), ctx
 
 
+def assert_compiles(source: str, arch: str, ctx: Any) -> None:
+    """``source`` (from ``cuda_source``, its context ``ctx``) compiles to a cubin for ``arch``; skips
+    the test without a CUDA compiler."""
+    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
+
+    if find_nvrtc() is None and find_nvcc() is None:
+        pytest.skip("no CUDA compiler here")
+    assert len(compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0
+
+
 def cuobjdump() -> str | None:
     """cuobjdump on PATH or from the nvidia-cuda-cuobjdump wheel, else ``None``."""
     found = shutil.which("cuobjdump")

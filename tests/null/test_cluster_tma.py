@@ -13,7 +13,7 @@ import torch
 import tilelang_x as tilelang
 import tilelang_x.language as T
 from tests.kernels import cluster_tma as kernels
-from tests.null.cuda_helpers import cuda_source
+from tests.null.cuda_helpers import assert_compiles, cuda_source
 from tests.null.located import located_errors
 from tilelang_x.core_ir.errors import BackendNotImplementedError, DeadlockError, TileLangError, TileLangSyntaxError
 
@@ -22,14 +22,6 @@ where, raises = located_errors(__file__)
 
 def _interp(func: object) -> object:
     return tilelang.compile(func, target="interp")
-
-
-def _compiles(source: str, arch: str, ctx: object) -> None:
-    from tilelang_x.plugins.cuda.compile import compile_cuda, find_nvcc, find_nvrtc
-
-    if find_nvrtc() is None and find_nvcc() is None:
-        pytest.skip("no CUDA compiler here")
-    assert len(compile_cuda(source, arch, kernel_name=ctx.data["cuda.meta"].kernel_name).cubin) > 0
 
 
 def expected_queries(gx: int, gy: int, cluster: tuple[int, int, int]) -> torch.Tensor:
@@ -99,7 +91,7 @@ def test_cuda_cluster_queries_are_block_index_arithmetic() -> None:
     body = src[src.index('extern "C"'):]
     assert "__cluster_dims__(2, 2, 1)" in body and "= bx >> 1;" in body and "= by >> 1;" in body
     assert "= 221;" in body and "= 421;" in body and "= 42;" in body  # dims, extents, size: constants
-    _compiles(src, "sm_90a", ctx)
+    assert_compiles(src, "sm_90a", ctx)
 
 
 # ---- multicast TMA loads in the interpreter -----------------------------------------------------
@@ -196,7 +188,7 @@ def test_cuda_multicast_gemm_on_sm90a() -> None:
     assert body.count("tlx_tma_load_mc_2d(") == 1 and "if (tlx_cluster_rank() == 0u)" in body
     assert "multicast::cluster" in src and "#define TLX_CLUSTER_LAUNCH" in src
     assert body.count("tlx_ws_expect_tx(") == 2  # every block expects its A tile's bytes itself
-    _compiles(src, "sm_90a", ctx)
+    assert_compiles(src, "sm_90a", ctx)
 
 
 def test_cuda_multicast_leader_and_blocks_outside_the_mask() -> None:
@@ -204,7 +196,7 @@ def test_cuda_multicast_leader_and_blocks_outside_the_mask() -> None:
     body = _body(src)
     assert "if (tlx_cluster_rank() == 1u)" in body and "tlx_tma_load_mc_2d(" in body
     assert "((6u >> tlx_cluster_rank()) & 1u) == 0u" in body and "tlx_tma_load_2d(" in body
-    _compiles(src, "sm_90a", ctx)
+    assert_compiles(src, "sm_90a", ctx)
     src, _ = cuda_source(kernels.shared_tiles.get_ir(8, 4, 0b0100), "sm_90a")  # one block: every block's own load
     assert "tlx_tma_load_mc" not in _body(src) and "tlx_tma_load_2d(" in _body(src)
 
@@ -215,13 +207,13 @@ def test_cuda_multicast_ring_and_handoff_arrive_at_peers_barriers() -> None:
     assert "tlx_cluster_arrive_remote(empty_s + " in body and ", 0u);" in body
     assert "mapa.shared::cluster.u32" in src and "mbarrier.arrive.release.cluster.shared::cluster.b64" in src
     assert "if (tlx_cluster_rank() == 0u) {" in body and "tlx_tma_load_mc_2d(" in body
-    _compiles(src, "sm_90a", ctx)
+    assert_compiles(src, "sm_90a", ctx)
     src, ctx = cuda_source(kernels.handoff.get_ir(8, 4), "sm_90a")
     assert "tlx_cluster_arrive_remote(bar_s + " in _body(src)
-    _compiles(src, "sm_90a", ctx)
+    assert_compiles(src, "sm_90a", ctx)
     src, ctx = cuda_source(kernels.handoff.get_ir(8, 1), "sm_80")  # a cluster of one: the caller's own barrier
     assert "tlx_cluster_arrive_remote(" in _body(src) and "#define TLX_CLUSTER_LAUNCH" not in src
-    _compiles(src, "sm_80", ctx)
+    assert_compiles(src, "sm_80", ctx)
 
 
 def test_cuda_multicast_without_tma_is_each_blocks_own_copy() -> None:
