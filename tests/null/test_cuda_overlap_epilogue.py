@@ -1,5 +1,5 @@
 """A persistent GEMM's epilogue stored during the next tile's first k-steps (hopper/overlap_epilogue.py,
-pass config ``tlx.overlap_epilogue``, off by default)."""
+pass config ``tlx.overlap_epilogue``, by default on for k-loops of at most 64 steps)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,12 @@ def _consumer(source: str) -> str:
     return body[body.index("TLX_SETMAXNREG_INC"):]
 
 
-def test_off_by_default() -> None:
-    source, _ = cuda_source(_gemm(), "sm_90a")
-    assert "tlx_epi_regs" not in source
+def test_on_by_default_for_a_short_k_loop_only() -> None:
+    assert "tlx_epi_regs" in cuda_source(_gemm(), "sm_90a")[0]
+    assert "tlx_epi_regs" not in cuda_source(_gemm(), "sm_90a", {"tlx.overlap_epilogue": False})[0]
+    long_k = gemm.matmul.get_ir(4096, 4096, 8192, block_M=128, block_N=256, block_K=64, num_stages=4, threads=256)
+    assert "tlx_epi_regs" not in cuda_source(long_k, "sm_90a")[0]
+    assert "tlx_epi_regs" in cuda_source(long_k, "sm_90a", ON)[0]
 
 
 def test_chunks_run_in_the_next_tiles_first_k_steps() -> None:
