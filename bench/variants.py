@@ -8,7 +8,8 @@ without pauses here and clocks down. Two identical kernels differed by up to 4 %
 Run: ``python bench/variants.py attention --dims 128 --variants '{"plain": {"tlx.ws_compute_loops":
 false}, "auto": {}}' --out $OUT/variants.json`` (``gemm`` takes ``--shapes MxNxK,...``;
 ``attention_bwd`` times the backward's main kernel; ``dequant`` the W4A16 GEMM of bench/dequant.py
-against cuBLAS on its fp16 weights).
+against cuBLAS on its fp16 weights; ``gemm_persistent`` TileLang's persistent GEMM, one block per SM
+walking the tiles with ``T.Persistent``).
 ``--back-to-back SECONDS`` adds ratios with each variant timed back to back for that long, in turns:
 the regime of a busy GPU at its power limit (GEMM 4096³ on the H200, 2026-11-30: cuBLAS 5 % ahead
 back to back while the L2-flushed rounds put ours level).
@@ -101,9 +102,14 @@ def _gemm_case(shape: str, args: Any) -> Case:
     b = torch.randn(*((n, k) if args.trans_b else (k, n)), device="cuda").half()
 
     def build(pc: dict[str, Any]) -> Any:
-        func = gemm.matmul.get_ir(m, n, k, in_dtype=as_dtype("float16"), out_dtype=as_dtype("float16"),
-                                  block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th,
-                                  cluster=cluster[0] if cluster else None, trans_B=args.trans_b)
+        if args.kernel == "gemm_persistent":  # TileLang's persistent GEMM: one block per SM, T.Persistent
+            blocks = torch.cuda.get_device_properties(0).multi_processor_count
+            func = gemm.matmul_persistent.get_ir(m, n, k, blocks, block_M=bm, block_N=bn, block_K=bk, num_stages=st,
+                                                 threads=th)
+        else:
+            func = gemm.matmul.get_ir(m, n, k, in_dtype=as_dtype("float16"), out_dtype=as_dtype("float16"),
+                                      block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th,
+                                      cluster=cluster[0] if cluster else None, trans_B=args.trans_b)
         return tilelang_x.compile(func, out_idx=[-1], pass_configs=pc)
 
     def reference() -> Any:
@@ -165,7 +171,7 @@ def _measure(case: Case, variants: dict[str, dict[str, Any]], args: Any) -> dict
 
 def main() -> None:
     def extra(p: Any) -> None:
-        p.add_argument("kernel", choices=["attention", "attention_bwd", "gemm", "dequant"])
+        p.add_argument("kernel", choices=["attention", "attention_bwd", "gemm", "gemm_persistent", "dequant"])
         p.add_argument("--variants", required=True, help="JSON object: variant name -> pass_configs")
         p.add_argument("--dims", default="128")
         p.add_argument("--seq", type=int, default=4096)

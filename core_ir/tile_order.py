@@ -4,6 +4,7 @@ CUDA backend's rasterisation (plugins/cuda/rasterize.py), and the walk of ``T.Pe
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from . import expr as E
 
@@ -22,3 +23,25 @@ def panel_order(bid: E.Expr, gx: E.Expr, gy: E.Expr, panel: int, column: bool,
     local = bid % group
     inner, outer = first + local % height, local // height
     return (inner, outer) if column else (outer, inner)
+
+
+#: the ``For`` annotation ``T.Persistent`` leaves on its loop (a ``PersistentWalk``)
+PERSISTENT_WALK = "persistent_walk"
+
+
+@dataclass(frozen=True, eq=False)
+class PersistentWalk:
+    """What a ``T.Persistent`` loop walks: block ``index`` of ``wave_size`` takes tile ``index +
+    wave * wave_size`` of ``domain`` in iteration ``wave`` of the loop, whose coordinates the body
+    reads as ``coords`` (expressions of that number, one per dimension, named ``names``). A backend
+    may turn the walk back into a grid over the tiles (plugins/cuda/hopper/tiles_as_grid.py)."""
+
+    domain: tuple[E.Expr, ...]
+    wave_size: E.Expr
+    index: E.Expr
+    coords: tuple[E.Expr, ...]
+    names: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"PersistentWalk(domain=({', '.join(map(str, self.domain))}), wave_size={self.wave_size}, " \
+               f"index={self.index})"

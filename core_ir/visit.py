@@ -17,25 +17,41 @@ from .stmt import Seq, Stmt
 Node = Expr | Stmt | Region
 
 
+_NODE_TYPES = (Expr, Stmt, Region)
+#: each node class's field names but ``loc``: ``dataclasses.fields`` is too slow for every visit
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name != "loc")
+    return names
+
+
 def _fields(node: Any) -> Iterator[tuple[str, Any]]:
-    for f in dataclasses.fields(node):
-        if f.name != "loc":
-            yield f.name, getattr(node, f.name)
+    for name in _names(type(node)):
+        yield name, getattr(node, name)
 
 
 def _is_node(value: Any) -> bool:
-    return isinstance(value, (Expr, Stmt, Region))
+    return isinstance(value, _NODE_TYPES)
+
+
+def _child_list(node: Any) -> list[Node]:
+    out: list[Node] = []
+    for name in _names(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, _NODE_TYPES):
+            out.append(value)
+        elif isinstance(value, tuple):
+            out.extend(v for v in value if isinstance(v, _NODE_TYPES))
+    return out
 
 
 def children(node: Node) -> Iterator[Node]:
     """Direct child nodes (expressions, statements, regions), in field order."""
-    for _, value in _fields(node):
-        if _is_node(value):
-            yield value
-        elif isinstance(value, tuple):
-            for v in value:
-                if _is_node(v):
-                    yield v
+    return iter(_child_list(node))
 
 
 def walk(node: Node) -> Iterator[Node]:
@@ -44,7 +60,23 @@ def walk(node: Node) -> Iterator[Node]:
     while stack:
         n = stack.pop()
         yield n
-        stack.extend(reversed(list(children(n))))
+        kids = _child_list(n)
+        if kids:
+            kids.reverse()
+            stack.extend(kids)
+
+
+def walk_stmts(node: Node) -> Iterator[Stmt]:
+    """Every statement of the tree in pre-order, without entering expressions."""
+    stack: list[Any] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Stmt):
+            yield n
+        kids = [c for c in _child_list(n) if isinstance(c, Stmt)]
+        if kids:
+            kids.reverse()
+            stack.extend(kids)
 
 
 def flat_seq(s: Stmt) -> list[Stmt]:

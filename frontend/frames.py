@@ -18,7 +18,7 @@ from ..core_ir import expr as E
 from ..core_ir.errors import TileLangSyntaxError, TileLangTypeError
 from ..core_ir.source import SourceLoc, caller_loc
 from ..core_ir.stmt import For, Kernel, freeze_annotations
-from ..core_ir.tile_order import panel_order
+from ..core_ir.tile_order import PERSISTENT_WALK, PersistentWalk, panel_order
 from . import builder as B
 from .fold import fold_extent
 from .registers import place_register_hints
@@ -246,7 +246,8 @@ class PersistentLoop(IRLoop):
         frame = b.push("loop", self.loc, self.kind)
         yield coords[0] if count == 1 and not isinstance(self.names, tuple) else tuple(coords)
         body = b.pop(frame)
-        b.emit(For(wave, trips, "serial", body, None, (), loc=self.loc))
+        walk = PersistentWalk(tuple(self.domain), self.wave_size, self.index, tuple(coords), tuple(names))
+        b.emit(For(wave, trips, "serial", body, None, ((PERSISTENT_WALK, walk),), loc=self.loc))
 
 
 def persistent_loop(domain: Any, wave_size: Any, index: Any, group_size: Any) -> PersistentLoop:

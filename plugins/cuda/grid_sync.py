@@ -13,11 +13,12 @@ finishes.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 from ...core_ir import dtypes
 from ...core_ir import expr as E
 from ...core_ir.stmt import Stmt, Sync
-from ...core_ir.visit import walk
+from ...core_ir.visit import walk_stmts
 from .lir import Evaluate, Intrin
 
 __all__ = ["COUNTER", "grid_header", "is_cooperative", "lower_sync", "uses_grid_header", "waits_for_previous"]
@@ -34,8 +35,13 @@ def lower_sync(s: Sync) -> Stmt:
     return Evaluate(Intrin(_CALLS[s.scope], args), s.loc)
 
 
+def _called(body: Stmt) -> Iterator[str]:
+    """The intrinsics ``body`` calls as statements (as ``lower_sync`` emits them)."""
+    return (n.value.fn for n in walk_stmts(body) if isinstance(n, Evaluate) and isinstance(n.value, Intrin))
+
+
 def _calls(body: Stmt, fn: str) -> bool:
-    return any(isinstance(n, Intrin) and n.fn == fn for n in walk(body))
+    return any(name == fn for name in _called(body))
 
 
 def is_cooperative(body: Stmt) -> bool:
@@ -50,7 +56,7 @@ def waits_for_previous(body: Stmt, arch: str) -> bool:
 
 
 def uses_grid_header(body: Stmt) -> bool:
-    return any(isinstance(n, Intrin) and n.fn in _CALLS.values() for n in walk(body))
+    return any(name in _CALLS.values() for name in _called(body))
 
 
 def grid_header() -> str:

@@ -24,7 +24,7 @@ from ...core_ir.errors import BackendNotImplementedError, LayoutError
 from ...core_ir.gemm_precision import fp32_gemm_precision
 from ...core_ir.stmt import Annotate, For, Kernel, PrimFunc, Stmt
 from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, GemmSp, Reduce
-from ...core_ir.visit import views_of, walk
+from ...core_ir.visit import views_of, walk, walk_stmts
 from .layout import (
     Fragment,
     SharedLayout,
@@ -82,7 +82,7 @@ def where(loc: Any) -> str:
 def find_kernel(s: Stmt) -> Kernel | None:
     """The function's ``T.Kernel``; a second one raises (the CUDA backend emits one kernel)."""
     found = None
-    for n in walk(s):
+    for n in walk_stmts(s):
         if isinstance(n, Kernel):
             if found is not None:
                 raise BackendNotImplementedError(

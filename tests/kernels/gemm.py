@@ -74,13 +74,13 @@ def matmul_dynamic_m(cluster=None):
 
 
 @tilelang.jit(out_idx=[-1])
-def matmul_persistent(M, N, K, blocks, block_M=64, block_N=64, block_K=32, group_size=8, num_stages=2):
+def matmul_persistent(M, N, K, blocks, block_M=64, block_N=64, block_K=32, group_size=8, num_stages=2, threads=128):
     """C = A @ B written as TileLang's persistent GEMMs are: ``blocks`` blocks walk the tiles with
     ``T.Persistent`` (the compiler's own persistent form needs no such loop)."""
 
     @T.prim_func
     def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
-        with T.Kernel(blocks, threads=128) as block_id:
+        with T.Kernel(blocks, threads=threads) as block_id:
             A_s = T.alloc_shared((block_M, block_K), T.float16)
             B_s = T.alloc_shared((block_K, block_N), T.float16)
             C_f = T.alloc_fragment((block_M, block_N), T.float32)

@@ -26,6 +26,7 @@ from .config import hopper_config, log
 from .direct_store import direct_store_stage
 from .finalize import hopper_finalize_stage
 from .pipeline import hopper_pipeline_stage
+from .tiles_as_grid import tiles_as_grid_stage
 from .wgmma_rule import wgmma_rule
 
 
@@ -62,6 +63,7 @@ def hopper_stages() -> list[tuple[str, Any]]:
     return [
         ("manual_ws", manual_setup),
         ("hopper_setup", _setup),
+        ("tiles_as_grid", unless_manual(tiles_as_grid_stage)),
         ("fragment_fallback", fragment_fallback_stage),
         ("rasterize", unless_manual(plan_stage)),
         ("block_order", block_order_stage),
