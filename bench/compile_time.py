@@ -17,6 +17,7 @@ Run: ``python bench/compile_time.py --out $OUT/compile_time.json``
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +54,10 @@ def kernels() -> list[tuple[str, Any, tuple[Any, ...], dict[str, Any], Callable[
     ]
 
 
+#: ``--pass-configs``: switches every kernel is compiled with
+PASS_CONFIGS: dict[str, Any] = {}
+
+
 def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
             inputs: Callable[[], tuple[Any, ...]]) -> dict[str, Any]:
     """Trace (``get_ir``) then compile (``compile_prim_func``, in-memory cache cleared), timing both."""
@@ -64,7 +69,10 @@ def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     func = jitted.get_ir(*args, **kwargs)
     t1 = time.perf_counter()
     compiler.clear_cache()
-    kernel = compiler.compile_prim_func(func, options=dict(getattr(jitted, "options", {}) or {}))
+    options = dict(getattr(jitted, "options", {}) or {})
+    if PASS_CONFIGS:
+        options["pass_configs"] = {**(options.get("pass_configs") or {}), **PASS_CONFIGS}
+    kernel = compiler.compile_prim_func(func, options=options)
     t2 = time.perf_counter()
     times = dict(getattr(kernel, "stage_times", {}) or {})
     phases = {k: times.pop(k, 0.0) for k in ("codegen", "compile", "load")}
@@ -101,10 +109,12 @@ def cold_and_repeats(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
 
 def _extra(p: Any) -> None:
     p.add_argument("--repeats", type=int, default=3, help="compiles per kernel (the first is reported)")
+    p.add_argument("--pass-configs", default="", help="JSON object of pass configs for every kernel")
 
 
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0], _extra)
+    PASS_CONFIGS.update(json.loads(args.pass_configs) if args.pass_configs else {})
     from tilelang_x import knobs
     from tilelang_x.plugins.cuda import compile as cc
 
@@ -126,7 +136,8 @@ def main() -> None:
                     row, err = attempt(lambda rest=rest: cold_and_repeats(*rest, args.repeats))
                     per[name] = row if err is None else {"error": err}
             results[comp] = per
-    emit({"bench": "compile_time", "info": device_info(), "target_total_s": 0.5, "results": results}, args.out)
+    emit({"bench": "compile_time", "info": device_info(), "target_total_s": 0.5, "pass_configs": PASS_CONFIGS,
+          "results": results}, args.out)
 
 
 if __name__ == "__main__":
