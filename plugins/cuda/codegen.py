@@ -49,6 +49,7 @@ from .launch_bounds import launch_bounds
 from .layout import SharedLayout
 from .layout_inference import find_kernel
 from .lir import (
+    ROLLED,
     THREAD,
     AsyncCommit,
     AsyncWait,
@@ -556,6 +557,8 @@ class _Gen:
         hi = self.expr(end, not _binds_looser_than_less(end))
         if s.kind == "unroll":
             self.emit(d, "#pragma unroll")
+        elif s.ann().get(ROLLED):
+            self.emit(d, "#pragma unroll 1")
         self.emit(d, f"for (int {v} = {lo}; {v} < {hi}; ++{v}) {{")
         self.stmt(s.body, d + 1)
         self.emit(d, "}")

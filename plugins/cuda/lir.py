@@ -19,6 +19,8 @@ _NODE = dict(frozen=True, eq=False, slots=True, repr=False)
 
 #: The linear thread index inside a block (``threadIdx.x`` for 1-d blocks).
 THREAD = Var("tx")
+#: a ``For`` annotation: the loop stays rolled in the device code (``#pragma unroll 1``)
+ROLLED = "tlx_rolled"
 
 
 

@@ -35,7 +35,7 @@ from ....core_ir import expr as E
 from ....core_ir.buffer import Buffer
 from ....core_ir.stmt import Alloc, For, If, Seq, Stmt, Store
 from ....core_ir.visit import flat_seq, rewrite, substitute, walk
-from ..lir import Block, Decl, Evaluate, Intrin, is_call
+from ..lir import ROLLED, Block, Decl, Evaluate, Intrin, is_call
 from ..perf_options import pass_configs
 from .header import WGMMA_FORMS
 
@@ -146,12 +146,12 @@ def overlap_epilogue(body: Stmt, ctx: Any) -> Stmt:
                                                            for n in walk(s))), None)
     if issue is None:
         return body
-    # the first iterations, which store the chunks, are peeled off and unrolled: the steady-state
-    # loop stays the one without them
+    # the first iterations, which store the chunks, are peeled off: the steady-state loop stays the
+    # one without them (both rolled when the pipeline keeps the k-loop rolled, tlx.rolled_k_loop)
     start = kloop.start if kloop.start is not None else E.const(0)
     n = len(moved)
     stores = [If(E.binary("&&", first, E.binary("==", kloop.var, start + c)), m, None) for c, m in enumerate(moved)]
-    head = dataclasses.replace(kloop, kind="unroll", extent=E.const(n),
+    head = dataclasses.replace(kloop, kind=kloop.kind if kloop.ann().get(ROLLED) else "unroll", extent=E.const(n),
                                body=Seq((*kbody[:issue + 1], *stores, *kbody[issue + 1:])))
     rest = [dataclasses.replace(kloop, start=start + n, extent=E.const(trips - n))] if trips > n else []
     new_tiles = dataclasses.replace(tiles, body=Seq((*stmts[:k], head, *rest, *stmts[k + 1:-1], *keep)))

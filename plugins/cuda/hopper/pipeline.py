@@ -54,7 +54,8 @@ from ..analysis import block_ranges
 from ..cluster import flattened, launch_dims
 from ..launch_bounds import annotated_min_blocks
 from ..layout_inference import find_kernel
-from ..lir import THREAD, Barrier, Evaluate, Intrin, SmemAddr, by_thread_0
+from ..lir import ROLLED, THREAD, Barrier, Evaluate, Intrin, SmemAddr, by_thread_0
+from ..perf_options import pass_configs
 from ..pipelining import (
     after_previous_run,
     compact_guarded,
@@ -110,6 +111,7 @@ class _Ctx:
                  prologue_loads: bool = False, stream_k: bool | None = False, freed: int = 0,
                  producer_regs: int = PRODUCER_REGS) -> None:
         self.overlap = overlap
+        self.rolled_k_loop = False
         self.producer_regs = producer_regs
         self.freed = freed
         self.stream_k = stream_k
@@ -415,6 +417,12 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
             body.append(s)
             body += [_release(g, sc, mc) for g in groups if g.last == i]
     ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
+    if after and cx.rolled_k_loop:
+        # ptxas unrolls the gemm loop twice by itself, and each 64×N wgmma it copies costs compile
+        # time. H200 (2026-12-01): kept rolled, the 128×256×64 GEMM's first compile took 0.35 s
+        # instead of 0.65 s (NVRTC 0.27 vs 0.50), and ran 0.7 % / 1.5 % slower at 4096³ / 8192³
+        # (bench/variants.py, 4 rounds): off by default (tlx.rolled_k_loop)
+        ann += ((ROLLED, True),)
     if taken is None:
         return [For(it, n, "serial", Seq(tuple(body)), None, ann, loop.loc), *after]
     assert guard is not None
@@ -542,6 +550,7 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
         return pipeline_stage(func, ctx)
     cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
               cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k, ctx.data.get(FREED, 0), cfg.producer_regs)
+    cx.rolled_k_loop = bool(pass_configs(ctx).get("tlx.rolled_k_loop", False))
     body = func.body
     # warp specialization gives the threads new roles: kernels that query threads keep their own
     ws = _ws_candidate(func, kernel, cx, launch_dims(kernel, ctx.target.arch) is not None) \
