@@ -63,52 +63,33 @@ def running_sum(rows, blocks):
 
 
 @tilelang.jit
-def per_block(rows, blocks):
-    """Out's rows of a tile, plus the block's index: the walk reads the block index itself."""
+def tile_walk(rows, blocks, kind):
+    """Each step of the walk copies a 64-row tile of A to Out: ``"scaled"`` doubles it (independent
+    tiles), ``"per_block"`` adds the block's index (read outside the tile's number),
+    ``"clustered"`` runs in clusters of two blocks."""
 
     @T.prim_func
     def main(A: T.Tensor((rows, 64), T.float32), Out: T.Tensor((rows, 64), T.float32)):
-        with T.Kernel(blocks, threads=128) as pid:
+        with T.Kernel(blocks, threads=128, cluster_dims=2 if kind == "clustered" else None) as pid:
             tile = T.alloc_fragment((64, 64), T.float32)
             for i in T.Persistent([T.ceildiv(rows, 64)], blocks, pid):
                 T.copy(A[i * 64, 0], tile)
-                for r, c in T.Parallel(64, 64):
-                    Out[i * 64 + r, c] = tile[r, c] + pid
+                if kind == "per_block":
+                    for r, c in T.Parallel(64, 64):
+                        Out[i * 64 + r, c] = tile[r, c] + pid
+                else:
+                    if kind == "scaled":
+                        for r, c in T.Parallel(64, 64):
+                            tile[r, c] = tile[r, c] * 2.0
+                    T.copy(tile, Out[i * 64, 0])
 
     return main
 
 
-@tilelang.jit
-def scaled(rows, blocks):
-    @T.prim_func
-    def main(A: T.Tensor((rows, 64), T.float32), Out: T.Tensor((rows, 64), T.float32)):
-        with T.Kernel(blocks, threads=128) as pid:
-            tile = T.alloc_fragment((64, 64), T.float32)
-            for i in T.Persistent([T.ceildiv(rows, 64)], blocks, pid):
-                T.copy(A[i * 64, 0], tile)
-                for r, c in T.Parallel(64, 64):
-                    tile[r, c] = tile[r, c] * 2.0
-                T.copy(tile, Out[i * 64, 0])
-
-    return main
-
-
-@tilelang.jit
-def clustered(rows, blocks):
-    @T.prim_func
-    def main(A: T.Tensor((rows, 64), T.float32), Out: T.Tensor((rows, 64), T.float32)):
-        with T.Kernel(blocks, threads=128, cluster_dims=2) as pid:
-            tile = T.alloc_fragment((64, 64), T.float32)
-            for i in T.Persistent([T.ceildiv(rows, 64)], blocks, pid):
-                T.copy(A[i * 64, 0], tile)
-                T.copy(tile, Out[i * 64, 0])
-
-    return main
-
-
-@pytest.mark.parametrize("kernel", [running_sum, per_block, clustered])
-def test_tiles_that_share_state_keep_the_walk(kernel) -> None:
-    source, _ = cuda_source(kernel.get_ir(1024, 8), "sm_90a")
+@pytest.mark.parametrize("ir", [lambda: running_sum.get_ir(1024, 8), lambda: tile_walk.get_ir(1024, 8, "per_block"),
+                                lambda: tile_walk.get_ir(1024, 8, "clustered")])
+def test_tiles_that_share_state_keep_the_walk(ir) -> None:
+    source, _ = cuda_source(ir(), "sm_90a")
     assert "for (int i_wave = 0;" in source
 
 
@@ -124,7 +105,7 @@ def product_of_coordinates(blocks):
 
 
 def test_independent_tiles_of_any_kernel_become_a_grid() -> None:
-    source, _ = cuda_source(scaled.get_ir(1024, 8), "sm_90a")
+    source, _ = cuda_source(tile_walk.get_ir(1024, 8, "scaled"), "sm_90a")
     assert "i_wave" not in source and "const int tlx_tile = blockIdx.x;" in source
 
 

@@ -9,7 +9,7 @@ import torch
 
 import tilelang_x
 from tests.kernels import gemm
-from tests.null.test_cuda_tiles_as_grid import product_of_coordinates, running_sum, running_sum_reference, scaled
+from tests.null.test_cuda_tiles_as_grid import product_of_coordinates, running_sum, running_sum_reference, tile_walk
 
 
 def _hopper() -> None:
@@ -38,7 +38,7 @@ def test_independent_and_dependent_tiles() -> None:
     rows, blocks = 1000, 5
     a = torch.randn(rows, 64, device="cuda")
     out = torch.zeros(rows, 64, device="cuda")
-    tilelang_x.compile(scaled.get_ir(rows, blocks))(a, out)
+    tilelang_x.compile(tile_walk.get_ir(rows, blocks, "scaled"))(a, out)
     torch.testing.assert_close(out, a * 2)
     tilelang_x.compile(running_sum.get_ir(rows, blocks))(a, out)
     torch.testing.assert_close(out, running_sum_reference(a, rows, blocks), rtol=1e-4, atol=1e-4)
