@@ -38,6 +38,36 @@ def test_the_coordinates_become_a_grid_the_compiler_orders() -> None:
     assert ours[ours.index('extern "C"'):] == grid[grid.index('extern "C"'):]
 
 
+@tilelang.jit(out_idx=[-1])
+def m_first_persistent_gemm(M, N, K, block_M=128, block_N=256, block_K=64, sm_num=132):
+    """The walk over (M tiles, N tiles), the accumulator staged through shared memory."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), T.float16), B: T.Tensor((K, N), T.float16), C: T.Tensor((M, N), T.float16)):
+        with T.Kernel(sm_num, threads=256) as (block_id):
+            A_shared = T.alloc_shared((block_M, block_K), T.float16)
+            B_shared = T.alloc_shared((block_K, block_N), T.float16)
+            C_local = T.alloc_fragment((block_M, block_N), T.float32)
+            C_shared = T.alloc_shared((block_M, block_N), T.float16)
+            for bx, by in T.Persistent([T.ceildiv(M, block_M), T.ceildiv(N, block_N)], sm_num, block_id):
+                T.clear(C_local)
+                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                    T.copy(A[bx * block_M, k * block_K], A_shared)
+                    T.copy(B[k * block_K, by * block_N], B_shared)
+                    T.gemm(A_shared, B_shared, C_local)
+                T.copy(C_local, C_shared)
+                T.copy(C_shared, C[bx * block_M, by * block_N])
+
+    return main
+
+
+def test_an_m_first_walk_with_a_shared_epilogue_becomes_a_grid_too() -> None:
+    body = cuda_source(m_first_persistent_gemm.get_ir(8192, 8192, 8192), "sm_90a")[0]
+    body = body[body.index('extern "C"'):]
+    assert "bx_by_wave" not in body and "if (tx >= 256) {" in body
+    assert "const int bx = " in body and "const int by = " in body
+
+
 def test_the_switch_keeps_the_walk() -> None:
     body = cuda_source(_persistent_gemm(), "sm_90a", {"tlx.tiles_as_grid": False})[0]
     assert "for (int bx_by_wave = 0;" in body and "tlx_tile_j" not in body

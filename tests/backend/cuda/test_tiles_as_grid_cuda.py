@@ -9,7 +9,13 @@ import torch
 
 import tilelang_x
 from tests.kernels import gemm
-from tests.null.test_cuda_tiles_as_grid import product_of_coordinates, running_sum, running_sum_reference, tile_walk
+from tests.null.test_cuda_tiles_as_grid import (
+    m_first_persistent_gemm,
+    product_of_coordinates,
+    running_sum,
+    running_sum_reference,
+    tile_walk,
+)
 
 
 def _hopper() -> None:
@@ -30,6 +36,15 @@ def test_persistent_gemm_matches_torch(m: int, n: int, k: int, tile: tuple, pc: 
     kernel = tilelang_x.compile(func, out_idx=[-1], pass_configs=pc)
     a = torch.randn(m, k, device="cuda").half()
     b = torch.randn(k, n, device="cuda").half()
+    torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=0.25)
+
+
+def test_an_m_first_walk_with_a_shared_epilogue() -> None:
+    _hopper()
+    m, n, k = 1000, 1200, 520
+    a = torch.randn(m, k, device="cuda").half()
+    b = torch.randn(k, n, device="cuda").half()
+    kernel = tilelang_x.compile(m_first_persistent_gemm.get_ir(m, n, k), out_idx=[-1])
     torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=0.25)
 
 
