@@ -68,6 +68,25 @@ def test_an_m_first_walk_with_a_shared_epilogue_becomes_a_grid_too() -> None:
     assert "const int bx = " in body and "const int by = " in body
 
 
+@tilelang.jit
+def dynamic_rows(blocks):
+    rows = T.dynamic("rows")
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, 64), T.float32), Out: T.Tensor((rows, 64), T.float32)):
+        with T.Kernel(blocks, threads=128) as pid:
+            tile = T.alloc_fragment((64, 64), T.float32)
+            for i in T.Persistent([T.ceildiv(rows, 64)], blocks, pid):
+                T.copy(A[i * 64, 0], tile)
+                T.copy(tile, Out[i * 64, 0])
+
+    return main
+
+
+def test_a_domain_of_dynamic_size_keeps_the_walk() -> None:
+    assert "for (int i_wave = 0;" in cuda_source(dynamic_rows.get_ir(8), "sm_90a")[0]
+
+
 def test_the_switch_keeps_the_walk() -> None:
     body = cuda_source(_persistent_gemm(), "sm_90a", {"tlx.tiles_as_grid": False})[0]
     assert "for (int bx_by_wave = 0;" in body and "tlx_tile_j" not in body
