@@ -62,9 +62,10 @@ TLX_SWITCHES = frozenset({
     "tlx.early_wgmma_issue", "tlx.elected_release", "tlx.elide_proxy_fences", "tlx.fold_clear", "tlx.follow",
     "tlx.half_pairs", "tlx.hoist_fragments", "tlx.interp_race_check", "tlx.lazy_wgmma_waits", "tlx.merge_shared",
     "tlx.multicast", "tlx.overlap_epilogue", "tlx.persistent", "tlx.pingpong", "tlx.prefetch_fragments",
-    "tlx.prologue_loads", "tlx.reciprocal_division", "tlx.rolled_k_loop", "tlx.softmax_rotation", "tlx.staged_epilogue",
-    "tlx.stream_k", "tlx.swap_operands", "tlx.tiles_as_grid", "tlx.tma_reduce", "tlx.tma_store", "tlx.unswitch_masks",
-    "tlx.vector_epilogue", "tlx.vector_loads", "tlx.wgmma_overlap", "tlx.wgmma_sp", "tlx.ws_compute_loops",
+    "tlx.prologue_loads", "tlx.reciprocal_division", "tlx.rolled_epilogue_steps", "tlx.rolled_k_loop",
+    "tlx.softmax_rotation", "tlx.staged_epilogue", "tlx.stream_k", "tlx.swap_operands", "tlx.tiles_as_grid",
+    "tlx.tma_reduce", "tlx.tma_store", "tlx.unswitch_masks", "tlx.vector_epilogue", "tlx.vector_loads",
+    "tlx.wgmma_overlap", "tlx.wgmma_sp", "tlx.ws_compute_loops",
 })
 #: Switches whose ``None`` leaves the choice to the compiler.
 TLX_OPTIONAL = frozenset({"tlx.merge_shared", "tlx.overlap_epilogue", "tlx.persistent", "tlx.stream_k",

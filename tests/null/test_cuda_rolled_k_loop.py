@@ -35,3 +35,9 @@ def test_fewer_wgmma_copies(stages: int, rolled: int, plain: int) -> None:
         pytest.skip("no SASS")
     assert sass.count("HGMMA") == rolled
     assert sass_text(_gemm(stages), "sm_90a").count("HGMMA") == plain
+
+
+def test_rolled_epilogue_steps_keep_only_the_peeled_steps_rolled() -> None:
+    code = cuda_source(_gemm(4), "sm_90a", {"tlx.rolled_epilogue_steps": True})[0]
+    assert "#pragma unroll 1\n      for (int ko_i = 0; ko_i < 4; ++ko_i) {" in code
+    assert code.count("#pragma unroll 1") == 1
