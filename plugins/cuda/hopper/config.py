@@ -65,6 +65,9 @@ class HopperConfig:
     #: T.annotate_producer_reg_dealloc / T.annotate_consumer_reg_alloc override the split for it
     #: (registers.py ``ws_split``)
     producer_regs: int = 40
+    #: the gemm-only warp-specialized k-loop carries ``#pragma unroll 1`` (pipeline.py
+    #: ``_consumer_loop``): pass_configs={"tlx.rolled_k_loop": True}; off by default
+    rolled_k_loop: bool = False
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -89,7 +92,8 @@ def hopper_config(ctx: Any) -> HopperConfig:
                         _tri(configs, "tlx.persistent"), bool(configs.get("tlx.pingpong", True)),
                         _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)),
                         bool(configs.get("tlx.prologue_loads", True)), _tri(configs, "tlx.stream_k"),
-                        bool(configs.get("tlx.swap_operands", True)), _producer_regs(configs))
+                        bool(configs.get("tlx.swap_operands", True)), _producer_regs(configs),
+                        _flag(configs, "tlx.rolled_k_loop"))
 
 
 def _producer_regs(configs: dict[str, Any]) -> int:

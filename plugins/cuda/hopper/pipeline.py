@@ -55,7 +55,6 @@ from ..cluster import flattened, launch_dims
 from ..launch_bounds import annotated_min_blocks
 from ..layout_inference import find_kernel
 from ..lir import ROLLED, THREAD, Barrier, Evaluate, Intrin, SmemAddr, by_thread_0
-from ..perf_options import pass_configs
 from ..pipelining import (
     after_previous_run,
     compact_guarded,
@@ -109,9 +108,9 @@ class _Ctx:
     def __init__(self, func: PrimFunc, kernel: Kernel, overlap: bool, ws_compute: bool | None = None,
                  persistent: bool | None = None, barrier_groups: bool = False, rotation: bool = False,
                  prologue_loads: bool = False, stream_k: bool | None = False, freed: int = 0,
-                 producer_regs: int = PRODUCER_REGS) -> None:
+                 producer_regs: int = PRODUCER_REGS, rolled_k_loop: bool = False) -> None:
         self.overlap = overlap
-        self.rolled_k_loop = False
+        self.rolled_k_loop = rolled_k_loop
         self.producer_regs = producer_regs
         self.freed = freed
         self.stream_k = stream_k
@@ -549,8 +548,8 @@ def hopper_pipeline_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     if not cfg.tma or kernel is None or filled_outside(func.body):  # a fill must not race the TMA loads
         return pipeline_stage(func, ctx)
     cx = _Ctx(func, kernel, cfg.overlap_wgmma, cfg.ws_compute_loops, cfg.persistent, cfg.barrier_groups,
-              cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k, ctx.data.get(FREED, 0), cfg.producer_regs)
-    cx.rolled_k_loop = bool(pass_configs(ctx).get("tlx.rolled_k_loop", False))
+              cfg.softmax_rotation, cfg.prologue_loads, cfg.stream_k, ctx.data.get(FREED, 0), cfg.producer_regs,
+              cfg.rolled_k_loop)
     body = func.body
     # warp specialization gives the threads new roles: kernels that query threads keep their own
     ws = _ws_candidate(func, kernel, cx, launch_dims(kernel, ctx.target.arch) is not None) \
