@@ -54,13 +54,10 @@ def kernels() -> list[tuple[str, Any, tuple[Any, ...], dict[str, Any], Callable[
     ]
 
 
-#: ``--pass-configs``: switches every kernel is compiled with
-PASS_CONFIGS: dict[str, Any] = {}
-
-
-def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-            inputs: Callable[[], tuple[Any, ...]]) -> dict[str, Any]:
-    """Trace (``get_ir``) then compile (``compile_prim_func``, in-memory cache cleared), timing both."""
+def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: Callable[[], tuple[Any, ...]],
+            configs: dict[str, Any]) -> dict[str, Any]:
+    """Trace (``get_ir``) then compile (``compile_prim_func``, in-memory cache cleared, with the
+    pass ``configs`` added), timing both."""
     import torch
 
     from tilelang_x import compiler
@@ -70,8 +67,8 @@ def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     t1 = time.perf_counter()
     compiler.clear_cache()
     options = dict(getattr(jitted, "options", {}) or {})
-    if PASS_CONFIGS:
-        options["pass_configs"] = {**(options.get("pass_configs") or {}), **PASS_CONFIGS}
+    if configs:
+        options["pass_configs"] = {**(options.get("pass_configs") or {}), **configs}
     kernel = compiler.compile_prim_func(func, options=options)
     t2 = time.perf_counter()
     times = dict(getattr(kernel, "stage_times", {}) or {})
@@ -100,10 +97,10 @@ def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     return row
 
 
-def cold_and_repeats(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                     inputs: Callable[[], tuple[Any, ...]], repeats: int) -> dict[str, Any]:
+def cold_and_repeats(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: Callable[[], tuple[Any, ...]],
+                     configs: dict[str, Any], repeats: int) -> dict[str, Any]:
     """``measure`` ``repeats`` times: the first run, with the other runs' totals."""
-    runs = [measure(jitted, args, kwargs, inputs) for _ in range(max(1, repeats))]
+    runs = [measure(jitted, args, kwargs, inputs, configs) for _ in range(max(1, repeats))]
     return {**runs[0], "total_s_repeats": [r["total_s"] for r in runs[1:]]}
 
 
@@ -114,7 +111,7 @@ def _extra(p: Any) -> None:
 
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0], _extra)
-    PASS_CONFIGS.update(json.loads(args.pass_configs) if args.pass_configs else {})
+    configs: dict[str, Any] = json.loads(args.pass_configs) if args.pass_configs else {}
     from tilelang_x import knobs
     from tilelang_x.plugins.cuda import compile as cc
 
@@ -130,13 +127,13 @@ def main() -> None:
     with knobs.scope(cache_disable=True, target_default="cuda"):
         for comp in compilers:
             with knobs.scope(compile_use_nvrtc=(comp == "nvrtc")):
-                warm, err = attempt(lambda: measure(*table[-1][1:]))
+                warm, err = attempt(lambda: measure(*table[-1][1:], configs))
                 per: dict[str, Any] = {"process_warmup": warm if err is None else {"error": err}}
                 for name, *rest in table:
-                    row, err = attempt(lambda rest=rest: cold_and_repeats(*rest, args.repeats))
+                    row, err = attempt(lambda rest=rest: cold_and_repeats(*rest, configs, args.repeats))
                     per[name] = row if err is None else {"error": err}
             results[comp] = per
-    emit({"bench": "compile_time", "info": device_info(), "target_total_s": 0.5, "pass_configs": PASS_CONFIGS,
+    emit({"bench": "compile_time", "info": device_info(), "target_total_s": 0.5, "pass_configs": configs,
           "results": results}, args.out)
 
 
