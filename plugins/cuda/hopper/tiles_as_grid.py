@@ -113,6 +113,9 @@ class _Defined:
 
 
 def _writes(body: Stmt) -> set[int]:
+    """The buffers (ids) ``body`` stores to or names in a tile op. Wider than
+    ``pipelining.written_buffers`` (stores and tile ops' ``dst`` / ``C``) on purpose: a buffer left
+    out here counts as never written, so as the same in every tile, and is not checked."""
     out: set[int] = set()
     for n in walk(body):
         if isinstance(n, Store):
