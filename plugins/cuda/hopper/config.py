@@ -66,8 +66,9 @@ class HopperConfig:
     #: (registers.py ``ws_split``)
     producer_regs: int = 40
     #: the gemm-only warp-specialized k-loop carries ``#pragma unroll 1`` (pipeline.py
-    #: ``_consumer_loop``): pass_configs={"tlx.rolled_k_loop": True}; off by default
-    rolled_k_loop: bool = False
+    #: ``_consumer_loop``), halving the wgmma copies NVRTC compiles; pass_configs={"tlx.rolled_k_loop": False}
+    #: lets ptxas unroll it (0.2-1.5 % faster, twice the compile time)
+    rolled_k_loop: bool = True
 
 
 def _flag(configs: dict[str, Any], *names: str) -> bool:
@@ -93,7 +94,7 @@ def hopper_config(ctx: Any) -> HopperConfig:
                         _flag(configs, "tlx.barrier_groups"), bool(configs.get("tlx.softmax_rotation", True)),
                         bool(configs.get("tlx.prologue_loads", True)), _tri(configs, "tlx.stream_k"),
                         bool(configs.get("tlx.swap_operands", True)), _producer_regs(configs),
-                        _flag(configs, "tlx.rolled_k_loop"))
+                        bool(configs.get("tlx.rolled_k_loop", True)))
 
 
 def _producer_regs(configs: dict[str, Any]) -> int:

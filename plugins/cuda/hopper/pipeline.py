@@ -417,10 +417,11 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
             body += [_release(g, sc, mc) for g in groups if g.last == i]
     ann = (("pipelined", stages),) + (((CONSUMER_LOOP, True),) if compute else ())
     if after and cx.rolled_k_loop:
-        # ptxas unrolls the gemm loop twice by itself, and each 64×N wgmma it copies costs compile
-        # time. H200 (2026-12-01): kept rolled, the 128×256×64 GEMM's first compile took 0.35 s
-        # instead of 0.65 s (NVRTC 0.27 vs 0.50), and ran 0.7 % / 1.5 % slower at 4096³ / 8192³
-        # (bench/variants.py, 4 rounds): off by default (tlx.rolled_k_loop)
+        # NVVM unrolls the gemm loop twice by itself, and each 64×N wgmma it copies costs compile
+        # time (ptxas allocates its live accumulators). H200 (2026-12-01, session 18): kept rolled,
+        # the 128×256×64 GEMM's first compile takes 0.39 s instead of 0.66 s, and runs 0.2-0.6 %
+        # slower with the L2 flushed, 1.5 % at 8192³ back to back (bench/variants.py, 8 rounds, two
+        # builds each): on by default, tlx.rolled_k_loop=False unrolls
         ann += ((ROLLED, True),)
     if taken is None:
         return [For(it, n, "serial", Seq(tuple(body)), None, ann, loop.loc), *after]
