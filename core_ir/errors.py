@@ -6,6 +6,9 @@ possible, what to change (the ``hint``).
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from .source import SourceLoc
 
 
@@ -102,3 +105,22 @@ class RaceError(TileLangError):
     """The interpreter found two blocks of one launch accessing the same element of a global tensor
     with no grid barrier between, at least one of them storing it (not atomically): on a GPU the
     blocks run concurrently and the result depends on their order."""
+
+
+#: the registry ``warn_at``'s warnings are filtered through (one per kernel line and message)
+_WARNED: dict[Any, Any] = {}
+
+
+class PerformanceWarning(UserWarning):
+    """A kernel compiles and computes the right result, but a construct in it keeps the backend off
+    its fast path (say, a T.gemm the tensor cores cannot take); warned at the kernel's line."""
+
+
+def warn_at(loc: SourceLoc | None, message: str, hint: str | None = None) -> None:
+    """A ``PerformanceWarning`` attributed to ``loc`` (the user's kernel line) when it is known, so
+    that Python's warning filters show it once per line."""
+    text = message + (f"\n  hint: {hint}" if hint else "")
+    if loc is None:
+        warnings.warn(text, PerformanceWarning, stacklevel=3)
+    else:
+        warnings.warn_explicit(text, PerformanceWarning, loc.file, loc.line, registry=_WARNED)

@@ -8,6 +8,7 @@ from .core_ir.errors import (
     LayoutError,
     NotSupportedError,
     OutOfBoundsError,
+    PerformanceWarning,
     ShapeMismatchError,
     TileLangError,
     TileLangSyntaxError,
@@ -20,7 +21,7 @@ from .core_ir.errors import (
 __all__ = [
     "ArgumentError", "BackendNotImplementedError", "CompilationError", "DeviceAssertError", "LayoutError",
     "NotSupportedError",
-    "OutOfBoundsError", "ShapeMismatchError", "TileLangError", "TileLangSyntaxError", "TileLangTypeError",
-    "UnboundConstError", "UnknownTargetError", "VerificationError",
+    "OutOfBoundsError", "PerformanceWarning", "ShapeMismatchError", "TileLangError", "TileLangSyntaxError",
+    "TileLangTypeError", "UnboundConstError", "UnknownTargetError", "VerificationError",
 ]
 

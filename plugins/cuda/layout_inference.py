@@ -20,7 +20,7 @@ from typing import Any
 from ...core_ir import dtypes
 from ...core_ir import expr as E
 from ...core_ir.buffer import Buffer
-from ...core_ir.errors import BackendNotImplementedError, LayoutError
+from ...core_ir.errors import BackendNotImplementedError, LayoutError, warn_at
 from ...core_ir.gemm_precision import fp32_gemm_precision
 from ...core_ir.stmt import Annotate, For, Kernel, PrimFunc, Stmt
 from ...core_ir.tileops import Atomic, Copy, CumSum, Fill, FinalizeReducer, Gemm, GemmSp, Reduce
@@ -209,6 +209,12 @@ class _State:
                     loc=op.loc, hint="keep the operand in T.alloc_shared, where every gemm form reads it")
             log.debug("%s: %s x %s -> %s (M=%d N=%d K=%d) has no tensor-core form here: a per-element FMA loop%s",
                       origin, a.dtype, b.dtype, c.dtype, m, n, k, _FP8_TENSOR_CORES if a.dtype.bits == 8 else "")
+            if a.dtype != b.dtype and not any(a.dtype in kin and b.dtype in kin for kin in (FP8_TYPES, INT8_TYPES)):
+                # most likely a mistake, and an expensive one: say so where the gemm is written
+                warn_at(op.loc, f"T.gemm of {a.dtype} `{a.name}` by {b.dtype} `{b.name}`: the tensor cores take "
+                                "two operands of one type, so this gemm runs as a per-element FMA loop, tens of "
+                                "times slower", hint=f"give both operands one type (T.copy converts: copy "
+                                f"`{b.name}` into a tile of {a.dtype}, or the other way round)")
             self.gemm[id(op)] = plan
             # the FMA loop runs over any accumulator layout; unless one is given, it takes the mma
             # form's where the tile splits into the warps' m16n8 atoms, so that the loops and
