@@ -421,7 +421,8 @@ def _consumer_loop(loop: For, work: list[Stmt], groups: list[_Group], cx: _Ctx, 
         # time (ptxas allocates its live accumulators). H200 (2026-12-01, session 18): kept rolled,
         # the 128×256×64 GEMM's first compile takes 0.39 s instead of 0.66 s, and runs 0.2-0.6 %
         # slower with the L2 flushed, 1.5 % at 8192³ back to back (bench/variants.py, 8 rounds, two
-        # builds each): on by default, tlx.rolled_k_loop=False unrolls
+        # builds each), 2-3 % for float8 8192³ (bench/gemm.py): on by default, tlx.rolled_k_loop=False
+        # unrolls
         ann += ((ROLLED, True),)
     if taken is None:
         return [For(it, n, "serial", Seq(tuple(body)), None, ann, loop.loc), *after]
