@@ -21,7 +21,7 @@ import dataclasses
 from typing import Any
 
 from ....core_ir import expr as E
-from ....core_ir.stmt import Kernel, PrimFunc, Seq
+from ....core_ir.stmt import If, Kernel, PrimFunc, Seq
 from ....core_ir.visit import rewrite, walk
 from ..lir import Barrier, Evaluate, Intrin, is_call
 from ..perf_options import pass_configs
@@ -59,6 +59,8 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
     body = elect_releases(body, ctx)
     unfenced = unfenced_barriers(body, ctx) if fence else set()
 
+    no_drain = Seq(())  # by identity: a drain dropped, and the branch that held it
+
     def fix(n: Any) -> Any:
         if isinstance(n, Barrier):
             bar: Any = n
@@ -67,6 +69,8 @@ def hopper_finalize_stage(func: PrimFunc, ctx: Any) -> PrimFunc:
             if fence and id(n) not in unfenced:
                 return Seq((Evaluate(Intrin("tlx_fence_proxy_async", ())), bar))
             return bar
+        if not inflight and (is_call(n, "tlx_wgmma_drain") or isinstance(n, If) and n.then is no_drain):
+            return no_drain  # the loop's gemm did not become a wgmma (an FMA loop): nothing to drain
         if is_call(n, "tlx_wgmma_drain"):
             fences = [Evaluate(Intrin("tlx_fence_regs", (acc, E.const(total)))) for acc, total in inflight]
             return Seq((Evaluate(Intrin("tlx_wgmma_wait0", ())), *fences))
