@@ -83,8 +83,19 @@ def dynamic_rows(blocks):
     return main
 
 
-def test_a_domain_of_dynamic_size_keeps_the_walk() -> None:
-    assert "for (int i_wave = 0;" in cuda_source(dynamic_rows.get_ir(8), "sm_90a")[0]
+def test_a_domain_of_dynamic_size_becomes_a_grid_sized_at_launch() -> None:
+    body = cuda_source(dynamic_rows.get_ir(8), "sm_90a")[0]
+    assert "i_wave" not in body and "const int tlx_tile = blockIdx.x;" in body
+    # every access stays under the dynamic extent, so an empty domain's one block does nothing
+    assert body.count("< rows") == 2
+
+
+def test_a_persistent_gemm_of_dynamic_m_gets_the_warp_specialized_grid() -> None:
+    source, ctx = cuda_source(gemm.matmul_persistent.get_ir(T.dynamic("m"), 1024, 512, 132, block_M=128, block_N=128,
+                                                            block_K=64, num_stages=3, threads=256), "sm_90a")
+    body = source[source.index('extern "C"'):]
+    assert "bx_by_wave" not in body and "if (tx >= 256) {" in body and "const int by = blockIdx.y;" in body
+    assert_compiles(source, "sm_90a", ctx)
 
 
 def test_the_switch_keeps_the_walk() -> None:

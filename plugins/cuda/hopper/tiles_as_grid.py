@@ -10,10 +10,13 @@ same computation when the tiles are independent, which is checked on the loop bo
 the kernel allocates outside the loop and the body both writes and reads is wholly written in the
 iteration before it is read (``T.clear`` of the accumulator, the copies that fill the shared tiles,
 a whole-tile epilogue copy). The walk must be the kernel's whole body after its allocations, its
-block index the kernel's only block variable, its wave size the kernel's grid (not clustered) and
-its domain of static size, and the body may not read the block index or the wave counter outside
-the tile's number, nor ``break``. Where the body reads the tile's coordinates as sums of them, the grid has the domain's
-shape and the compiler orders its tiles; otherwise it is a grid of tile numbers in the user's order.
+block index the kernel's only block variable, its wave size the kernel's grid (not clustered), and
+the body may not read the block index or the wave counter outside the tile's number, nor ``break``.
+Where the body reads the tile's coordinates as sums of them, the grid has the domain's shape and the
+compiler orders its tiles; otherwise it is a grid of tile numbers in the user's order. A domain of
+dynamic size gives a grid sized at launch; an empty one still launches one block (the launcher's
+floor), whose accesses the bounds checks of the dynamic extents keep in range, as in any grid over
+a dynamic size.
 """
 
 from __future__ import annotations
@@ -222,10 +225,8 @@ def _as_grid(kernel: Kernel) -> Kernel | None:
     if not isinstance(pw, PersistentWalk) or not all(isinstance(s, (Alloc, Annotate)) for s in stmts[:-1]):
         return None
     block = kernel.block_vars[0]
-    # a cluster shape fits the user's grid, not necessarily the domain; a domain of dynamic size
-    # (T.dynamic) has not run on a GPU in this form yet
-    if pw.index is not block or not pw.wave_size.same_as(kernel.grid[0]) or kernel.ann().get("cluster_dims") \
-            or any(E.as_int(d) is None for d in pw.domain):
+    # a cluster shape fits the user's grid, not necessarily the domain
+    if pw.index is not block or not pw.wave_size.same_as(kernel.grid[0]) or kernel.ann().get("cluster_dims"):
         return None
     tile = E.Var("tlx_tile", dtypes.int32, loop.loc)
     number = _tile_number(block, loop.var, pw.wave_size, tile)

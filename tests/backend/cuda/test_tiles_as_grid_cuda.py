@@ -8,8 +8,10 @@ import pytest
 import torch
 
 import tilelang_x
+import tilelang_x.language as T
 from tests.kernels import gemm
 from tests.null.test_cuda_tiles_as_grid import (
+    dynamic_rows,
     m_first_persistent_gemm,
     product_of_coordinates,
     running_sum,
@@ -60,3 +62,32 @@ def test_independent_and_dependent_tiles() -> None:
     grid = torch.zeros(8, 6, dtype=torch.int32, device="cuda")
     tilelang_x.compile(product_of_coordinates.get_ir(5))(grid)
     assert grid.tolist() == [[x * y for x in range(6)] for y in range(8)]
+
+
+@pytest.mark.parametrize("pc", [{}, {"tlx.tiles_as_grid": False}])
+def test_a_domain_of_dynamic_size(pc: dict) -> None:
+    """A grid sized at launch, as the walk was: an empty domain (one block, all its accesses out of
+    range) writes nothing."""
+    _hopper()
+    kernel = tilelang_x.compile(dynamic_rows.get_ir(8), pass_configs=pc)
+    for rows in (1000, 64, 1, 0):
+        a = torch.randn(rows, 64, device="cuda")
+        out = torch.full((rows, 64), -1.0, device="cuda")
+        kernel(a, out)
+        torch.testing.assert_close(out, a)
+    fence = torch.full((64, 64), -1.0, device="cuda")
+    kernel(fence[:0], fence[:0])
+    assert bool((fence == -1).all())
+
+
+@pytest.mark.parametrize("pc", [{}, {"tlx.tiles_as_grid": False}])
+def test_a_persistent_gemm_of_dynamic_m(pc: dict) -> None:
+    _hopper()
+    blocks = torch.cuda.get_device_properties(0).multi_processor_count
+    func = gemm.matmul_persistent.get_ir(T.dynamic("m"), 1024, 512, blocks, block_M=128, block_N=128, block_K=64,
+                                         num_stages=3, threads=256)
+    kernel = tilelang_x.compile(func, out_idx=[-1], pass_configs=pc)
+    b = torch.randn(512, 1024, device="cuda").half()
+    for m in (1000, 4096, 64):
+        a = torch.randn(m, 512, device="cuda").half()
+        torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=0.25)
