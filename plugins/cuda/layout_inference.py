@@ -209,12 +209,10 @@ class _State:
                     loc=op.loc, hint="keep the operand in T.alloc_shared, where every gemm form reads it")
             log.debug("%s: %s x %s -> %s (M=%d N=%d K=%d) has no tensor-core form here: a per-element FMA loop%s",
                       origin, a.dtype, b.dtype, c.dtype, m, n, k, _FP8_TENSOR_CORES if a.dtype.bits == 8 else "")
-            if a.dtype != b.dtype and not any(a.dtype in kin and b.dtype in kin for kin in (FP8_TYPES, INT8_TYPES)):
-                # most likely a mistake, and an expensive one: say so where the gemm is written
-                warn_at(op.loc, f"T.gemm of {a.dtype} `{a.name}` by {b.dtype} `{b.name}`: the tensor cores take "
-                                "two operands of one type, so this gemm runs as a per-element FMA loop, tens of "
-                                "times slower", hint=f"give both operands one type (T.copy converts: copy "
-                                f"`{b.name}` into a tile of {a.dtype}, or the other way round)")
+            slip = _likely_slip(op, m, n, k, warps)
+            if slip is not None:  # most likely a mistake, and an expensive one: say so where the gemm is written
+                warn_at(op.loc, f"T.gemm: {slip[0]}, so it runs as a per-element FMA loop, tens of times slower "
+                                "than on the tensor cores", hint=slip[1])
             self.gemm[id(op)] = plan
             # the FMA loop runs over any accumulator layout; unless one is given, it takes the mma
             # form's where the tile splits into the warps' m16n8 atoms, so that the loops and
@@ -407,6 +405,37 @@ def element_nest(op: Stmt) -> For | None:
     if isinstance(op, FinalizeReducer) and op.dst is not None:  # the result copied to its destination
         return copy_nest(Copy(op.src, op.dst, loc=op.loc))
     return None
+
+
+def _likely_slip(op: Gemm, m: int, n: int, k: int, warps: int) -> tuple[str, str] | None:
+    """``(what, what to change)`` when a T.gemm of shared operands misses the tensor cores for a
+    reason that is most likely a slip: operands of two types; 16-bit floats accumulated in another
+    type than float32; or a tile the mma atoms fit whose K, rows or warps do not. ``None`` for the
+    forms with no tensor-core path meant (float32 at IEEE precision, tiles under 16 x 8...)."""
+    a, b, c = op.A.buffer, op.B.buffer, op.C.buffer
+    if a.dtype != b.dtype:
+        if any(a.dtype in kin and b.dtype in kin for kin in (FP8_TYPES, INT8_TYPES)):
+            return None
+        return (f"`{a.name}` is {a.dtype} and `{b.name}` is {b.dtype}, and the tensor cores take two operands of "
+                f"one type", f"give both operands one type (T.copy converts: copy `{b.name}` into a tile of "
+                f"{a.dtype}, or the other way round)")
+    if a.dtype not in (dtypes.float16, dtypes.bfloat16):
+        return None
+    if c.dtype != dtypes.float32:
+        return (f"`{c.name}` accumulates in {c.dtype}, and the tensor-core forms here accumulate in float32",
+                f"allocate `{c.name}` as a float32 fragment and convert when copying it out")
+    if m % 16 or n % 8:
+        return None
+    step = k_step(a.dtype.name)
+    if k % step:
+        return f"K={k} is not a multiple of {step}", f"make the K tile a multiple of {step}"
+    for x in (a, b):
+        row = E.as_int(x.shape[-1])
+        if row is not None and row * x.dtype.bytes % 16:
+            return (f"the rows of `{x.name}` are {row * x.dtype.bytes} bytes, not a multiple of 16",
+                    f"make `{x.name}`'s last dimension a multiple of {16 // x.dtype.bytes}")
+    return (f"the {m}x{n} tile does not split into 16x8 mma tiles over the block's {warps} warps",
+            "give T.Kernel threads=128 or 256, or a tile whose M and N split over its warps")
 
 
 def _fragment_gemm_obstacle(op: Gemm, fp16_types: bool, k: int, warps: int) -> str:

@@ -1,5 +1,7 @@
-"""A T.gemm whose operands have two types has no tensor-core form: it runs as a per-element FMA
-loop, and the compiler warns (``PerformanceWarning``) at the gemm's line, naming both operands."""
+"""A T.gemm of shared operands that misses the tensor cores for what is most likely a slip —
+operands of two types, 16-bit floats accumulated in 16 bits, a K tile or a block of warps the mma
+atoms do not fit — runs as a per-element FMA loop, and the compiler warns (``PerformanceWarning``)
+at the gemm's line, saying what to change. Forms with no tensor-core path meant do not warn."""
 
 from __future__ import annotations
 
@@ -16,17 +18,17 @@ from tilelang_x.errors import PerformanceWarning
 
 
 @tilelang.jit(out_idx=[-1])
-def two_type_gemm(a_dtype, b_dtype, n=128):
+def small_gemm(a_dtype, b_dtype, c_dtype=T.float32, threads=128, block_K=32, n=128):
     @T.prim_func
-    def main(A: T.Tensor((n, n), a_dtype), B: T.Tensor((n, n), b_dtype), C: T.Tensor((n, n), T.float32)):
-        with T.Kernel(1, threads=128):
-            A_s = T.alloc_shared((n, 32), a_dtype)
-            B_s = T.alloc_shared((32, n), b_dtype)
-            C_f = T.alloc_fragment((n, n), T.float32)
+    def main(A: T.Tensor((n, n), a_dtype), B: T.Tensor((n, n), b_dtype), C: T.Tensor((n, n), c_dtype)):
+        with T.Kernel(1, threads=threads):
+            A_s = T.alloc_shared((n, block_K), a_dtype)
+            B_s = T.alloc_shared((block_K, n), b_dtype)
+            C_f = T.alloc_fragment((n, n), c_dtype)
             T.clear(C_f)
-            for k in T.Pipelined(n // 32, num_stages=2):
-                T.copy(A[0, k * 32], A_s)
-                T.copy(B[k * 32, 0], B_s)
+            for k in T.Pipelined(n // block_K, num_stages=2):
+                T.copy(A[0, k * block_K], A_s)
+                T.copy(B[k * block_K, 0], B_s)
                 T.gemm(A_s, B_s, C_f)
             T.copy(C_f, C)
 
@@ -36,20 +38,28 @@ def two_type_gemm(a_dtype, b_dtype, n=128):
 GEMM_LINE = next(i + 1 for i, ln in enumerate(Path(__file__).read_text().splitlines())
                  if ln.strip() == "T.gemm(A_s, B_s, C_f)")
 
+SLIPS = [
+    ((T.float16, T.bfloat16), r"`A_s` is float16 and `B_s` is bfloat16", "give both operands one type"),
+    ((T.float16, T.float16, T.float16), r"`C_f` accumulates in float16", "as a float32 fragment"),
+    ((T.bfloat16, T.bfloat16, T.float32, 96), r"128x128 tile does not split .* 3 warps", "threads=128 or 256"),
+    ((T.float16, T.float16, T.float32, 128, 24), r"K=24 is not a multiple of 16", "a multiple of 16"),
+]
+
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_a_gemm_of_two_types_warns_at_its_line(arch: str) -> None:
-    with pytest.warns(PerformanceWarning, match=r"float16 `A_s` by bfloat16 `B_s`.*FMA loop") as caught:
-        source = cuda_source(two_type_gemm.get_ir(T.float16, T.bfloat16), arch)[0]
-    body = source[source.index('extern "C"'):]
-    assert not re.search(r"tlx_wgmma_[sr]s_|tlx_mma", body)
+@pytest.mark.parametrize("args, what, hint", SLIPS, ids=["two_types", "fp16_accumulator", "96_threads", "k24"])
+def test_a_slip_off_the_tensor_cores_warns_at_the_gemms_line(arch: str, args: tuple, what: str, hint: str) -> None:
+    with pytest.warns(PerformanceWarning, match=what + ".*FMA loop") as caught:
+        source = cuda_source(small_gemm.get_ir(*args), arch)[0]
+    assert not re.search(r"tlx_wgmma_[sr]s_|tlx_mma", source[source.index('extern "C"'):])
     (w,) = [w for w in caught if issubclass(w.category, PerformanceWarning)]
     assert (w.filename, w.lineno) == (__file__, GEMM_LINE)
-    assert "hint: give both operands one type" in str(w.message)
+    assert hint in str(w.message).split("hint:")[1]
 
 
-@pytest.mark.parametrize("a, b", [(T.float16, T.float16), (T.float8_e4m3, T.float8_e5m2), (T.int8, T.uint8)])
-def test_operands_a_tensor_core_takes_do_not_warn(a, b) -> None:
+@pytest.mark.parametrize("args", [(T.float16, T.float16), (T.float8_e4m3, T.float8_e5m2), (T.int8, T.uint8),
+                                  (T.float32, T.float32)])
+def test_forms_meant_for_their_path_do_not_warn(args: tuple) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerformanceWarning)
-        cuda_source(two_type_gemm.get_ir(a, b), "sm_90a")
+        cuda_source(small_gemm.get_ir(*args), "sm_90a")
