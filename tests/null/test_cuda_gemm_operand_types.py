@@ -41,7 +41,7 @@ GEMM_LINE = next(i + 1 for i, ln in enumerate(Path(__file__).read_text().splitli
 SLIPS = [
     ((T.float16, T.bfloat16), r"`A_s` is float16 and `B_s` is bfloat16", "give both operands one type"),
     ((T.float16, T.float16, T.float16), r"`C_f` accumulates in float16", "as a float32 fragment"),
-    ((T.bfloat16, T.bfloat16, T.float32, 96), r"128x128 tile does not split .* 3 warps", "threads=128 or 256"),
+    ((T.bfloat16, T.bfloat16, T.float32, 96, 32, 64), r"64x64 tile does not split .* 3 warps", "threads=128 or 256"),
     ((T.float16, T.float16, T.float32, 128, 24), r"K=24 is not a multiple of 16", "a multiple of 16"),
 ]
 

@@ -20,10 +20,11 @@ def test_the_fma_loop_matches_torch(target: str, args: tuple) -> None:
     with pytest.warns(PerformanceWarning):
         kernel = tilelang_x.compile(small_gemm.get_ir(*args), out_idx=[-1], target=target)
     a_dtype, b_dtype = (TORCH[str(d)] for d in args[:2])
-    n = 128 if len(args) < 5 else 120  # n // block_K tiles of K
-    a = torch.randn(128, 128, device="cuda").to(a_dtype)
-    b = torch.randn(128, 128, device="cuda").to(b_dtype)
+    block_k, n = (list(args[4:6]) + [32, 128][len(args[4:6]):])
+    k = n // block_k * block_k  # the K the kernel's tiles cover
+    a = torch.randn(n, n, device="cuda").to(a_dtype)
+    b = torch.randn(n, n, device="cuda").to(b_dtype)
     out = kernel(a, b).float()
-    expect = a.float()[:, :n] @ b.float()[:n]
+    expect = a.float()[:, :k] @ b.float()[:k]
     tol = 0.5 if len(args) > 2 and str(args[2]) == "float16" else 1e-3
     torch.testing.assert_close(out, expect, rtol=1e-2, atol=tol)
