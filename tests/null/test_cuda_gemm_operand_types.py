@@ -13,7 +13,7 @@ import pytest
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
-from tests.null.cuda_helpers import cuda_source
+from tests.null.cuda_helpers import cuda_source, sass_text
 from tilelang_x.errors import PerformanceWarning
 
 
@@ -63,3 +63,17 @@ def test_forms_meant_for_their_path_do_not_warn(args: tuple) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerformanceWarning)
         cuda_source(small_gemm.get_ir(*args), "sm_90a")
+
+
+def test_the_fma_loop_keeps_k_outside_and_does_not_spill() -> None:
+    """Each k-step is an outer product over the thread's accumulators (lower/gemm.py ``_fma``): the
+    128 FMAs of one step, each operand element loaded once; with K inside, NVVM unrolled all of K
+    into each accumulator and spilled."""
+    func = small_gemm.get_ir(T.float16, T.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PerformanceWarning)
+        source = cuda_source(func, "sm_80")[0]
+        gemm = source[source.index("// gemm"):]
+        assert gemm.index("for (int k_") < gemm.index("#pragma unroll") < gemm.index("for (int v_")
+        sass = sass_text(func, "sm_80")
+    assert sass.count("FFMA") == 128 and not re.search(r"\b(LDL|STL)\b", sass)
