@@ -14,6 +14,7 @@ T.gemm -> GemmPlan).
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,6 +264,7 @@ class _State:
                     return True
                 lay = default_fragment(tuple(shape), self.threads, vector_width(body, shape, self.threads),  # type: ignore[arg-type]
                                        f"T.Parallel at {where(nest.loc)}")
+                _warn_if_few_threads(lay, shape, self.threads, nest)  # type: ignore[arg-type]
             self.loops[key] = (lay, nest)
             changed = True
         lay = self.loops[key][0]
@@ -405,6 +407,19 @@ def element_nest(op: Stmt) -> For | None:
     if isinstance(op, FinalizeReducer) and op.dst is not None:  # the result copied to its destination
         return copy_nest(Copy(op.src, op.dst, loc=op.loc))
     return None
+
+
+def _warn_if_few_threads(lay: Fragment, shape: list[int], threads: int, nest: For) -> None:
+    """A ``PerformanceWarning`` when a T.Parallel nest with work for every thread spreads over an
+    eighth of them or fewer (300 elements on 128 threads: 2, the vector of 2 and the factor 2 left),
+    the other threads repeating the work: the layouts split extents exactly, with no padded tail."""
+    replicas = math.prod(d.extent for d in lay.rep)
+    if replicas >= 8 and math.prod(shape) >= threads:  # an eighth of the threads or fewer: 8x the time
+        warn_at(nest.loc, f"T.Parallel over {'x'.join(map(str, shape))} elements runs on {threads // replicas} of the "
+                          f"block's {threads} threads, the others repeating its work: its extents do not split over "
+                          "more of them",
+                hint="make the extents a multiple of the thread count (pad the tile, guard the tail), or give "
+                     "T.Kernel a thread count that divides them")
 
 
 def _likely_slip(op: Gemm, m: int, n: int, k: int, warps: int) -> tuple[str, str] | None:
