@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 import warnings
-from pathlib import Path
 
 import pytest
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
 from tests.null.cuda_helpers import cuda_source, sass_text
+from tests.null.located import located_warnings
 from tilelang_x.errors import PerformanceWarning
 
 
@@ -29,14 +29,13 @@ def small_gemm(a_dtype, b_dtype, c_dtype=T.float32, threads=128, block_K=32, n=1
             for k in T.Pipelined(n // block_K, num_stages=2):
                 T.copy(A[0, k * block_K], A_s)
                 T.copy(B[k * block_K, 0], B_s)
-                T.gemm(A_s, B_s, C_f)
+                T.gemm(A_s, B_s, C_f)  # E:gemm
             T.copy(C_f, C)
 
     return main
 
 
-GEMM_LINE = next(i + 1 for i, ln in enumerate(Path(__file__).read_text().splitlines())
-                 if ln.strip() == "T.gemm(A_s, B_s, C_f)")
+warns = located_warnings(__file__)
 
 SLIPS = [
     ((T.float16, T.bfloat16), r"`A_s` is float16 and `B_s` is bfloat16", "give both operands one type"),
@@ -49,12 +48,9 @@ SLIPS = [
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("args, what, hint", SLIPS, ids=["two_types", "fp16_accumulator", "96_threads", "k24"])
 def test_a_slip_off_the_tensor_cores_warns_at_the_gemms_line(arch: str, args: tuple, what: str, hint: str) -> None:
-    with pytest.warns(PerformanceWarning, match=what + ".*FMA loop") as caught:
-        source = cuda_source(small_gemm.get_ir(*args), arch)[0]
+    (source, _), _ = warns(PerformanceWarning, "gemm", lambda: cuda_source(small_gemm.get_ir(*args), arch),
+                           what + ".*FMA loop", "hint:.*" + re.escape(hint))
     assert not re.search(r"tlx_wgmma_[sr]s_|tlx_mma", source[source.index('extern "C"'):])
-    (w,) = [w for w in caught if issubclass(w.category, PerformanceWarning)]
-    assert (w.filename, w.lineno) == (__file__, GEMM_LINE)
-    assert hint in str(w.message).split("hint:")[1]
 
 
 @pytest.mark.parametrize("args", [(T.float16, T.float16), (T.float8_e4m3, T.float8_e5m2), (T.int8, T.uint8),

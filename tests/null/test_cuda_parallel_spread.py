@@ -5,13 +5,13 @@ split extents exactly) warns at its line (``PerformanceWarning``); one that fits
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import pytest
 
 import tilelang_x as tilelang
 import tilelang_x.language as T
 from tests.null.cuda_helpers import cuda_source
+from tests.null.located import located_warnings
 from tilelang_x.errors import PerformanceWarning
 
 
@@ -20,22 +20,19 @@ def scale(n, threads=128):
     @T.prim_func
     def main(X: T.Tensor((n,), T.float32), Y: T.Tensor((n,), T.float32)):
         with T.Kernel(1, threads=threads):
-            for i in T.Parallel(n):
+            for i in T.Parallel(n):  # E:loop
                 Y[i] = X[i] * 2
 
     return main
 
 
-LOOP_LINE = next(i + 1 for i, ln in enumerate(Path(__file__).read_text().splitlines())
-                 if ln.strip() == "for i in T.Parallel(n):")
+warns = located_warnings(__file__)
 
 
 def test_300_elements_on_128_threads_warn_at_the_loop() -> None:
-    with pytest.warns(PerformanceWarning, match=r"300 elements runs on 2 of the block's 128 threads") as caught:
-        cuda_source(scale.get_ir(300), "sm_90a")
-    (w,) = [w for w in caught if issubclass(w.category, PerformanceWarning)]
-    assert (w.filename, w.lineno) == (__file__, LOOP_LINE)
-    assert "hint: make the extents a multiple of the thread count" in str(w.message)
+    warns(PerformanceWarning, "loop", lambda: cuda_source(scale.get_ir(300), "sm_90a"),
+          r"300 elements runs on 2 of the block's 128 threads",
+          r"hint: make the extents a multiple of the thread count")
 
 
 @pytest.mark.parametrize("n, threads", [(256, 128), (384, 128), (64, 128), (300, 100)])
