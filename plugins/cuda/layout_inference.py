@@ -194,8 +194,7 @@ class _State:
                                    f"{(self.threads // 32 + 1) * 32}")
         warps = self.threads // 32
         plan = None
-        rows_ok = all(x.scope != "shared" or E.as_int(x.shape[-1]) is not None and
-                      E.as_int(x.shape[-1]) * x.dtype.bytes % 16 == 0 for x in (a, b))
+        rows_ok = _unaligned_rows(a, b) is None
         a_ok = a.scope == "shared" or a.scope == "fragment" and not (op.trans_A or tf32 or byte_ops)
         if mma_types and rows_ok and b.scope == "shared" and a_ok and k % k_step(a.dtype.name) == 0:
             wmn = choose_warps(m, n, warps, op.policy)
@@ -422,6 +421,16 @@ def _warn_if_few_threads(lay: Fragment, shape: list[int], threads: int, nest: Fo
                      "T.Kernel a thread count that divides them")
 
 
+def _unaligned_rows(*operands: Buffer) -> Buffer | None:
+    """The first shared operand whose rows are not a constant multiple of 16 bytes (what ldmatrix
+    and the mma forms read), or ``None``."""
+    for x in operands:
+        row = E.as_int(x.shape[-1]) if x.scope == "shared" else 0
+        if row is None or row * x.dtype.bytes % 16:
+            return x
+    return None
+
+
 def _likely_slip(op: Gemm, m: int, n: int, k: int, warps: int) -> tuple[str, str] | None:
     """``(what, what to change)`` when a T.gemm of shared operands misses the tensor cores for a
     reason that is most likely a slip: operands of two types; 16-bit floats accumulated in another
@@ -444,11 +453,10 @@ def _likely_slip(op: Gemm, m: int, n: int, k: int, warps: int) -> tuple[str, str
     step = k_step(a.dtype.name)
     if k % step:
         return f"K={k} is not a multiple of {step}", f"make the K tile a multiple of {step}"
-    for x in (a, b):
-        row = E.as_int(x.shape[-1])
-        if row is not None and row * x.dtype.bytes % 16:
-            return (f"the rows of `{x.name}` are {row * x.dtype.bytes} bytes, not a multiple of 16",
-                    f"make `{x.name}`'s last dimension a multiple of {16 // x.dtype.bytes}")
+    x = _unaligned_rows(a, b)
+    if x is not None:
+        return (f"the rows of shared `{x.name}` are not a multiple of 16 bytes (last dimension {x.shape[-1]})",
+                f"make `{x.name}`'s last dimension a multiple of {16 // x.dtype.bytes}")
     return (f"the {m}x{n} tile does not split into 16x8 mma tiles over the block's {warps} warps",
             "give T.Kernel threads=128 or 256, or a tile whose M and N split over its warps")
 

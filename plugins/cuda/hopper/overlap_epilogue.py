@@ -40,8 +40,9 @@ from ..perf_options import pass_configs
 from .header import WGMMA_FORMS
 
 KEY = "tlx.overlap_epilogue"
-#: keep only the peeled steps rolled (``#pragma unroll 1``), the steady-state loop as ptxas likes it:
-#: here the 4-stage GEMM's NVRTC time goes from 0.76 s to about 0.5 s; not yet timed on a GPU
+#: with ``tlx.rolled_k_loop`` off, keep the peeled steps rolled (``#pragma unroll 1``) and the
+#: steady-state loop unrolled: the 4-stage GEMM's NVRTC time goes from 0.76 s to about 0.5 s here;
+#: H200 (session 18, bench/variants.py, 8 rounds): 4096³ 1.017 of cuBLAS vs 1.020 / 1.022 unrolled
 ROLLED_HEAD = "tlx.rolled_epilogue_steps"
 _STSM = "tlx_stsm_x"
 SHORT_K_LOOP = 64
